@@ -1,0 +1,44 @@
+# innet — make demo runs the main experiment, make test runs the tests; both set up first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DEBIAN_PACKAGES := iproute2 iputils-ping ethtool cpp
+SWEEP_ARGS ?= --memory 1MB..8GB --update-size 1GB --bandwidth 10Gbps
+
+.PHONY: setup system-packages demo test bench lint clean
+
+setup: system-packages $(STAMP)
+
+# Debian packages the emulation needs (namespaces, ping, offload control, the C preprocessor).
+# Installed only when missing; without root they are reported, not installed.
+system-packages:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" -ne 0 ]; then echo "missing Debian packages:$$missing (run make setup as root)"; exit 0; fi; \
+	echo "installing Debian packages:$$missing"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/innet plan sweep $(SWEEP_ARGS) --plot results/demo/sweep.png
+
+test: setup
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python bench/planner.py
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) results build *.egg-info .pytest_cache .ruff_cache
