@@ -1,0 +1,230 @@
+"""The `innet` command line. Errors become one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from controller.planner.cost import DEFAULT_SLOT_BYTES, CostParams, PlanError
+from controller.planner.optimise import DEFAULT_EPSILON, Planner
+from controller.planner.schedule import ScheduleError
+from controller.planner.schedule_file import ScheduleFileError, load_schedule
+from topo.loader import TopologyError, default_wan, load_wan
+from topo.units import UnitError, format_size, parse_rate, parse_size, parse_size_range
+from topo.wan import Wan
+
+USER_ERRORS = (UnitError, TopologyError, ScheduleFileError, ScheduleError, PlanError)
+
+
+class CliError(Exception):
+    """A problem with what the user asked for; printed as one line."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the usage stays available with --help)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
+    p.add_argument("topology", nargs="?", type=Path, help="topology YAML (default: nine cities)")
+    p.add_argument(
+        "--memory", default=memory, help=f"aggregator memory per site (default {memory})"
+    )
+    p.add_argument("--update-size", default="1GB", help="bytes each island sends per round")
+    p.add_argument(
+        "--bandwidth",
+        default="10Gbps",
+        help="each island's access bandwidth: the rate it sends and receives at (default 10Gbps)",
+    )
+    p.add_argument(
+        "--wan-bandwidth",
+        metavar="RATE",
+        help="capacity of every WAN link (default: as in the topology file)",
+    )
+    p.add_argument(
+        "--family",
+        action="append",
+        dest="families",
+        metavar="NAME",
+        help="schedule family to consider (repeatable): all-to-all, cliques-K, "
+        "ring-pairs, exponential-pairs (default: all that fit)",
+    )
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        default=DEFAULT_EPSILON,
+        help=f"consensus error to reach (default {DEFAULT_EPSILON:g}; exact families reach 0)",
+    )
+    p.add_argument(
+        "--no-offsets",
+        dest="align",
+        action="store_false",
+        help="send all members at once instead of aligning arrivals",
+    )
+    p.add_argument("--slot-size", default=f"{DEFAULT_SLOT_BYTES}B", help="bytes of one slot")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def build_parser() -> dict[str, argparse.ArgumentParser]:
+    main = Parser(prog="innet", description=__doc__)
+    sub = main.add_subparsers(dest="command", required=True)
+    plan = sub.add_parser(
+        "plan",
+        help="choose a synchronisation schedule",
+        description="innet plan [sweep|simulate] ...: choose a schedule for a "
+        "topology, sweep memory sizes, or check the cost model by simulation",
+    )
+    _plan_options(plan, "64MB")
+    plan.add_argument("--schedule", type=Path, help="evaluate the schedule in this YAML file")
+    sweep = Parser(
+        prog="innet plan sweep", description="time to consensus per family per memory size"
+    )
+    _plan_options(sweep, "1MB..8GB")
+    sweep.add_argument("--points", type=int, default=24, help="memory points (log-spaced)")
+    sweep.add_argument(
+        "--plot",
+        type=Path,
+        default=Path("results/plan-sweep.png"),
+        help="PNG to write (default results/plan-sweep.png)",
+    )
+    sim = Parser(
+        prog="innet plan simulate",
+        description="simulate the chosen schedule's rounds chunk by "
+        "chunk and compare with the cost model",
+    )
+    _plan_options(sim, "64MB")
+    sim.add_argument("--chunks", type=int, default=2000, help="chunks per stream (default 2000)")
+    sim.add_argument(
+        "--rate-factor",
+        type=float,
+        default=1.0,
+        help="send faster (>1) or slower than the planned rate",
+    )
+    topo = sub.add_parser("topo", help="show a topology and how well it fits measured RTTs")
+    topo.add_argument("topology", nargs="?", type=Path, help="topology YAML (default: nine cities)")
+    return {"main": main, "sweep": sweep, "simulate": sim}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    parsers = build_parser()
+    if len(args_in) >= 2 and args_in[0] == "plan" and args_in[1] in ("sweep", "simulate"):
+        parser, command = parsers[args_in[1]], args_in[1]
+        args = parser.parse_args(args_in[2:])
+    else:
+        parser = parsers["main"]
+        args = parser.parse_args(args_in)
+        command = args.command
+    try:
+        if command == "topo":
+            from controller.planner.report import topo_text
+
+            print(topo_text(_wan(args.topology)))
+        elif command == "plan":
+            _plan(args)
+        elif command == "sweep":
+            _sweep(args)
+        elif command == "simulate":
+            _simulate(args)
+    except (*USER_ERRORS, CliError) as err:
+        print(f"innet: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _wan(path: Path | None) -> Wan:
+    return default_wan() if path is None else load_wan(path)
+
+
+def _setup(args: argparse.Namespace, memory: int) -> tuple[Wan, CostParams]:
+    wan = _wan(args.topology)
+    bandwidth = parse_rate(args.bandwidth)
+    if args.wan_bandwidth is not None:
+        wan = wan.with_capacity(parse_rate(args.wan_bandwidth))
+    if not 0 <= args.epsilon < 1:
+        raise CliError(f"--epsilon must be in [0, 1), got {args.epsilon}")
+    params = CostParams(
+        update_bytes=parse_size(args.update_size),
+        memory_bytes=memory,
+        access_bps=bandwidth,
+        slot_bytes=parse_size(args.slot_size),
+        align=args.align,
+    )
+    return wan, params
+
+
+def _families(planner: Planner, args: argparse.Namespace) -> list[str] | None:
+    if not args.families:
+        return None
+    for name in args.families:
+        try:
+            planner.schedule_for(name, planner.model(CostParams(1, 1 << 20, 1.0)))
+        except ValueError as err:
+            raise CliError(f"{err}; known: {', '.join(planner.default_families())}") from None
+    return list(args.families)
+
+
+def _plan(args: argparse.Namespace) -> None:
+    from controller.planner.report import plan_json, plan_text
+
+    wan, params = _setup(args, parse_size(args.memory))
+    planner = Planner(wan)
+    if args.schedule is not None:
+        schedule = load_schedule(args.schedule, wan)
+        from controller.planner.optimise import Plan
+
+        plan = Plan(
+            params, args.epsilon, (planner.evaluate(planner.model(params), schedule, args.epsilon),)
+        )
+    else:
+        plan = planner.plan(params, args.epsilon, _families(planner, args))
+    print(json.dumps(plan_json(wan, plan), indent=2) if args.json else plan_text(wan, plan))
+
+
+def _sweep(args: argparse.Namespace) -> None:
+    from controller.planner.plot import plot_sweep
+    from controller.planner.report import sweep_json, sweep_text
+    from controller.planner.sweep import memory_points, sweep
+
+    low, high = parse_size_range(args.memory)
+    if args.points < 2:
+        raise CliError(f"--points must be at least 2, got {args.points}")
+    wan, params = _setup(args, low)
+    planner = Planner(wan)
+    result = sweep(
+        planner,
+        params,
+        memory_points(low, high, args.points),
+        args.epsilon,
+        _families(planner, args),
+    )
+    title = f"{wan.name}: {format_size(params.update_bytes)} update, {args.bandwidth} links"
+    plot_sweep(result, args.plot, title)
+    if args.json:
+        print(json.dumps(sweep_json(wan, result), indent=2))
+    else:
+        print(sweep_text(wan, result))
+        print(f"plot written to {args.plot}")
+
+
+def _simulate(args: argparse.Namespace) -> None:
+    from controller.planner.check import check_family
+    from controller.planner.report import check_text
+
+    if args.chunks < 1:
+        raise CliError(f"--chunks must be at least 1, got {args.chunks}")
+    if args.rate_factor <= 0:
+        raise CliError(f"--rate-factor must be positive, got {args.rate_factor}")
+    wan, params = _setup(args, parse_size(args.memory))
+    planner = Planner(wan)
+    model = planner.model(params)
+    plan = planner.plan(params, args.epsilon, _families(planner, args))
+    for fam in plan.families:
+        print(check_text(wan, fam, check_family(model, fam, args.chunks, args.rate_factor)))
+        print()

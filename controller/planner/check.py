@@ -1,0 +1,53 @@
+"""Check the cost model against the discrete-event simulator, round by round."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from controller.planner.cost import CostModel, RoundCost
+from controller.planner.optimise import FamilyPlan
+from controller.planner.simulate import SimResult, simulate_round
+
+MIN_SLOTS = 16  # memory must hold this many simulated chunks for the check to resolve skew
+
+
+@dataclass(frozen=True)
+class RoundCheck:
+    index: int
+    update_bytes: int  # what was simulated (scaled down when chunks would be too many)
+    model: RoundCost
+    sim: SimResult
+
+    @property
+    def time_error(self) -> float:
+        """(simulated - model) / model."""
+        return (self.sim.time_s - self.model.time_s) / self.model.time_s
+
+
+def check_family(
+    model: CostModel,
+    fam: FamilyPlan,
+    chunks: int,
+    rate_factor: float = 1.0,
+    max_chunks: int = 20_000,
+) -> tuple[RoundCheck, ...]:
+    """Simulate the rounds the family needs for consensus and pair each with the model's cost.
+
+    Chunks must be small beside the memory (at least MIN_SLOTS fit), so the chunk is the smaller
+    of update/chunks and memory/MIN_SLOTS; if that makes more than max_chunks chunks, the update
+    is scaled down (the model's rates do not depend on the update size) and both sides are
+    evaluated at the scaled size.
+    """
+    p = model.params
+    chunk = max(1, min(math.ceil(p.update_bytes / chunks), p.memory_bytes // MIN_SLOTS))
+    update = min(p.update_bytes, chunk * max_chunks)
+    scaled = model.with_params(update_bytes=update, slot_bytes=chunk)
+    checks = []
+    for t in range(fam.rounds or len(fam.costs)):
+        cost = scaled.round_cost(fam.costs[t % len(fam.costs)].round)
+        if all(len(g.members) < 2 for g in cost.groups):
+            continue
+        sim = simulate_round(model.wan, cost, scaled.params, chunk, rate_factor)
+        checks.append(RoundCheck(t, update, cost, sim))
+    return tuple(checks)

@@ -1,0 +1,209 @@
+"""Cost model of one synchronisation round (derivation: docs/cost-model.md).
+
+Every member of a group streams its update (D bytes) once, at the group's rate R, into a multicast
+tree along shortest paths toward the other members; each member's edge aggregator merges the
+remote streams chunk by chunk. A round's time is that of its slowest group:
+
+    T_g = D / R_g + span_g
+
+where span_g is the latest arrival at any member counted from the first send, and R_g is the
+largest rate that fits three limits at once:
+  * links: the streams that share a directed WAN link split its capacity (max-min fair between
+    groups, by progressive filling);
+  * access: an island sends one stream and receives one merged stream (multicast and in-line
+    aggregation), so R_g <= the access bandwidth;
+  * memory: a slot is held from the first to the last arrival of its chunk, so an aggregator
+    holds R x skew bytes of partial sums: R_g <= (M - one slot) / skew_g.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from controller.planner.offsets import Alignment, aligned, unaligned
+from controller.planner.schedule import Group, Round, Schedule
+from topo.wan import Wan
+
+Edge = tuple[int, int]
+DEFAULT_SLOT_BYTES = 128  # one slot: the partial sums of one chunk of 32 int32 values
+
+
+class PlanError(ValueError):
+    """Parameters the planner cannot work with (e.g. memory below one slot)."""
+
+
+@dataclass(frozen=True)
+class CostParams:
+    update_bytes: int
+    memory_bytes: int
+    access_bps: float
+    slot_bytes: int = DEFAULT_SLOT_BYTES
+    align: bool = True  # allow per-island send offsets that align arrivals
+
+    def __post_init__(self) -> None:
+        if self.update_bytes <= 0:
+            raise PlanError(f"update size must be positive, got {self.update_bytes} bytes")
+        if self.access_bps <= 0:
+            raise PlanError(f"bandwidth must be positive, got {self.access_bps} b/s")
+        if self.slot_bytes <= 0:
+            raise PlanError(f"slot size must be positive, got {self.slot_bytes} bytes")
+        if self.memory_bytes < self.slot_bytes:
+            raise PlanError(
+                f"aggregator memory {self.memory_bytes} B is below one slot ({self.slot_bytes} B)"
+            )
+
+    def memory_rate_cap(self, skew: float) -> float:
+        """Largest rate (b/s) whose in-flight partial sums fit in memory for this skew."""
+        if skew <= 0.0:
+            return math.inf
+        return (self.memory_bytes - self.slot_bytes) * 8.0 / skew
+
+
+@dataclass(frozen=True)
+class GroupCost:
+    members: Group
+    rate_bps: float
+    offsets: tuple[float, ...]  # per member, seconds after the round starts
+    skew_s: float
+    span_s: float
+    time_s: float
+    memory_bytes: float  # aggregator memory this group needs at its busiest member
+    limit: str  # what bounds the rate: "memory", "access", "link A->B", or "local"
+
+
+@dataclass(frozen=True)
+class RoundCost:
+    round: Round
+    groups: tuple[GroupCost, ...]
+
+    @property
+    def time_s(self) -> float:
+        return max((g.time_s for g in self.groups), default=0.0)
+
+    @property
+    def memory_bytes(self) -> float:
+        return max((g.memory_bytes for g in self.groups), default=0.0)
+
+
+@dataclass
+class Geometry:
+    """What a group costs that does not depend on sizes: trees, link loads, alignments (cached)."""
+
+    wan: Wan
+    _loads: dict[Group, Counter[Edge]] = field(default_factory=dict)
+    _alignments: dict[Group, tuple[Alignment, Alignment]] = field(default_factory=dict)
+
+    def link_loads(self, members: Group) -> Counter[Edge]:
+        """How many of the group's streams cross each directed link."""
+        loads = self._loads.get(members)
+        if loads is None:
+            loads = Counter()
+            for src in members:
+                loads.update(self.wan.tree(src, [d for d in members if d != src]))
+            self._loads[members] = loads
+        return loads
+
+    def alignments(self, members: Group) -> tuple[Alignment, Alignment]:
+        """(zero offsets, least-skew offsets) for the group."""
+        pair = self._alignments.get(members)
+        if pair is None:
+            delay = self.wan.delay
+            pair = (unaligned(delay, members), aligned(delay, members))
+            self._alignments[members] = pair
+        return pair
+
+
+class CostModel:
+    def __init__(self, wan: Wan, params: CostParams, geometry: Geometry | None = None) -> None:
+        self.wan = wan
+        self.params = params
+        self.geometry = geometry if geometry is not None else Geometry(wan)
+
+    def with_params(self, **changes: object) -> CostModel:
+        """The same WAN with other sizes, sharing the size-independent cache."""
+        return CostModel(self.wan, replace(self.params, **changes), self.geometry)
+
+    def _choose_alignment(self, members: Group) -> tuple[Alignment, float]:
+        """The offsets (none, or least-skew) that make the group alone fastest, and its rate cap."""
+        p = self.params
+        bits = p.update_bytes * 8.0
+        zero, least = self.geometry.alignments(members)
+        best = zero
+        best_cap = min(p.access_bps, p.memory_rate_cap(zero.skew))
+        if p.align:
+            cap = min(p.access_bps, p.memory_rate_cap(least.skew))
+            if bits / cap + least.span < bits / best_cap + best.span:
+                best, best_cap = least, cap
+        return best, best_cap
+
+    def round_cost(self, rnd: Round) -> RoundCost:
+        p = self.params
+        bits = p.update_bytes * 8.0
+        active: dict[Group, tuple[Alignment, float]] = {}
+        for g in rnd.groups:
+            if len(g) > 1:
+                active[g] = self._choose_alignment(g)
+        loads = {g: self.geometry.link_loads(g) for g in active}
+        rates, limits = _fill(self.wan, loads, {g: cap for g, (_, cap) in active.items()})
+        costs = []
+        for g in rnd.groups:
+            if g not in active:
+                costs.append(GroupCost(g, math.inf, (0.0,), 0.0, 0.0, 0.0, 0.0, "local"))
+                continue
+            al, cap = active[g]
+            rate = rates[g]
+            limit = limits[g]
+            if limit == "cap":
+                limit = "memory" if cap < p.access_bps else "access"
+            memory = rate / 8.0 * al.skew + p.slot_bytes
+            costs.append(
+                GroupCost(
+                    g, rate, al.offsets, al.skew, al.span, bits / rate + al.span, memory, limit
+                )
+            )
+        return RoundCost(rnd, tuple(costs))
+
+    def schedule_costs(self, schedule: Schedule) -> tuple[RoundCost, ...]:
+        return tuple(self.round_cost(r) for r in schedule.rounds)
+
+
+def _fill(
+    wan: Wan, loads: dict[Group, Counter[Edge]], caps: dict[Group, float]
+) -> tuple[dict[Group, float], dict[Group, str]]:
+    """Max-min fair rates by progressive filling: all unfrozen groups rise together until a link
+    saturates or a group reaches its own cap; those groups freeze; repeat."""
+    rates: dict[Group, float] = {}
+    limits: dict[Group, str] = {}
+    used: Counter[Edge] = Counter()
+    edges = {e for load in loads.values() for e in load}
+    active = set(loads)
+    while active:
+        level, frozen, why = math.inf, set(), {}
+        for e in edges:
+            share = sum(loads[g][e] for g in active)
+            if share == 0:
+                continue
+            t = (wan.capacity(*e) - used[e]) / share
+            if t < level * (1 - 1e-12):
+                level, frozen, why = t, set(), {}
+            if t <= level * (1 + 1e-12):
+                name = f"link {wan.cities[e[0]].code}->{wan.cities[e[1]].code}"
+                for g in active:
+                    if loads[g][e]:
+                        frozen.add(g)
+                        why.setdefault(g, name)
+        for g in active:
+            if caps[g] < level * (1 - 1e-12):
+                level, frozen, why = caps[g], set(), {}
+            if caps[g] <= level * (1 + 1e-12):
+                frozen.add(g)
+                why[g] = "cap"
+        for g in frozen:
+            rates[g] = level
+            limits[g] = why[g]
+            for e, count in loads[g].items():
+                used[e] += count * level
+        active -= frozen
+    return rates, limits

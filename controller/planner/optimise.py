@@ -1,0 +1,256 @@
+"""Choose the schedule: family, assignment of islands to groups, and send offsets.
+
+Each family's candidate is scored by its time to consensus: the sum of its round times (cost
+model) over the rounds its mixing needs to bring the consensus error to epsilon. For rotating
+cliques the islands fill a grid whose lines are the groups; its rounds reach the exact average
+together, whatever the assignment, so the best assignment minimises the sum of the grid's round
+times. For a square grid with few enough partitions that sum is minimised exactly (branch and
+bound over partitions); otherwise by local search over swaps of two islands on a common line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from controller.planner.cost import CostModel, CostParams, Geometry, RoundCost
+from controller.planner.mixing import EXACT, rounds_to_consensus
+from controller.planner.schedule import (
+    Round,
+    Schedule,
+    all_to_all,
+    cliques,
+    exponential_pairs,
+    grid_dims,
+    grid_rounds,
+    orthogonal,
+    partitions,
+    ring_pairs,
+)
+from topo.wan import Wan
+
+EXACT_SEARCH_LIMIT = 20_000  # partitions of a square grid's rows beyond which search is local
+DEFAULT_EPSILON = 1e-3
+
+
+@dataclass(frozen=True)
+class FamilyPlan:
+    family: str
+    schedule: Schedule
+    costs: tuple[RoundCost, ...]  # one per round of the cycle
+    rounds: int | None  # rounds to consensus, None if never within the limit
+    exact: bool  # the average reached is exact, not approximate
+
+    @property
+    def time_s(self) -> float:
+        if self.rounds is None:
+            return math.inf
+        return sum(self.costs[t % len(self.costs)].time_s for t in range(self.rounds))
+
+    @property
+    def memory_bytes(self) -> float:
+        used = range(len(self.costs) if self.rounds is None else min(self.rounds, len(self.costs)))
+        return max((self.costs[t].memory_bytes for t in used), default=0.0)
+
+
+@dataclass(frozen=True)
+class Plan:
+    params: CostParams
+    epsilon: float
+    families: tuple[FamilyPlan, ...]
+
+    @property
+    def best(self) -> FamilyPlan:
+        return min(self.families, key=lambda f: f.time_s)
+
+    def family(self, name: str) -> FamilyPlan:
+        for f in self.families:
+            if f.family == name:
+                return f
+        raise KeyError(name)
+
+
+@dataclass
+class Planner:
+    """Plans on one WAN; caches what does not depend on sizes across calls (e.g. a sweep)."""
+
+    wan: Wan
+    geometry: Geometry = field(init=False)
+    _mixing: dict[tuple[Schedule, float], tuple[int | None, bool]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.geometry = Geometry(self.wan)
+
+    def model(self, params: CostParams) -> CostModel:
+        return CostModel(self.wan, params, self.geometry)
+
+    def default_families(self) -> list[str]:
+        n = self.wan.n
+        names = ["all-to-all"]
+        names += [
+            f"cliques-{k}" for k in range(3, min(8, n - 1) + 1) if k in (grid_dims(n, k) or ())
+        ]
+        names += ["ring-pairs", "exponential-pairs"]
+        return names
+
+    def evaluate(self, model: CostModel, schedule: Schedule, epsilon: float) -> FamilyPlan:
+        key = (schedule, epsilon)
+        if key not in self._mixing:
+            rounds = rounds_to_consensus(schedule, epsilon)
+            exact = (
+                rounds_to_consensus(schedule, EXACT, limit=rounds) is not None if rounds else False
+            )
+            self._mixing[key] = (rounds, exact or schedule.n == 1)
+        rounds, exact = self._mixing[key]
+        return FamilyPlan(schedule.family, schedule, model.schedule_costs(schedule), rounds, exact)
+
+    def schedule_for(self, family: str, model: CostModel) -> Schedule:
+        n = self.wan.n
+        if family == "all-to-all":
+            return all_to_all(n)
+        if family == "ring-pairs":
+            return ring_pairs(n, self.tour())
+        if family == "exponential-pairs":
+            return exponential_pairs(n, self.tour())
+        if family.startswith("cliques-") and family[8:].isdigit():
+            return best_grid(model, int(family[8:]), self.tour())
+        raise ValueError(f"unknown schedule family {family!r}")
+
+    def plan(
+        self,
+        params: CostParams,
+        epsilon: float = DEFAULT_EPSILON,
+        families: Sequence[str] | None = None,
+    ) -> Plan:
+        model = self.model(params)
+        names = list(families) if families else self.default_families()
+        plans = tuple(self.evaluate(model, self.schedule_for(f, model), epsilon) for f in names)
+        return Plan(params, epsilon, plans)
+
+    def tour(self) -> list[int]:
+        """Islands in nearest-neighbour order from island 0 (a ring that keeps neighbours close)."""
+        delay = self.wan.delay
+        order, left = [0], set(range(1, self.wan.n))
+        while left:
+            here = order[-1]
+            nxt = min(left, key=lambda j: (delay[here, j], j))
+            order.append(nxt)
+            left.remove(nxt)
+        return order
+
+
+def _pair_key(p: Round, q: Round, tp: float, tq: float) -> tuple:
+    return (tp + tq, tp, p.groups, q.groups)
+
+
+def _two_round_grid(n: int, k: int, first: Round, second: Round) -> Schedule:
+    """The k x k grid whose first round is `first` (lines along dimension 0) then `second`."""
+    cells = [next(iter(set(a) & set(b))) for b in second.groups for a in first.groups]
+    return cliques(n, k, cells)
+
+
+def exhaustive_grid(model: CostModel, k: int) -> Schedule:
+    """Reference search: every ordered pair of orthogonal partitions into groups of k (a k x k
+    grid's rows and columns), each pair's two rounds costed afresh. Slow; for checking."""
+    n = model.wan.n
+    if n != k * k:
+        raise ValueError(f"exhaustive search needs n = k^2 islands, got n={n}, k={k}")
+    every = list(partitions(range(n), k))
+    best: tuple | None = None
+    for p in every:
+        for q in every:
+            if orthogonal(p, q):
+                key = _pair_key(p, q, model.round_cost(p).time_s, model.round_cost(q).time_s)
+                if best is None or key < best:
+                    best = key
+    assert best is not None
+    return _two_round_grid(n, k, Round(best[2]), Round(best[3]))
+
+
+def best_grid(model: CostModel, k: int, start: Sequence[int] | None = None) -> Schedule:
+    """The cheapest rotating-cliques schedule of group size k (see the module docstring)."""
+    n = model.wan.n
+    dims = grid_dims(n, k)
+    if dims is None:
+        return cliques(n, k, start)  # no grid: approximate blocks along the given order
+    if len(dims) == 2 and dims[0] == dims[1] and _partition_count(n, k) <= EXACT_SEARCH_LIMIT:
+        return _branch_and_bound(model, k)
+    return _local_search(model, k, dims, list(start) if start else list(range(n)))
+
+
+def _partition_count(n: int, k: int) -> int:
+    return math.factorial(n) // (math.factorial(k) ** (n // k) * math.factorial(n // k))
+
+
+def _branch_and_bound(model: CostModel, k: int) -> Schedule:
+    """Exact: cost each partition once, then pair them cheapest first, stopping when no pair
+    left can beat the best found. Same order of preference as exhaustive_grid."""
+    n = model.wan.n
+    ranked = sorted(
+        ((model.round_cost(p).time_s, p) for p in partitions(range(n), k)),
+        key=lambda tp: (tp[0], tp[1].groups),
+    )
+    cheapest = ranked[0][0]
+    best: tuple | None = None
+    for tp, p in ranked:
+        if best is not None and tp + cheapest > best[0]:
+            break
+        for tq, q in ranked:
+            if best is not None and tp + tq > best[0]:
+                break
+            if orthogonal(p, q):
+                key = _pair_key(p, q, tp, tq)
+                if best is None or key < best:
+                    best = key
+    assert best is not None
+    return _two_round_grid(n, k, Round(best[2]), Round(best[3]))
+
+
+def _local_search(
+    model: CostModel, k: int, dims: tuple[int, ...], start: list[int], max_evals: int = 6000
+) -> Schedule:
+    """Swap two islands on a common line while it lowers the sum of the grid's round times."""
+    n = model.wan.n
+    cells = list(start)
+    coords = [_coords(c, dims) for c in range(n)]
+
+    def dim_times(cs: list[int]) -> list[float]:
+        return [model.round_cost(r).time_s for r in grid_rounds(cs, dims)[: len(dims)]]
+
+    times = dim_times(cells)
+    moves = [
+        (a, b, next(d for d in range(len(dims)) if coords[a][d] != coords[b][d]))
+        for a in range(n)
+        for b in range(a + 1, n)
+        if sum(x != y for x, y in zip(coords[a], coords[b], strict=True)) == 1
+    ]
+    evals, improved = 0, True
+    while improved and evals < max_evals:
+        improved = False
+        for a, b, d in moves:
+            cells[a], cells[b] = cells[b], cells[a]
+            rounds = grid_rounds(cells, dims)
+            trial = [
+                times[e] if e == d else model.round_cost(rounds[e]).time_s for e in range(len(dims))
+            ]
+            evals += len(dims) - 1
+            if sum(trial) < sum(times) * (1 - 1e-9):
+                times, improved = trial, True
+            else:
+                cells[a], cells[b] = cells[b], cells[a]
+            if evals >= max_evals:
+                break
+    rounds = grid_rounds(cells, dims)[: len(dims)]
+    order = sorted(range(len(dims)), key=lambda e: (times[e], e))
+    if len(dims) == 2 and dims[0] == dims[1]:
+        return _two_round_grid(n, k, rounds[order[0]], rounds[order[1]])
+    return Schedule(f"cliques-{k}", n, tuple(rounds[e] for e in order))
+
+
+def _coords(c: int, dims: Sequence[int]) -> tuple[int, ...]:
+    out = []
+    for side in reversed(dims):
+        out.append(c % side)
+        c //= side
+    return tuple(reversed(out))

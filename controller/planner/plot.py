@@ -1,0 +1,56 @@
+"""PNG plot of a sweep: time to consensus against aggregator memory, one line per family."""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from controller.planner.sweep import Sweep
+
+
+def plot_sweep(result: Sweep, path: Path, title: str) -> None:
+    """Write the plot to `path` atomically (a temporary file renamed into place)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    memories = [p.params.memory_bytes / 1e6 for p in result.plans]
+    for family in result.families:
+        times = [p.family(family).time_s for p in result.plans]
+        shown = [(m, t) for m, t in zip(memories, times, strict=True) if not math.isinf(t)]
+        if shown:
+            ax.plot(*zip(*shown, strict=True), marker="o", markersize=3, label=family)
+    for c in result.crossovers:
+        ax.axvline(c.memory_bytes / 1e6, color="grey", linestyle="--", linewidth=1)
+        ax.annotate(
+            f"crossover {c.memory_bytes / 1e6:.3g} MB",
+            (c.memory_bytes / 1e6, 0.98),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            va="top",
+            ha="right",
+            fontsize=8,
+            color="grey",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("aggregator memory per site (MB)")
+    ax.set_ylabel("time to consensus (s)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".plot-", suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=120)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,0 +1,278 @@
+"""Plain-text tables and JSON documents for plans and sweeps (what the CLI prints)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from controller.planner.check import RoundCheck
+from controller.planner.cost import RoundCost
+from controller.planner.optimise import FamilyPlan, Plan
+from controller.planner.sweep import Sweep
+from topo.units import format_duration, format_rate, format_size
+from topo.wan import Wan
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
+    """Columns padded to their widest cell; `right` aligns numbers to the right."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)
+        ]
+        return "  ".join(out).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _time(t: float) -> str:
+    return "never" if math.isinf(t) else format_duration(t)
+
+
+def _group_names(wan: Wan, group: Sequence[int]) -> str:
+    return ", ".join(wan.names[i] for i in group)
+
+
+def plan_text(wan: Wan, plan: Plan) -> str:
+    p = plan.params
+    lines = [
+        f"{wan.name}: {wan.n} islands; update {format_size(p.update_bytes)}, aggregator memory "
+        f"{format_size(p.memory_bytes)}, access {format_rate(p.access_bps)}, send offsets "
+        f"{'on' if p.align else 'off'}, consensus to epsilon {plan.epsilon:g}",
+        "",
+    ]
+    best = plan.best
+    rows = [
+        [
+            f.family + (" *" if f is best else ""),
+            "-" if f.rounds is None else str(f.rounds),
+            "yes" if f.exact else "no",
+            _time(f.time_s),
+            format_size(f.memory_bytes),
+        ]
+        for f in plan.families
+    ]
+    header = ["family", "rounds", "exact", "time to consensus", "memory needed"]
+    lines.append(table(header, rows, [False, True, False, True, True]))
+    lines += ["", family_text(wan, best)]
+    return "\n".join(lines)
+
+
+def family_text(wan: Wan, fam: FamilyPlan) -> str:
+    used = fam.rounds or 0
+    head = (
+        f"chosen: {fam.family}, {used} round(s) to "
+        f"{'the exact average' if fam.exact else 'consensus'}, predicted {_time(fam.time_s)}"
+    )
+    width = max(len(c.round.groups) for c in fam.costs)
+    header = ["round", *[f"group {i + 1}" for i in range(width)], "time", "rate", "memory", "limit"]
+    rows = []
+    for t, cost in enumerate(fam.costs):
+        groups = [_group_names(wan, g) for g in cost.round.groups]
+        groups += [""] * (width - len(groups))
+        mark = "" if t < used else " (cycle)"
+        rows.append([f"{t + 1}{mark}", *groups, *_round_figures(cost)])
+    right = [False] * (1 + width) + [True, True, True, False]
+    return head + "\n\n" + table(header, rows, right)
+
+
+def _round_figures(cost: RoundCost) -> list[str]:
+    slow = max(cost.groups, key=lambda g: g.time_s)
+    rate = min((g.rate_bps for g in cost.groups), default=math.inf)
+    return [
+        format_duration(cost.time_s),
+        "-" if math.isinf(rate) else format_rate(rate),
+        format_size(cost.memory_bytes),
+        slow.limit,
+    ]
+
+
+def plan_json(wan: Wan, plan: Plan) -> dict:
+    p = plan.params
+    return {
+        "topology": wan.name,
+        "islands": list(wan.names),
+        "update_bytes": p.update_bytes,
+        "memory_bytes": p.memory_bytes,
+        "access_bps": p.access_bps,
+        "align": p.align,
+        "epsilon": plan.epsilon,
+        "best": plan.best.family,
+        "families": [family_json(wan, f) for f in plan.families],
+    }
+
+
+def family_json(wan: Wan, fam: FamilyPlan) -> dict:
+    return {
+        "family": fam.family,
+        "rounds_to_consensus": fam.rounds,
+        "exact": fam.exact,
+        "time_s": None if math.isinf(fam.time_s) else fam.time_s,
+        "memory_bytes": fam.memory_bytes,
+        "rounds": [
+            {
+                "time_s": cost.time_s,
+                "memory_bytes": cost.memory_bytes,
+                "groups": [
+                    {
+                        "cities": [wan.names[i] for i in g.members],
+                        "rate_bps": None if math.isinf(g.rate_bps) else g.rate_bps,
+                        "offsets_s": list(g.offsets),
+                        "skew_s": g.skew_s,
+                        "span_s": g.span_s,
+                        "time_s": g.time_s,
+                        "memory_bytes": g.memory_bytes,
+                        "limit": g.limit,
+                    }
+                    for g in cost.groups
+                ],
+            }
+            for cost in fam.costs
+        ],
+    }
+
+
+def sweep_text(wan: Wan, result: Sweep) -> str:
+    families = result.families
+    first = result.plans[0]
+    header = ["memory", *families, "best"]
+    rows = [
+        [format_size(plan.params.memory_bytes)]
+        + [_time(plan.family(f).time_s) for f in families]
+        + [plan.best.family]
+        for plan in result.plans
+    ]
+    body = table(header, rows, [True] * (1 + len(families)) + [False]).split("\n")
+    lines = [
+        f"{wan.name}: time to consensus by aggregator memory; update "
+        f"{format_size(first.params.update_bytes)}, access {format_rate(first.params.access_bps)}, "
+        f"epsilon {first.epsilon:g}",
+        "",
+        *body[:2],
+    ]
+    crossovers = iter(result.crossovers)
+    for k, plan in enumerate(result.plans):
+        if k and plan.best.family != result.plans[k - 1].best.family:
+            c = next(crossovers)
+            lines.append(
+                f"-- crossover at {format_size(c.memory_bytes)}: {c.below} below, {c.above} above"
+            )
+        lines.append(body[2 + k])
+    lines.append("")
+    for c in result.crossovers:
+        lines.append(
+            f"crossover: {c.below} is fastest below {format_size(c.memory_bytes)}, {c.above} above"
+        )
+    if not result.crossovers:
+        lines.append(f"no crossover: {first.best.family} is fastest at every memory size")
+    return "\n".join(lines)
+
+
+def topo_text(wan: Wan) -> str:
+    lines = [f"{wan.name}: {wan.n} cities, {len(wan.links)} links", ""]
+    rows = [
+        [
+            f"{link.a} - {link.b}",
+            format_duration(link.delay_s),
+            format_rate(link.capacity_bps),
+            link.source,
+        ]
+        for link in wan.links
+    ]
+    lines.append(
+        table(["link", "one-way delay", "capacity", "source"], rows, [False, True, True, False])
+    )
+    if wan.measured_rtt_s:
+        fit = wan.rtt_fit()
+        worst = fit.worst
+        lines += [
+            "",
+            f"shortest-path RTT against measured ({wan.measured_source}), largest errors first:",
+            table(
+                ["pair", "measured", "model", "error"],
+                [
+                    [
+                        f"{r.a} - {r.b}",
+                        format_duration(r.measured_s),
+                        format_duration(r.model_s),
+                        f"{r.rel_error:+.1%}",
+                    ]
+                    for r in fit.ranked()[:8]
+                ],
+                [False, True, True, True],
+            ),
+            f"largest relative RTT error: {abs(worst.rel_error):.1%} ({worst.a} - {worst.b})",
+        ]
+    return "\n".join(lines)
+
+
+def check_text(wan: Wan, fam: FamilyPlan, checks: Sequence[RoundCheck]) -> str:
+    header = [
+        "round",
+        "model time",
+        "simulated",
+        "difference",
+        "model memory",
+        "peak memory",
+        "exhausted",
+        "resent",
+    ]
+    rows = [
+        [
+            str(c.index + 1),
+            format_duration(c.model.time_s),
+            format_duration(c.sim.time_s),
+            f"{c.time_error:+.1%}",
+            format_size(c.model.memory_bytes),
+            format_size(c.sim.peak_memory_bytes),
+            str(c.sim.exhausted),
+            str(c.sim.resent),
+        ]
+        for c in checks
+    ]
+    first = checks[0] if checks else None
+    head = f"{fam.family}: cost model against chunk-level simulation"
+    if first is not None:
+        head += (
+            f" (update {format_size(first.update_bytes)}, "
+            f"chunk {format_size(first.sim.chunk_bytes)}, {first.sim.slots} slots per aggregator)"
+        )
+    worst = max((abs(c.time_error) for c in checks), default=0.0)
+    return "\n".join(
+        [
+            head,
+            "",
+            table(header, rows, [False] + [True] * 7),
+            "",
+            f"largest round-time difference: {worst:.1%}",
+        ]
+    )
+
+
+def sweep_json(wan: Wan, result: Sweep) -> dict:
+    return {
+        "topology": wan.name,
+        "islands": list(wan.names),
+        "update_bytes": result.plans[0].params.update_bytes,
+        "access_bps": result.plans[0].params.access_bps,
+        "epsilon": result.plans[0].epsilon,
+        "points": [
+            {
+                "memory_bytes": plan.params.memory_bytes,
+                "times_s": {
+                    f.family: (None if math.isinf(f.time_s) else f.time_s) for f in plan.families
+                },
+                "best": plan.best.family,
+                "groups": [
+                    [[wan.names[i] for i in g] for g in cost.round.groups]
+                    for cost in plan.best.costs[: plan.best.rounds or len(plan.best.costs)]
+                ],
+            }
+            for plan in result.plans
+        ],
+        "crossovers": [
+            {"memory_bytes": c.memory_bytes, "below": c.below, "above": c.above}
+            for c in result.crossovers
+        ],
+    }
