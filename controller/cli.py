@@ -14,7 +14,14 @@ from controller.planner.optimise import DEFAULT_EPSILON, Planner
 from controller.planner.schedule import ScheduleError
 from controller.planner.schedule_file import ScheduleFileError, load_schedule
 from topo.loader import TopologyError, default_wan, load_wan
-from topo.units import UnitError, format_size, parse_rate, parse_size, parse_size_range
+from topo.units import (
+    UnitError,
+    format_rate,
+    format_size,
+    parse_rate,
+    parse_size,
+    parse_size_range,
+)
 from topo.wan import Wan
 
 USER_ERRORS = (UnitError, TopologyError, ScheduleFileError, ScheduleError, PlanError)
@@ -204,7 +211,10 @@ def _sweep(args: argparse.Namespace) -> None:
         args.epsilon,
         _families(planner, args),
     )
-    title = f"{wan.name}: {format_size(params.update_bytes)} update, {args.bandwidth} links"
+    title = (
+        f"{wan.name}: {format_size(params.update_bytes)} update, "
+        f"{format_rate(params.access_bps)} per island"
+    )
     plot_sweep(result, args.plot, title)
     if args.json:
         print(json.dumps(sweep_json(wan, result), indent=2))

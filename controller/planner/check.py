@@ -32,7 +32,8 @@ def check_family(
     rate_factor: float = 1.0,
     max_chunks: int = 20_000,
 ) -> tuple[RoundCheck, ...]:
-    """Simulate the rounds the family needs for consensus and pair each with the model's cost.
+    """Simulate each distinct round the family plays on its way to consensus (the cycle repeats
+    after its last round) and pair it with the model's cost.
 
     Chunks must be small beside the memory (at least MIN_SLOTS fit), so the chunk is the smaller
     of update/chunks and memory/MIN_SLOTS; if that makes more than max_chunks chunks, the update
@@ -44,8 +45,8 @@ def check_family(
     update = min(p.update_bytes, chunk * max_chunks)
     scaled = model.with_params(update_bytes=update, slot_bytes=chunk)
     checks = []
-    for t in range(fam.rounds or len(fam.costs)):
-        cost = scaled.round_cost(fam.costs[t % len(fam.costs)].round)
+    for t in range(min(fam.rounds or len(fam.costs), len(fam.costs))):
+        cost = scaled.round_cost(fam.costs[t].round)
         if all(len(g.members) < 2 for g in cost.groups):
             continue
         sim = simulate_round(model.wan, cost, scaled.params, chunk, rate_factor)

@@ -176,34 +176,35 @@ def _fill(
     saturates or a group reaches its own cap; those groups freeze; repeat."""
     rates: dict[Group, float] = {}
     limits: dict[Group, str] = {}
-    used: Counter[Edge] = Counter()
-    edges = {e for load in loads.values() for e in load}
+    share: Counter[Edge] = Counter()  # streams of unfrozen groups on each link
+    for load in loads.values():
+        share.update(load)
+    room = {e: wan.capacity(*e) for e in share}  # capacity not yet taken by frozen groups
     active = set(loads)
     while active:
-        level, frozen, why = math.inf, set(), {}
-        for e in edges:
-            share = sum(loads[g][e] for g in active)
-            if share == 0:
-                continue
-            t = (wan.capacity(*e) - used[e]) / share
-            if t < level * (1 - 1e-12):
-                level, frozen, why = t, set(), {}
-            if t <= level * (1 + 1e-12):
-                name = f"link {wan.cities[e[0]].code}->{wan.cities[e[1]].code}"
-                for g in active:
-                    if loads[g][e]:
-                        frozen.add(g)
-                        why.setdefault(g, name)
-        for g in active:
-            if caps[g] < level * (1 - 1e-12):
-                level, frozen, why = caps[g], set(), {}
-            if caps[g] <= level * (1 + 1e-12):
-                frozen.add(g)
-                why[g] = "cap"
-        for g in frozen:
-            rates[g] = level
-            limits[g] = why[g]
+        level, tight = math.inf, []
+        for e, n in share.items():
+            if n:
+                t = room[e] / n
+                if t < level * (1 - 1e-12):
+                    level, tight = t, [e]
+                elif t <= level * (1 + 1e-12):
+                    tight.append(e)
+        capped = [g for g in active if caps[g] <= level * (1 + 1e-12)]
+        if capped:
+            level = min(caps[g] for g in capped)
+            capped = [g for g in capped if caps[g] <= level * (1 + 1e-12)]
+            tight = [e for e in tight if room[e] / share[e] <= level * (1 + 1e-12)]
+        frozen = {g: "cap" for g in capped}
+        for e in tight:
+            name = f"link {wan.cities[e[0]].code}->{wan.cities[e[1]].code}"
+            for g in active:
+                if loads[g][e]:
+                    frozen.setdefault(g, name)
+        for g, why in frozen.items():
+            rates[g], limits[g] = level, why
             for e, count in loads[g].items():
-                used[e] += count * level
-        active -= frozen
+                room[e] -= count * level
+                share[e] -= count
+        active -= frozen.keys()
     return rates, limits

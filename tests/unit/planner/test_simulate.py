@@ -16,7 +16,7 @@ def test_simulation_agrees_with_the_cost_model(nine, memory):
     plan = planner.plan(params, families=["all-to-all", "cliques-3"])
     for fam in plan.families:
         checks = check_family(model, fam, chunks=500)
-        assert len(checks) == fam.rounds
+        assert len(checks) == min(fam.rounds, len(fam.costs))
         for c in checks:
             assert abs(c.time_error) < 0.02, (fam.family, c)
             assert c.sim.exhausted == 0
