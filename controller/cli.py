@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif command == "simulate":
             _simulate(args)
     except (*USER_ERRORS, CliError) as err:
-        print(f"innet: error: {err}", file=sys.stderr)
+        print(f"innet: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     return 0
 

@@ -45,10 +45,11 @@ _RTT_KEYS = (("source", "ms"), ())
 
 
 class TopologyError(ValueError):
-    """A WAN file that cannot be loaded; str() is "{path}:{line}: {what is wrong}"."""
+    """A WAN file that cannot be loaded; str() is "{path}:{line}: {what is wrong}" (without the
+    line when the problem is the file itself, e.g. it cannot be read)."""
 
-    def __init__(self, path: Path | str, line: int, what: str) -> None:
-        super().__init__(f"{path}:{line}: {what}")
+    def __init__(self, path: Path | str, line: int | None, what: str) -> None:
+        super().__init__(f"{path}:{line}: {what}" if line is not None else f"{path}: {what}")
         self.path = path
         self.line = line
         self.what = what
@@ -168,7 +169,13 @@ def _shown(node: yaml.Node) -> str:
 
 def load_wan(path: Path) -> Wan:
     """Load and check the WAN model in a YAML file."""
-    return parse_wan(Path(path).read_text(encoding="utf-8"), path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise TopologyError(path, None, f"cannot read topology file: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise TopologyError(path, None, f"not a UTF-8 text file ({err.reason})") from err
+    return parse_wan(text, path)
 
 
 def default_wan() -> Wan:

@@ -87,12 +87,10 @@ class Planner:
 
     def default_families(self) -> list[str]:
         n = self.wan.n
-        names = ["all-to-all"]
-        names += [
-            f"cliques-{k}" for k in range(3, min(8, n - 1) + 1) if k in (grid_dims(n, k) or ())
-        ]
-        names += ["ring-pairs", "exponential-pairs"]
-        return names
+        sizes = [k for k in range(3, min(8, n - 1) + 1) if k in (grid_dims(n, k) or ())]
+        if n > 3 and not sizes:
+            sizes = [3]  # no grid: rotating blocks of three, approximate consensus
+        return ["all-to-all", *(f"cliques-{k}" for k in sizes), "ring-pairs", "exponential-pairs"]
 
     def evaluate(self, model: CostModel, schedule: Schedule, epsilon: float) -> FamilyPlan:
         key = (schedule, epsilon)

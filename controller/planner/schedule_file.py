@@ -20,8 +20,8 @@ from topo.wan import Wan
 
 
 class ScheduleFileError(ValueError):
-    def __init__(self, path: Path, line: int, what: str) -> None:
-        super().__init__(f"{path}:{line}: {what}")
+    def __init__(self, path: Path, line: int | None, what: str) -> None:
+        super().__init__(f"{path}:{line}: {what}" if line is not None else f"{path}: {what}")
         self.path, self.line = path, line
 
 
@@ -29,7 +29,9 @@ def load_schedule(path: Path, wan: Wan) -> Schedule:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
-        raise ScheduleFileError(path, 0, f"cannot read schedule file: {err.strerror}") from err
+        raise ScheduleFileError(path, None, f"cannot read schedule file: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise ScheduleFileError(path, None, f"not a UTF-8 text file ({err.reason})") from err
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as err:

@@ -161,6 +161,13 @@ def test_bad_files_name_file_and_line(capsys, tmp_path):
     missing = tmp_path / "nope.yaml"
     code, _, err = run(capsys, "plan", "--schedule", str(missing))
     assert code == 2 and "cannot read" in err
+    for args in (["plan", str(missing)], ["topo", str(tmp_path)]):
+        code, _, err = run(capsys, *args)
+        assert code == 2 and err.startswith("innet: error: ") and "cannot read" in err
+    binary = tmp_path / "b.yaml"
+    binary.write_bytes(b"\xff\xfe\x00junk")
+    code, _, err = run(capsys, "plan", str(binary))
+    assert code == 2 and "UTF-8" in err
 
 
 def test_usage_errors_are_one_line_too(capsys):

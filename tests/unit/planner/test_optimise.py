@@ -72,6 +72,19 @@ def test_local_search_on_64_islands_returns_a_grid_no_worse_than_its_start():
     assert model.round_cost(rows).time_s <= model.round_cost(cols).time_s
 
 
+@pytest.mark.parametrize("n", [2, 3, 5, 7, 8, 12, 16])
+def test_every_family_plans_on_small_synthetic_wans(n):
+    planner = Planner(synthetic_wan(n, seed=n))
+    plan = planner.plan(CostParams(100 * MB, 10 * MB, 10e9))
+    names = [f.family for f in plan.families]
+    assert names[0] == "all-to-all" and names[-2:] == ["ring-pairs", "exponential-pairs"]
+    assert (n > 3) == any(name.startswith("cliques-") for name in names)
+    for fam in plan.families:
+        assert fam.schedule.n == n and fam.rounds is not None and fam.time_s > 0
+        assert fam.exact == (rounds_to_consensus(fam.schedule, 0.0, limit=fam.rounds) is not None)
+    assert plan.best.time_s == min(f.time_s for f in plan.families)
+
+
 def test_unknown_family_is_refused(nine):
     planner = Planner(nine)
     with pytest.raises(ValueError, match="unknown schedule family"):
