@@ -18,6 +18,30 @@ def test_optimiser_equals_exhaustive_search_over_every_3x3_grid(nine, memory, al
     assert best_grid(model, 3) == exhaustive_grid(model, 3)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("seed", "regions", "wan_bps", "memory"),
+    [
+        # in these the best grid does not contain the cheapest partition, so a search that
+        # stopped at the first partition's partners would be caught
+        (1, 3, 10e9, 8 * MB),
+        (1, 1, 10e9, 1 * MB),
+        (1, 1, None, 1 * MB),
+        (2, 2, None, 64 * MB),
+    ],
+)
+def test_optimiser_equals_exhaustive_search_on_other_nine_island_wans(
+    seed, regions, wan_bps, memory
+):
+    wan = synthetic_wan(9, seed=seed, regions=regions)
+    wan = wan if wan_bps is None else wan.with_capacity(wan_bps)
+    model = Planner(wan).model(CostParams(GB, memory, 10e9))
+    found = best_grid(model, 3)
+    assert found == exhaustive_grid(model, 3)
+    first, second = (model.round_cost(r).time_s for r in found.rounds[:2])
+    assert first <= second  # the cheaper round is played first
+
+
 def test_exhaustive_search_needs_a_square_grid(nine):
     model = Planner(nine).model(CostParams(GB, MB, 10e9))
     with pytest.raises(ValueError, match="k\\^2"):
