@@ -166,17 +166,6 @@ def _setup(args: argparse.Namespace, memory: int) -> tuple[Wan, CostParams]:
     return wan, params
 
 
-def _families(planner: Planner, args: argparse.Namespace) -> list[str] | None:
-    if not args.families:
-        return None
-    for name in args.families:
-        try:
-            planner.schedule_for(name, planner.model(CostParams(1, 1 << 20, 1.0)))
-        except ValueError as err:
-            raise CliError(f"{err}; known: {', '.join(planner.default_families())}") from None
-    return list(args.families)
-
-
 def _plan(args: argparse.Namespace) -> None:
     from controller.planner.report import plan_json, plan_text
 
@@ -190,7 +179,7 @@ def _plan(args: argparse.Namespace) -> None:
             params, args.epsilon, (planner.evaluate(planner.model(params), schedule, args.epsilon),)
         )
     else:
-        plan = planner.plan(params, args.epsilon, _families(planner, args))
+        plan = planner.plan(params, args.epsilon, args.families)
     print(json.dumps(plan_json(wan, plan), indent=2) if args.json else plan_text(wan, plan))
 
 
@@ -209,7 +198,7 @@ def _sweep(args: argparse.Namespace) -> None:
         params,
         memory_points(low, high, args.points),
         args.epsilon,
-        _families(planner, args),
+        args.families,
     )
     title = (
         f"{wan.name}: {format_size(params.update_bytes)} update, "
@@ -234,7 +223,7 @@ def _simulate(args: argparse.Namespace) -> None:
     wan, params = _setup(args, parse_size(args.memory))
     planner = Planner(wan)
     model = planner.model(params)
-    plan = planner.plan(params, args.epsilon, _families(planner, args))
+    plan = planner.plan(params, args.epsilon, args.families)
     for fam in plan.families:
         print(check_text(wan, fam, check_family(model, fam, args.chunks, args.rate_factor)))
         print()

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from controller.planner.cost import CostModel, CostParams, Geometry, RoundCost
+from controller.planner.cost import CostModel, CostParams, Geometry, PlanError, RoundCost
 from controller.planner.mixing import EXACT, rounds_to_consensus
 from controller.planner.schedule import (
     Round,
@@ -103,7 +103,20 @@ class Planner:
         rounds, exact = self._mixing[key]
         return FamilyPlan(schedule.family, schedule, model.schedule_costs(schedule), rounds, exact)
 
+    def check_family(self, family: str) -> None:
+        """Raise PlanError unless `family` names a schedule family for this WAN."""
+        if family in ("all-to-all", "ring-pairs", "exponential-pairs"):
+            return
+        size = family.removeprefix("cliques-")
+        if size != family and size.isdigit() and 2 <= int(size) <= self.wan.n:
+            return
+        raise PlanError(
+            f"unknown schedule family {family!r}; known: all-to-all, cliques-K "
+            f"(2 <= K <= {self.wan.n}), ring-pairs, exponential-pairs"
+        )
+
     def schedule_for(self, family: str, model: CostModel) -> Schedule:
+        self.check_family(family)
         n = self.wan.n
         if family == "all-to-all":
             return all_to_all(n)
@@ -111,9 +124,7 @@ class Planner:
             return ring_pairs(n, self.tour())
         if family == "exponential-pairs":
             return exponential_pairs(n, self.tour())
-        if family.startswith("cliques-") and family[8:].isdigit():
-            return best_grid(model, int(family[8:]), self.tour())
-        raise ValueError(f"unknown schedule family {family!r}")
+        return best_grid(model, int(family.removeprefix("cliques-")), self.tour())
 
     def plan(
         self,
@@ -123,6 +134,8 @@ class Planner:
     ) -> Plan:
         model = self.model(params)
         names = list(families) if families else self.default_families()
+        for name in names:
+            self.check_family(name)
         plans = tuple(self.evaluate(model, self.schedule_for(f, model), epsilon) for f in names)
         return Plan(params, epsilon, plans)
 
