@@ -10,6 +10,7 @@ bound over partitions); otherwise by local search over swaps of two islands on a
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -224,7 +225,7 @@ def _local_search(
     """Swap two islands on a common line while it lowers the sum of the grid's round times."""
     n = model.wan.n
     cells = list(start)
-    coords = [_coords(c, dims) for c in range(n)]
+    coords = list(itertools.product(*(range(side) for side in dims)))  # as grid_rounds lays cells
 
     def dim_times(cs: list[int]) -> list[float]:
         return [model.round_cost(r).time_s for r in grid_rounds(cs, dims)[: len(dims)]]
@@ -257,11 +258,3 @@ def _local_search(
     if len(dims) == 2 and dims[0] == dims[1]:
         return _two_round_grid(n, k, rounds[order[0]], rounds[order[1]])
     return Schedule(f"cliques-{k}", n, tuple(rounds[e] for e in order))
-
-
-def _coords(c: int, dims: Sequence[int]) -> tuple[int, ...]:
-    out = []
-    for side in reversed(dims):
-        out.append(c % side)
-        c //= side
-    return tuple(reversed(out))
