@@ -1,0 +1,485 @@
+"""The switch process's data plane: ports, the I/O loop, egress shaping and capture.
+
+A frame arriving on a port goes to a `PacketProcessor` (the compiled P4 pipeline, or any object
+with its `process` method), which returns the frames to emit and their egress ports. Each is sent
+at once, or through the port's `EgressQueue` when the port is shaped, or handed to
+`Switch.on_cpu_packet` when its egress port is the CPU port.
+
+One thread runs `Switch.run`: it waits (select) on the port sockets and a wake-up pipe, for no
+longer than until the next shaped frame is due, then receives up to `RX_BATCH` frames per
+ready port and sends the shaped frames whose time has come. The processor is only ever called on
+that thread. Other threads (control channel, P4Runtime server) talk to the loop through `shape`,
+`inject`, `set_processor` and `stats`, which are safe to call while it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import select
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+from p4switch.pcap import PcapWriter, capture_path
+from p4switch.ports import (
+    MAX_FRAME_BYTES,
+    PACKET_OUTGOING,
+    Port,
+    UnknownPortError,
+    open_port,
+    take_kernel_drops,
+)
+from p4switch.shaping import EgressQueue, ShapeSpec, Verdict
+
+log = logging.getLogger(__name__)
+
+RX_BATCH = 64  # frames received from one port before looking at the others and the clock
+MAX_WAIT_S = 0.25  # the longest wait: how late `run` may notice a stop without `wake`
+FD_SETSIZE = 1024  # select() handles descriptors below this
+LOG_INTERVAL_S = 10.0  # the same kind of error on the same port is logged at most this often
+DROP_REASONS = (
+    "pipeline_drop",  # the processor emitted nothing: the P4 program dropped the frame
+    "pipeline_error",  # the processor raised or returned something that is not frames
+    "no_such_port",  # the processor chose an egress port the switch does not have
+    "loss",  # random loss of a shaped port
+    "queue_full",  # a shaped port's serialisation queue was full (drop tail)
+    "tx_error",  # the kernel refused to send the frame
+    "rx_overrun",  # the kernel dropped it: the switch did not read the port fast enough
+    "no_cpu_listener",  # a frame for the CPU port while nobody listens
+    "cpu_listener_error",  # the CPU listener raised
+)
+
+
+class PacketProcessor(Protocol):
+    """What the switch runs each received frame through (the P4 pipeline)."""
+
+    def process(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """The (egress port, frame) pairs to emit, [] to drop; must not raise for a bad frame."""
+        ...
+
+
+class _Counters:
+    """Traffic counters of one port (hot path: plain attributes)."""
+
+    __slots__ = ("drops", "rx_bytes", "rx_packets", "tx_bytes", "tx_packets")
+
+    def __init__(self) -> None:
+        self.rx_packets = 0
+        self.rx_bytes = 0
+        self.tx_packets = 0
+        self.tx_bytes = 0
+        self.drops = dict.fromkeys(DROP_REASONS, 0)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "rx_packets": self.rx_packets,
+            "rx_bytes": self.rx_bytes,
+            "tx_packets": self.tx_packets,
+            "tx_bytes": self.tx_bytes,
+            "drops": dict(self.drops),
+        }
+
+
+class _PortState:
+    """Everything the loop needs about one port, looked up once per frame."""
+
+    __slots__ = ("counters", "name", "number", "pcap_in", "pcap_out", "queue", "shaped", "sock")
+
+    def __init__(self, number: int, port: Port, queue: EgressQueue) -> None:
+        self.number = number
+        self.name = port.name
+        self.sock = port.sock
+        self.queue = queue
+        self.shaped = not queue.spec.is_passthrough  # False: send at once, skip the queue
+        self.counters = _Counters()
+        self.pcap_in: PcapWriter | None = None
+        self.pcap_out: PcapWriter | None = None
+
+
+class Switch:
+    """A software switch: AF_PACKET ports around a `PacketProcessor`, with egress shaping.
+
+    `ports` maps port numbers to interface names (opened here, closed by `close`) or to `Port`s
+    opened by the caller (left open). `shaping` gives ports their initial `ShapeSpec`; `seed`
+    makes the loss draws repeatable. With `pcap_dir`, every frame received and sent is captured
+    in `<port>-in.pcap` / `<port>-out.pcap` there. Frames the processor sends to `cpu_port` go to
+    `on_cpu_packet` (called on the I/O thread: hand the frame over, don't block).
+    """
+
+    def __init__(
+        self,
+        ports: Mapping[int, str | Port],
+        processor: PacketProcessor,
+        *,
+        shaping: Mapping[int, ShapeSpec] | None = None,
+        pcap_dir: Path | None = None,
+        cpu_port: int | None = None,
+        seed: int = 0,
+        on_cpu_packet: Callable[[bytes], None] | None = None,
+    ) -> None:
+        if not ports:
+            raise ValueError("a switch needs at least one port")
+        for number in ports:
+            if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+                raise ValueError(f"port numbers must be integers >= 0, got {number!r}")
+        if cpu_port is not None and cpu_port in ports:
+            raise ValueError(f"CPU port {cpu_port} is also a front-panel port; choose another")
+        unknown = sorted(set(shaping or {}) - set(ports))
+        if unknown:
+            raise UnknownPortError(f"shaping given for port(s) {unknown}, not in {sorted(ports)}")
+        self._processor = processor
+        self._cpu_port = cpu_port
+        self.on_cpu_packet = on_cpu_packet
+        self._owned: list[Port] = []
+        self._ports: dict[int, _PortState] = {}
+        self._by_fd: dict[int, _PortState] = {}
+        try:
+            for number, port in sorted(ports.items()):
+                if isinstance(port, str):
+                    port = open_port(port)
+                    self._owned.append(port)
+                spec = (shaping or {}).get(number, ShapeSpec())
+                queue = EgressQueue(spec, random.Random(f"{seed}:{number}"))
+                state = _PortState(number, port, queue)
+                self._ports[number] = state
+                self._by_fd[port.sock.fileno()] = state
+            if pcap_dir is not None:
+                pcap_dir.mkdir(parents=True, exist_ok=True)
+                for number, state in self._ports.items():
+                    state.pcap_in = PcapWriter(capture_path(pcap_dir, number, "in"))
+                    state.pcap_out = PcapWriter(capture_path(pcap_dir, number, "out"))
+            self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        except BaseException:
+            self._close_captures()
+            self._close_ports()
+            raise
+        self._cpu = _Counters()
+        self._active: set[int] = set()  # ports holding shaped frames
+        self._injected: deque[tuple[int, bytes]] = deque()
+        self._lock = threading.Lock()  # guards _pending and _running
+        self._pending: dict[int, ShapeSpec] = {}
+        self._running = False
+        self._next_log: dict[tuple[int, str], float] = {}
+        self._closed = False
+
+    # -- public interface, safe from any thread ---------------------------------------------
+
+    @property
+    def ports(self) -> dict[int, str]:
+        """Port number -> interface name."""
+        return {number: state.name for number, state in self._ports.items()}
+
+    @property
+    def cpu_port(self) -> int | None:
+        return self._cpu_port
+
+    def set_processor(self, processor: PacketProcessor) -> None:
+        """Use `processor` from the next frame on (e.g. after a new pipeline config)."""
+        self._processor = processor
+
+    def shape(self, port: int, spec: ShapeSpec) -> None:
+        """Shape egress `port` with `spec` from now on (frames already held keep their times)."""
+        if port not in self._ports:
+            raise UnknownPortError(
+                f"port {port} is not a switch port (ports: {sorted(self._ports)})"
+            )
+        with self._lock:
+            if self._running:
+                self._pending[port] = spec
+            else:
+                self._apply_shape(port, spec)
+        self.wake()
+        log.info("port %d shaped: %s", port, spec.describe())
+
+    def inject(self, ingress_port: int, data: bytes) -> None:
+        """Run `data` through the processor as if received on `ingress_port` (packet-out)."""
+        if ingress_port not in self._ports and ingress_port != self._cpu_port:
+            raise UnknownPortError(
+                f"cannot inject on port {ingress_port}: not a switch port or the CPU port "
+                f"(ports: {sorted(self._ports)}, CPU port: {self._cpu_port})"
+            )
+        self._injected.append((ingress_port, bytes(data)))
+        self.wake()
+
+    def wake(self) -> None:
+        """Make `run` look at its inputs now (e.g. right after setting its stop event)."""
+        try:
+            os.write(self._wake_w, b"\0")
+        except BlockingIOError:
+            pass  # the pipe is full: the loop is awake already
+        except OSError:
+            pass  # closed: nothing to wake
+
+    def stats(self) -> dict[str, Any]:
+        """Counters per port and for the CPU port, shaping, queue depth and lateness."""
+        now = time.monotonic()
+        ports: dict[int, dict[str, Any]] = {}
+        with self._lock:
+            pending = dict(self._pending)
+            for state in self._ports.values():  # under the lock: each read resets the kernel's
+                state.counters.drops["rx_overrun"] += take_kernel_drops(state.sock)
+        for number, state in self._ports.items():
+            entry = state.counters.snapshot()
+            entry["interface"] = state.name
+            entry["queue_depth"] = state.queue.backlog(now)
+            entry["queue_held"] = len(state.queue)
+            entry["lateness_max_s"] = state.queue.lateness_max_s
+            entry["shape"] = pending.get(number, state.queue.spec).as_dict()
+            ports[number] = entry
+        cpu = None
+        if self._cpu_port is not None:
+            cpu = {"port": self._cpu_port, **self._cpu.snapshot()}
+        return {"ports": ports, "cpu": cpu}
+
+    # -- the I/O loop ------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Forward until `stop` is set; call `wake` after setting it to return at once."""
+        if self._closed:
+            raise RuntimeError("the switch is closed; create a new one")
+        wait_readable = self._waiter()
+        with self._lock:
+            self._running = True
+            self._apply_pending()
+        for number, state in self._ports.items():
+            shaping = state.queue.spec
+            log.info(
+                "port %d = %s%s",
+                number,
+                state.name,
+                "" if shaping.is_passthrough else f" (egress {shaping.describe()})",
+            )
+        monotonic = time.monotonic
+        by_fd = self._by_fd
+        try:
+            while not stop.is_set():
+                timeout = MAX_WAIT_S
+                if self._active:
+                    timeout = min(timeout, max(0.0, self._next_due() - monotonic()))
+                ready = wait_readable(timeout)
+                if self._pending:  # before the frames that arrived with the wake-up
+                    with self._lock:
+                        self._apply_pending()
+                if self._injected:
+                    self._drain_injected()
+                for fd in ready:
+                    state = by_fd.get(fd)
+                    if state is None:
+                        self._drain_wake()
+                    else:
+                        self._receive(state)
+                if self._active:
+                    self._release(monotonic())
+        finally:
+            with self._lock:
+                self._running = False
+                self._apply_pending()
+            self._flush_captures()
+            log.info("switch stopped")
+
+    def _waiter(self) -> Callable[[float], list[int]]:
+        """A function waiting up to a timeout (s) for readable fds: ports and the wake-up pipe.
+
+        select() sleeps to within tens of microseconds of its timeout, poll() only to whole
+        milliseconds (rounded up), which would make every shaped frame up to 1 ms late: use
+        select() unless a descriptor is too large for it.
+        """
+        fds = [*self._by_fd, self._wake_r]
+        if max(fds) < FD_SETSIZE:
+            no_fds: list[int] = []
+            return lambda timeout: select.select(fds, no_fds, no_fds, timeout)[0]
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        return lambda timeout: [fd for fd, _ in poller.poll(timeout * 1000)]
+
+    def _receive(self, state: _PortState) -> None:
+        recvfrom = state.sock.recvfrom
+        counters = state.counters
+        pcap = state.pcap_in
+        number = state.number
+        for _ in range(RX_BATCH):
+            try:
+                data, address = recvfrom(MAX_FRAME_BYTES)
+            except BlockingIOError:
+                return
+            except OSError as err:
+                self._warn(number, "rx_error", "receiving on %s failed: %s", state.name, err)
+                return
+            if address[2] == PACKET_OUTGOING:
+                continue
+            counters.rx_packets += 1
+            counters.rx_bytes += len(data)
+            if pcap is not None:
+                pcap.write(data, time.time())
+            self._process(number, data, counters)
+
+    def _process(self, ingress_port: int, data: bytes, counters: _Counters) -> None:
+        """Run one frame through the processor and emit what it returns."""
+        try:
+            emitted = self._processor.process(ingress_port, data)
+            if not emitted:
+                counters.drops["pipeline_drop"] += 1
+                return
+            for egress_port, frame in emitted:
+                state = self._ports.get(egress_port)
+                if state is None:
+                    self._to_cpu(egress_port, frame, counters)
+                elif not state.shaped:
+                    self._send(state, frame)
+                else:
+                    verdict = state.queue.offer(frame, time.monotonic())
+                    if verdict is Verdict.QUEUED:
+                        self._active.add(egress_port)
+                    elif verdict is Verdict.SEND_NOW:
+                        self._send(state, frame)
+                    elif verdict is Verdict.LOSS:
+                        state.counters.drops["loss"] += 1
+                    else:
+                        state.counters.drops["queue_full"] += 1
+        except Exception:
+            counters.drops["pipeline_error"] += 1
+            self._warn(
+                ingress_port,
+                "pipeline_error",
+                "the processor failed on a %d-byte frame from port %d; frame dropped",
+                len(data),
+                ingress_port,
+                exc_info=True,
+            )
+
+    def _send(self, state: _PortState, frame: bytes) -> None:
+        try:
+            state.sock.send(frame)
+        except OSError as err:
+            state.counters.drops["tx_error"] += 1
+            self._warn(state.number, "tx_error", "sending on %s failed: %s", state.name, err)
+            return
+        counters = state.counters
+        counters.tx_packets += 1
+        counters.tx_bytes += len(frame)
+        if state.pcap_out is not None:
+            state.pcap_out.write(frame, time.time())
+
+    def _to_cpu(self, egress_port: int, frame: bytes, counters: _Counters) -> None:
+        if egress_port != self._cpu_port:
+            counters.drops["no_such_port"] += 1
+            return
+        listener = self.on_cpu_packet
+        if listener is None:
+            self._cpu.drops["no_cpu_listener"] += 1
+            return
+        try:
+            listener(frame)
+        except Exception:
+            self._cpu.drops["cpu_listener_error"] += 1
+            self._warn(egress_port, "cpu", "the CPU-port listener failed", exc_info=True)
+            return
+        self._cpu.tx_packets += 1
+        self._cpu.tx_bytes += len(frame)
+
+    def _drain_injected(self) -> None:
+        injected = self._injected
+        cpu = self._cpu
+        while injected:
+            ingress_port, data = injected.popleft()
+            cpu.rx_packets += 1
+            cpu.rx_bytes += len(data)
+            self._process(ingress_port, data, cpu)
+
+    def _release(self, now: float) -> None:
+        """Send every held frame whose time has come."""
+        drained = []
+        for number in self._active:
+            state = self._ports[number]
+            for frame in state.queue.pop_due(now):
+                self._send(state, frame)
+            if not len(state.queue):
+                drained.append(number)
+        for number in drained:
+            self._active.discard(number)
+            state = self._ports[number]
+            if state.queue.spec.is_passthrough:
+                state.shaped = False
+
+    def _next_due(self) -> float:
+        dues = (self._ports[n].queue.next_due() for n in self._active)
+        return min(due for due in dues if due is not None)
+
+    def _apply_pending(self) -> None:
+        """Apply shaping changes asked for by other threads (caller holds `_lock`)."""
+        for port, spec in self._pending.items():
+            self._apply_shape(port, spec)
+        self._pending.clear()
+
+    def _apply_shape(self, port: int, spec: ShapeSpec) -> None:
+        state = self._ports[port]
+        state.queue.set_spec(spec)
+        state.shaped = not spec.is_passthrough or len(state.queue) > 0
+
+    def _drain_wake(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _warn(self, port: int, kind: str, message: str, *args: Any, exc_info: bool = False) -> None:
+        """Log `message`, but the same kind on the same port at most every LOG_INTERVAL_S."""
+        now = time.monotonic()
+        key = (port, kind)
+        if now < self._next_log.get(key, 0.0):
+            return
+        self._next_log[key] = now + LOG_INTERVAL_S
+        log.warning(
+            message + " (further ones counted, logged at most every %.0f s)",
+            *args,
+            LOG_INTERVAL_S,
+            exc_info=exc_info,
+        )
+
+    # -- shutdown ----------------------------------------------------------------------------
+
+    def _flush_captures(self) -> None:
+        for state in self._ports.values():
+            for writer in (state.pcap_in, state.pcap_out):
+                if writer is not None:
+                    writer.flush()
+
+    def _close_captures(self) -> None:
+        for state in self._ports.values():
+            for writer in (state.pcap_in, state.pcap_out):
+                if writer is not None:
+                    writer.close()
+
+    def _close_ports(self) -> None:
+        for port in self._owned:
+            port.close()
+        self._owned.clear()
+
+    def close(self) -> None:
+        """Close the ports opened here, the capture files and the wake-up pipe."""
+        if self._closed:
+            return
+        self._closed = True
+        self._close_captures()
+        self._close_ports()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def __enter__(self) -> Switch:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

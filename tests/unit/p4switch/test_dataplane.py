@@ -1,0 +1,299 @@
+"""The switch's I/O loop, with datagram socket pairs standing in for AF_PACKET ports (no root)."""
+
+from __future__ import annotations
+
+import errno
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from p4switch.dataplane import Switch
+from p4switch.pcap import read_pcap
+from p4switch.ports import PACKET_OUTGOING, Port, UnknownPortError
+from p4switch.shaping import ShapeSpec
+
+CPU = 64
+
+
+class FakeSocket:
+    """One end of a datagram socket pair that answers like an AF_PACKET socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.outgoing_next = False
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def recvfrom(self, size: int) -> tuple[bytes, tuple[str, int, int, int, bytes]]:
+        data = self._sock.recv(size)
+        pkttype = PACKET_OUTGOING if data.startswith(b"OUT") else 0
+        return data, ("fake0", 3, pkttype, 1, b"")
+
+    def send(self, data: bytes) -> int:
+        return self._sock.send(data)
+
+    def getsockopt(self, level: int, option: int, size: int) -> bytes:
+        raise OSError(errno.ENOPROTOOPT, "not a packet socket")
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class Wire:
+    """A fake port: the switch's end and the host's end of a link."""
+
+    def __init__(self, name: str) -> None:
+        inside, self.host = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        inside.setblocking(False)
+        self.port = Port(name=name, ifindex=0, sock=FakeSocket(inside))  # type: ignore[arg-type]
+
+    def recv(self, timeout: float = 2.0) -> bytes | None:
+        ready, _, _ = select.select([self.host], [], [], timeout)
+        return self.host.recv(65536) if ready else None
+
+
+class Crossover:
+    """Test double for the P4 pipeline: 1 <-> 2, b"cpu" frames to the CPU port, b"boom" raises."""
+
+    def process(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+        if data.startswith(b"boom"):
+            raise ValueError("simulated pipeline bug")
+        if data.startswith(b"drop"):
+            return []
+        if data.startswith(b"cpu"):
+            return [(CPU, data)]
+        if data.startswith(b"lost"):
+            return [(99, data)]
+        if data.startswith(b"junk"):
+            return [1]  # type: ignore[list-item]
+        return [(2 if ingress_port != 2 else 1, data)]
+
+
+class Running:
+    def __init__(self, switch: Switch, wires: dict[int, Wire]) -> None:
+        self.switch = switch
+        self.wires = wires
+
+
+def wait_for(condition, timeout: float = 2.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.005)
+    return condition()
+
+
+@pytest.fixture
+def make_switch(tmp_path) -> Iterator:
+    started: list[tuple[Switch, threading.Event, threading.Thread, list[Wire]]] = []
+
+    def make(**kwargs) -> Running:
+        wires = {1: Wire("p1"), 2: Wire("p2")}
+        switch = Switch({n: w.port for n, w in wires.items()}, Crossover(), **kwargs)
+        stop = threading.Event()
+        thread = threading.Thread(target=switch.run, args=(stop,), daemon=True)
+        thread.start()
+        started.append((switch, stop, thread, list(wires.values())))
+        return Running(switch, wires)
+
+    yield make
+    for switch, stop, thread, wires in started:
+        stop.set()
+        switch.wake()
+        thread.join(2)
+        switch.close()
+        for wire in wires:
+            wire.host.close()
+            wire.port.close()
+
+
+def test_forwards_and_counts(make_switch):
+    running = make_switch()
+    running.wires[1].host.send(b"hello" * 20)
+    assert running.wires[2].recv() == b"hello" * 20
+    running.wires[2].host.send(b"back")
+    assert running.wires[1].recv() == b"back"
+    assert wait_for(lambda: running.switch.stats()["ports"][1]["tx_packets"] == 1)
+    stats = running.switch.stats()["ports"]
+    assert (stats[1]["rx_packets"], stats[1]["rx_bytes"]) == (1, 100)
+    assert (stats[2]["tx_packets"], stats[2]["tx_bytes"]) == (1, 100)
+    assert stats[1]["tx_packets"] == 1
+    assert stats[1]["interface"] == "p1"
+
+
+def test_outgoing_frames_are_ignored(make_switch):
+    running = make_switch()
+    running.wires[1].host.send(b"OUT: my own frame")
+    running.wires[1].host.send(b"in")
+    assert running.wires[2].recv() == b"in"
+    assert running.switch.stats()["ports"][1]["rx_packets"] == 1
+
+
+def test_processor_failures_are_counted_and_forwarding_goes_on(make_switch):
+    running = make_switch()
+    for data in (b"boom", b"junk", b"drop", b"lost"):
+        running.wires[1].host.send(data)
+    running.wires[1].host.send(b"fine")
+    assert running.wires[2].recv() == b"fine"
+    drops = running.switch.stats()["ports"][1]["drops"]
+    assert drops["pipeline_error"] == 2
+    assert drops["pipeline_drop"] == 1
+    assert drops["no_such_port"] == 1
+
+
+def test_cpu_port_packet_in_and_packet_out(make_switch):
+    received: list[bytes] = []
+    running = make_switch(cpu_port=CPU, on_cpu_packet=received.append)
+    running.wires[1].host.send(b"cpu please")
+    assert wait_for(lambda: received == [b"cpu please"])
+    running.switch.inject(CPU, b"from the controller")  # Crossover sends it to port 2
+    assert running.wires[2].recv() == b"from the controller"
+    cpu = running.switch.stats()["cpu"]
+    assert (cpu["port"], cpu["rx_packets"], cpu["tx_packets"]) == (CPU, 1, 1)
+
+
+def test_cpu_frames_without_listener_are_counted(make_switch):
+    running = make_switch(cpu_port=CPU)
+    running.wires[1].host.send(b"cpu nobody")
+    assert wait_for(lambda: running.switch.stats()["cpu"]["drops"]["no_cpu_listener"] == 1)
+
+
+def test_injecting_on_an_unknown_port_is_refused(make_switch):
+    running = make_switch()
+    with pytest.raises(UnknownPortError, match="port 7"):
+        running.switch.inject(7, b"x")
+    with pytest.raises(UnknownPortError, match="port 7"):
+        running.switch.shape(7, ShapeSpec())
+
+
+def test_initial_delay_holds_frames(make_switch):
+    running = make_switch(shaping={2: ShapeSpec(delay_s=0.08)})
+    sent = time.monotonic()
+    running.wires[1].host.send(b"slow")
+    assert running.wires[2].recv() == b"slow"
+    assert time.monotonic() - sent == pytest.approx(0.08, abs=0.02)
+    running.wires[2].host.send(b"fast")  # port 1 is not shaped
+    sent = time.monotonic()
+    assert running.wires[1].recv() == b"fast"
+    assert time.monotonic() - sent < 0.03
+
+
+def test_shaping_changes_while_running(make_switch):
+    running = make_switch()
+    running.switch.shape(2, ShapeSpec(delay_s=0.1))
+    assert running.switch.stats()["ports"][2]["shape"]["delay_s"] == 0.1
+    sent = time.monotonic()
+    running.wires[1].host.send(b"held")
+    assert running.wires[2].recv() == b"held"
+    assert time.monotonic() - sent == pytest.approx(0.1, abs=0.02)
+    running.switch.shape(2, ShapeSpec())
+    sent = time.monotonic()
+    running.wires[1].host.send(b"free")
+    assert running.wires[2].recv() == b"free"
+    assert time.monotonic() - sent < 0.03
+
+
+def test_loss_and_queue_limit_are_counted(make_switch):
+    running = make_switch(shaping={2: ShapeSpec(loss=0.5)}, seed=3)
+    for i in range(200):
+        running.wires[1].host.send(b"p%d" % i)
+    assert wait_for(lambda: running.switch.stats()["ports"][1]["rx_packets"] == 200)
+    port2 = running.switch.stats()["ports"][2]
+    assert port2["drops"]["loss"] + port2["tx_packets"] == 200
+    assert 60 < port2["drops"]["loss"] < 140
+
+
+def test_queue_full_drops(make_switch):
+    spec = ShapeSpec(rate_bps=8000.0, queue_limit=2)  # 1 s per 1000-byte frame
+    running = make_switch(shaping={2: spec})
+    for _ in range(5):
+        running.wires[1].host.send(b"q" * 1000)
+    assert wait_for(lambda: running.switch.stats()["ports"][2]["drops"]["queue_full"] == 3)
+    assert running.switch.stats()["ports"][2]["queue_depth"] == 2
+
+
+def test_set_processor_swaps_pipelines(make_switch):
+    class Mirror:
+        def process(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+            return [(ingress_port, data[::-1])]
+
+    running = make_switch()
+    running.switch.set_processor(Mirror())
+    running.wires[1].host.send(b"abc")
+    assert running.wires[1].recv() == b"cba"
+
+
+def test_stop_returns_promptly_and_flushes_captures(tmp_path):
+    wires = {1: Wire("p1"), 2: Wire("p2")}
+    switch = Switch({n: w.port for n, w in wires.items()}, Crossover(), pcap_dir=tmp_path / "cap")
+    stop = threading.Event()
+    thread = threading.Thread(target=switch.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wires[1].host.send(b"captured frame")
+        assert wires[2].recv() == b"captured frame"
+        stopped_at = time.monotonic()
+        stop.set()
+        switch.wake()
+        thread.join(2)
+        assert not thread.is_alive()
+        assert time.monotonic() - stopped_at < 0.1
+        assert [r.data for r in read_pcap(tmp_path / "cap" / "1-in.pcap").records] == [
+            b"captured frame"
+        ]
+        assert [r.data for r in read_pcap(tmp_path / "cap" / "2-out.pcap").records] == [
+            b"captured frame"
+        ]
+        assert read_pcap(tmp_path / "cap" / "2-in.pcap").records == ()
+    finally:
+        stop.set()
+        switch.close()
+        for wire in wires.values():
+            wire.host.close()
+            wire.port.close()
+
+
+def test_stop_without_wake_is_noticed():
+    wires = {1: Wire("p1")}
+    switch = Switch({1: wires[1].port}, Crossover())
+    stop = threading.Event()
+    thread = threading.Thread(target=switch.run, args=(stop,), daemon=True)
+    thread.start()
+    stop.set()
+    thread.join(1)
+    assert not thread.is_alive()
+    switch.close()
+    wires[1].host.close()
+    wires[1].port.close()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"cpu_port": 1}, ValueError),
+        ({"shaping": {5: ShapeSpec()}}, UnknownPortError),
+    ],
+)
+def test_bad_configuration_is_refused(kwargs, error):
+    wire = Wire("p1")
+    try:
+        with pytest.raises(error):
+            Switch({1: wire.port}, Crossover(), **kwargs)
+    finally:
+        wire.host.close()
+        wire.port.close()
+
+
+def test_missing_interface_is_a_port_error():
+    from p4switch.ports import PortError, open_port
+
+    with pytest.raises(PortError, match="does not exist"):
+        open_port("p4nosuchif0")
+    with pytest.raises(PortError, match="not a valid interface name"):
+        open_port("a-name-far-too-long")
