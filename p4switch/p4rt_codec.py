@@ -1,0 +1,286 @@
+"""Translating P4Runtime messages to and from the switch's run-time state.
+
+Integers travel as big-endian binary strings. Values sent by a client may carry leading zero
+bytes but must fit the P4Info bitwidth; values sent back are canonical (shortest form). Match
+fields the client leaves out are wildcards for lpm and ternary keys (an exact key cannot be left
+out). Every refusal is a `P4RTError` carrying the canonical code the specification names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from google.rpc import code_pb2
+from p4.v1 import p4runtime_pb2
+
+from p4switch.p4rt_schema import Schema, TableInfo
+from p4switch.runtime import (
+    ActionCall,
+    FieldMatch,
+    Replica,
+    StateError,
+    SwitchState,
+    Table,
+    TableEntry,
+    prefix_len,
+)
+
+SDN_PORT_CPU = 0xFFFFFFFD  # the P4Runtime name of "the CPU port" in replicas
+_SDN_RESERVED = 0xFFFFFFF0  # SDN ports from here up are reserved
+
+
+class P4RTError(Exception):
+    """A request, or one update or read of it, refused with a canonical gRPC code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    @property
+    def code_name(self) -> str:
+        return code_pb2.Code.Name(self.code)
+
+    @classmethod
+    def from_state(cls, err: StateError) -> P4RTError:
+        return cls(code_pb2.Code.Value(err.code), str(err))
+
+
+def invalid(message: str) -> P4RTError:
+    return P4RTError(code_pb2.INVALID_ARGUMENT, message)
+
+
+@dataclass(frozen=True)
+class PreRecord:
+    """A replication entry as a client wrote it, kept so reads return it the same way."""
+
+    message: p4runtime_pb2.PacketReplicationEngineEntry
+    replicas: tuple[Replica, ...]  # what it decoded to
+
+
+@dataclass
+class Pipeline:
+    """A program as the P4Runtime server programs it: its state, the P4Info bound to it, and what
+    clients wrote that the state does not keep (multicast metadata, how replica ports were sent).
+    """
+
+    schema: Schema
+    state: SwitchState
+    cpu_port: int | None = None
+    pre_records: dict[tuple[str, int], PreRecord] = field(default_factory=dict)
+
+
+# --- binary strings ------------------------------------------------------------------------
+
+
+def decode_uint(value: bytes, bitwidth: int, what: str) -> int:
+    """The unsigned integer in a binary string that must fit `bitwidth` bits."""
+    if not value:
+        raise invalid(f"{what}: empty binary string (a value is required)")
+    number = int.from_bytes(value, "big")
+    if number >> bitwidth:
+        raise invalid(f"{what} is bit<{bitwidth}>: 0x{value.hex()} does not fit")
+    return number
+
+
+def encode_uint(number: int) -> bytes:
+    """The canonical (shortest, at least one byte) binary string of a non-negative integer."""
+    return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
+
+
+# --- table entries -------------------------------------------------------------------------
+
+
+def decode_match(
+    table: TableInfo, fields: Sequence[p4runtime_pb2.FieldMatch]
+) -> tuple[FieldMatch, ...]:
+    """A P4Runtime match (wildcards omitted) as the run-time key, in key order."""
+    decoded: list[FieldMatch | None] = [None] * len(table.fields)
+    for fm in fields:
+        info = table.field(fm.field_id)
+        if info is None:
+            raise invalid(f"{table.name}: no match field with id {fm.field_id}")
+        if decoded[info.index] is not None:
+            raise invalid(f"{table.name}: match field {info.name} given twice")
+        kind = fm.WhichOneof("field_match_type")
+        if kind != info.kind:
+            raise invalid(f"{table.name}: {info.name} is an {info.kind} field, got {kind} match")
+        what = f"{table.name}: {info.name}"
+        full = (1 << info.bitwidth) - 1
+        if kind == "exact":
+            decoded[info.index] = FieldMatch(decode_uint(fm.exact.value, info.bitwidth, what), full)
+        elif kind == "lpm":
+            plen = fm.lpm.prefix_len
+            if not 0 < plen <= info.bitwidth:
+                raise invalid(
+                    f"{what}: prefix length {plen} outside 1..{info.bitwidth} "
+                    "(leave a don't-care lpm field out)"
+                )
+            value = decode_uint(fm.lpm.value, info.bitwidth, what)
+            mask = full ^ ((1 << (info.bitwidth - plen)) - 1)
+            if value & ~mask:
+                raise invalid(f"{what}: bits beyond the /{plen} prefix are set")
+            decoded[info.index] = FieldMatch(value, mask)
+        else:
+            value = decode_uint(fm.ternary.value, info.bitwidth, what)
+            mask = decode_uint(fm.ternary.mask, info.bitwidth, f"{what} mask")
+            if mask == 0:
+                raise invalid(f"{what}: mask is zero (leave a don't-care ternary field out)")
+            if value & ~mask:
+                raise invalid(f"{what}: value has bits set outside the mask")
+            decoded[info.index] = FieldMatch(value, mask)
+    for info in table.fields:
+        if decoded[info.index] is None:
+            if info.kind == "exact":
+                raise invalid(f"{table.name}: exact match field {info.name} is missing")
+            decoded[info.index] = FieldMatch(0, 0)
+    return tuple(m for m in decoded if m is not None)
+
+
+def encode_match(table: TableInfo, match: Sequence[FieldMatch]) -> list[p4runtime_pb2.FieldMatch]:
+    """The run-time key as a P4Runtime match, wildcards left out, fields in P4Info order."""
+    out = []
+    for info in table.fields:
+        m = match[info.index]
+        fm = p4runtime_pb2.FieldMatch(field_id=info.id)
+        if info.kind == "exact":
+            fm.exact.value = encode_uint(m.value)
+        elif info.kind == "lpm":
+            if m.mask == 0:
+                continue
+            fm.lpm.value = encode_uint(m.value)
+            fm.lpm.prefix_len = prefix_len(m)
+        else:
+            if m.mask == 0:
+                continue
+            fm.ternary.value = encode_uint(m.value)
+            fm.ternary.mask = encode_uint(m.mask)
+        out.append(fm)
+    return out
+
+
+def decode_action(schema: Schema, table: TableInfo, action: p4runtime_pb2.Action) -> ActionCall:
+    """A P4Runtime action of `table` as an ActionCall (scope checks are the state's)."""
+    info = schema.actions.get(action.action_id)
+    if info is None or action.action_id not in table.action_ids:
+        raise invalid(f"{table.name}: action id {action.action_id:#x} is not one of the table's")
+    args: list[int | None] = [None] * len(info.params)
+    for p in action.params:
+        param = info.param(p.param_id)
+        if param is None:
+            raise invalid(f"action {info.name} has no parameter with id {p.param_id}")
+        if args[param.index] is not None:
+            raise invalid(f"action {info.name}: parameter {param.name} given twice")
+        args[param.index] = decode_uint(p.value, param.bitwidth, f"{info.name}: {param.name}")
+    missing = [p.name for p in info.params if args[p.index] is None]
+    if missing:
+        raise invalid(f"action {info.name}: parameters {missing} are missing")
+    return ActionCall(info.name, tuple(a for a in args if a is not None))
+
+
+def encode_action(schema: Schema, call: ActionCall) -> p4runtime_pb2.Action:
+    info = schema.actions[schema.action_ids[call.name]]
+    action = p4runtime_pb2.Action(action_id=info.id)
+    for p in info.params:
+        action.params.add(param_id=p.id, value=encode_uint(call.args[p.index]))
+    return action
+
+
+def counter_data(packets: int, nbytes: int, unit: str) -> p4runtime_pb2.CounterData:
+    """Counts as CounterData, keeping only what the counter's unit counts."""
+    data = p4runtime_pb2.CounterData()
+    if unit != "bytes":
+        data.packet_count = packets
+    if unit != "packets":
+        data.byte_count = nbytes
+    return data
+
+
+def entry_to_proto(
+    schema: Schema, table: TableInfo, entry: TableEntry, *, counters: bool
+) -> p4runtime_pb2.TableEntry:
+    msg = p4runtime_pb2.TableEntry(
+        table_id=table.id,
+        priority=entry.priority,
+        metadata=entry.metadata,
+        controller_metadata=entry.controller_metadata,
+        is_const=table.is_const,
+    )
+    msg.match.extend(encode_match(table, entry.match))
+    msg.action.action.CopyFrom(encode_action(schema, entry.action))
+    if counters and table.direct_counter_id:
+        unit = schema.direct_counters[table.direct_counter_id].unit
+        msg.counter_data.CopyFrom(counter_data(entry.packets, entry.bytes, unit))
+    return msg
+
+
+def default_entry_to_proto(
+    schema: Schema, table: TableInfo, state_table: Table, *, counters: bool
+) -> p4runtime_pb2.TableEntry:
+    msg = p4runtime_pb2.TableEntry(
+        table_id=table.id, is_default_action=True, is_const=state_table.spec.const_default
+    )
+    msg.action.action.CopyFrom(encode_action(schema, state_table.default))
+    if counters and table.direct_counter_id:
+        unit = schema.direct_counters[table.direct_counter_id].unit
+        data = counter_data(state_table.default_packets, state_table.default_bytes, unit)
+        msg.counter_data.CopyFrom(data)
+    return msg
+
+
+# --- packet replication --------------------------------------------------------------------
+
+
+def decode_replicas(
+    replicas: Sequence[p4runtime_pb2.Replica], cpu_port: int | None, what: str
+) -> tuple[Replica, ...]:
+    """Replicas as (data-plane port, instance); SDN_PORT_CPU means the switch's CPU port."""
+    out = []
+    for r in replicas:
+        kind = r.WhichOneof("port_kind")
+        if kind is None:
+            raise invalid(f"{what}: a replica has no port")
+        port = r.egress_port if kind == "egress_port" else decode_uint(r.port, 32, f"{what}: port")
+        if port == SDN_PORT_CPU:
+            if cpu_port is None:
+                raise invalid(f"{what}: replica to the CPU port, but the switch has no CPU port")
+            port = cpu_port
+        elif port >= _SDN_RESERVED:
+            raise invalid(f"{what}: port {port:#x} is a reserved SDN port p4switch does not map")
+        out.append(Replica(port, r.instance))
+    return tuple(out)
+
+
+def encode_replicas(replicas: Sequence[Replica]) -> list[p4runtime_pb2.Replica]:
+    return [p4runtime_pb2.Replica(egress_port=r.egress_port, instance=r.instance) for r in replicas]
+
+
+def pre_to_proto(
+    kind: str,
+    key: int,
+    replicas: tuple[Replica, ...],
+    pipeline: Pipeline,
+    session_extra: tuple[int, int] = (0, 0),
+) -> p4runtime_pb2.PacketReplicationEngineEntry:
+    """A multicast group ("group") or clone session ("session") as read back by a client."""
+    record = pipeline.pre_records.get((kind, key))
+    if record is not None and record.replicas == replicas:
+        msg = p4runtime_pb2.PacketReplicationEngineEntry()
+        msg.CopyFrom(record.message)
+        if kind == "session":  # class of service and truncation come from the state
+            msg.clone_session_entry.class_of_service = session_extra[0]
+            msg.clone_session_entry.packet_length_bytes = session_extra[1]
+        return msg
+    msg = p4runtime_pb2.PacketReplicationEngineEntry()
+    if kind == "group":
+        msg.multicast_group_entry.multicast_group_id = key
+        msg.multicast_group_entry.replicas.extend(encode_replicas(replicas))
+        if record is not None:
+            msg.multicast_group_entry.metadata = record.message.multicast_group_entry.metadata
+    else:
+        entry = msg.clone_session_entry
+        entry.session_id = key
+        entry.replicas.extend(encode_replicas(replicas))
+        entry.class_of_service, entry.packet_length_bytes = session_extra
+    return msg

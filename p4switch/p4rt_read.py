@@ -1,0 +1,238 @@
+"""Answering the requests of a P4Runtime Read from a pipeline's state, wildcards included.
+
+Each request of a ReadRequest is a filter: a zero id means every object of that kind, a message
+field left unset (a table entry's match, a counter's index) means every entry. The caller holds
+`state.lock` while a request is answered.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from google.rpc import code_pb2
+from p4.v1 import p4runtime_pb2
+
+from p4switch.p4rt_codec import (
+    P4RTError,
+    Pipeline,
+    counter_data,
+    decode_match,
+    default_entry_to_proto,
+    encode_match,
+    encode_uint,
+    entry_to_proto,
+    invalid,
+    pre_to_proto,
+)
+from p4switch.p4rt_schema import TableInfo
+from p4switch.p4rt_write import check_index, check_priority, table_of
+from p4switch.runtime import StateError, TableEntry
+
+log = logging.getLogger(__name__)
+
+Entities = list[p4runtime_pb2.Entity]
+
+# entity kinds p4switch does not program, and the P4Info objects they would refer to
+_UNSUPPORTED = {
+    "meter_entry": "meters",
+    "direct_meter_entry": "meters",
+    "action_profile_member": "action profiles",
+    "action_profile_group": "action profiles",
+    "value_set_entry": "value sets",
+    "digest_entry": "digests",
+    "extern_entry": "externs",
+}
+
+
+def read_entity(pipeline: Pipeline, query: p4runtime_pb2.Entity) -> Entities:
+    """Every entity `query` selects; raise P4RTError if the query is invalid."""
+    kind = query.WhichOneof("entity")
+    if kind is None:
+        raise invalid("the read request's entity is not set")
+    handler = _HANDLERS.get(kind)
+    if handler is None:
+        if _UNSUPPORTED.get(kind) in pipeline.schema.unsupported:
+            raise P4RTError(code_pb2.UNIMPLEMENTED, f"p4switch does not read {kind} entities")
+        return []  # the program has none of them
+    try:
+        return handler(pipeline, getattr(query, kind))
+    except StateError as err:
+        raise P4RTError.from_state(err) from None
+    except P4RTError:
+        raise
+    except Exception as err:  # a bug here must not take the server down
+        log.exception("unexpected failure reading %s", kind)
+        raise P4RTError(code_pb2.INTERNAL, f"internal error: {err}") from err
+
+
+def _tables(pipeline: Pipeline, q: p4runtime_pb2.TableEntry) -> Entities:
+    counters = q.HasField("counter_data")
+    if q.table_id == 0:
+        if q.match or q.HasField("action") or q.priority or q.controller_metadata or q.metadata:
+            raise invalid("reading every table (table_id 0) allows no other filter")
+        if q.is_default_action:
+            raise invalid("reading every table (table_id 0) allows no other filter")
+        out: Entities = []
+        for info in pipeline.schema.tables.values():
+            out += _entities(pipeline, info, pipeline.state.table(info.name).entries(), counters)
+        return out
+    info, table = table_of(pipeline, q.table_id)
+    if q.is_default_action:
+        if q.match or q.priority:
+            raise invalid(f"{info.name}: the default entry has no match and priority 0")
+        entry = default_entry_to_proto(pipeline.schema, info, table, counters=counters)
+        return [p4runtime_pb2.Entity(table_entry=entry)]
+    selected = list(table.entries())
+    if q.match:
+        match = decode_match(info, q.match)
+        selected = [e for e in selected if e.match == match]
+    if q.priority:
+        selected = [e for e in selected if e.priority == q.priority]
+    if q.HasField("action"):
+        if q.action.WhichOneof("type") != "action":
+            raise invalid(f"{info.name}: entries can only be filtered by a direct action")
+        action = pipeline.schema.actions.get(q.action.action.action_id)
+        if action is None:
+            raise invalid(f"no action with id {q.action.action.action_id:#x}")
+        selected = [e for e in selected if e.action.name == action.name]
+    if q.controller_metadata:
+        selected = [e for e in selected if e.controller_metadata == q.controller_metadata]
+    if q.metadata:
+        selected = [e for e in selected if e.metadata == q.metadata]
+    return _entities(pipeline, info, selected, counters)
+
+
+def _entities(
+    pipeline: Pipeline, info: TableInfo, entries: Iterable[TableEntry], counters: bool
+) -> Entities:
+    return [
+        p4runtime_pb2.Entity(
+            table_entry=entry_to_proto(pipeline.schema, info, e, counters=counters)
+        )
+        for e in entries
+    ]
+
+
+def _key(info: TableInfo, entry: TableEntry) -> p4runtime_pb2.TableEntry:
+    key = p4runtime_pb2.TableEntry(table_id=info.id, priority=entry.priority)
+    key.match.extend(encode_match(info, entry.match))
+    return key
+
+
+def _direct_counters(pipeline: Pipeline, q: p4runtime_pb2.DirectCounterEntry) -> Entities:
+    te = q.table_entry
+    schema = pipeline.schema
+    if te.table_id == 0:
+        infos = [t for t in schema.tables.values() if t.direct_counter_id]
+    else:
+        info, _ = table_of(pipeline, te.table_id)
+        if not info.direct_counter_id:
+            raise invalid(f"{info.name} has no direct counter")
+        infos = [info]
+    out: Entities = []
+    for info in infos:
+        table = pipeline.state.table(info.name)
+        unit = schema.direct_counters[info.direct_counter_id].unit
+        if te.is_default_action:
+            key = p4runtime_pb2.TableEntry(table_id=info.id, is_default_action=True)
+            data = counter_data(table.default_packets, table.default_bytes, unit)
+            out.append(_direct(key, data))
+            continue
+        entries = list(table.entries())
+        if te.match:
+            match = decode_match(info, te.match)
+            check_priority(info, table, te.priority)
+            found = table.get(match, te.priority)
+            if found is None:
+                raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no entry with this key")
+            entries = [found]
+        out += [_direct(_key(info, e), counter_data(e.packets, e.bytes, unit)) for e in entries]
+    return out
+
+
+def _direct(key: p4runtime_pb2.TableEntry, data: p4runtime_pb2.CounterData) -> p4runtime_pb2.Entity:
+    return p4runtime_pb2.Entity(
+        direct_counter_entry=p4runtime_pb2.DirectCounterEntry(table_entry=key, data=data)
+    )
+
+
+def _counters(pipeline: Pipeline, q: p4runtime_pb2.CounterEntry) -> Entities:
+    schema = pipeline.schema
+    if q.counter_id == 0:
+        infos = list(schema.counters.values())
+    elif q.counter_id in schema.counters:
+        infos = [schema.counters[q.counter_id]]
+    else:
+        raise P4RTError(code_pb2.NOT_FOUND, f"no counter with id {q.counter_id:#x}")
+    out: Entities = []
+    for info in infos:
+        counter = pipeline.state.counter(info.name)
+        cells = (
+            [check_index(q.index.index, info.size, info.name)]
+            if q.HasField("index")
+            else range(info.size)
+        )
+        for i in cells:
+            entry = p4runtime_pb2.CounterEntry(counter_id=info.id)
+            entry.index.index = i
+            entry.data.CopyFrom(counter_data(counter.packets[i], counter.bytes[i], info.unit))
+            out.append(p4runtime_pb2.Entity(counter_entry=entry))
+    return out
+
+
+def _registers(pipeline: Pipeline, q: p4runtime_pb2.RegisterEntry) -> Entities:
+    schema = pipeline.schema
+    if q.register_id == 0:
+        infos = list(schema.registers.values())
+    elif q.register_id in schema.registers:
+        infos = [schema.registers[q.register_id]]
+    else:
+        raise P4RTError(code_pb2.NOT_FOUND, f"no register with id {q.register_id:#x}")
+    out: Entities = []
+    for info in infos:
+        register = pipeline.state.register(info.name)
+        cells = (
+            [check_index(q.index.index, info.size, info.name)]
+            if q.HasField("index")
+            else range(info.size)
+        )
+        for i in cells:
+            entry = p4runtime_pb2.RegisterEntry(register_id=info.id)
+            entry.index.index = i
+            entry.data.bitstring = encode_uint(register.cells[i])
+            out.append(p4runtime_pb2.Entity(register_entry=entry))
+    return out
+
+
+def _pre(pipeline: Pipeline, q: p4runtime_pb2.PacketReplicationEngineEntry) -> Entities:
+    which = q.WhichOneof("type")
+    pre = pipeline.state.pre
+    out: Entities = []
+    if which == "multicast_group_entry":
+        wanted = q.multicast_group_entry.multicast_group_id
+        for gid in sorted(pre.groups):
+            if wanted in (0, gid):
+                msg = pre_to_proto("group", gid, pre.groups[gid], pipeline)
+                out.append(p4runtime_pb2.Entity(packet_replication_engine_entry=msg))
+    elif which == "clone_session_entry":
+        wanted = q.clone_session_entry.session_id
+        for sid in sorted(pre.sessions):
+            if wanted in (0, sid):
+                s = pre.sessions[sid]
+                extra = (s.class_of_service, s.packet_length_bytes)
+                msg = pre_to_proto("session", sid, s.replicas, pipeline, extra)
+                out.append(p4runtime_pb2.Entity(packet_replication_engine_entry=msg))
+    else:
+        raise invalid("packet replication read: set a multicast group or a clone session")
+    return out
+
+
+_HANDLERS: dict[str, Callable[[Pipeline, Any], Entities]] = {
+    "table_entry": _tables,
+    "direct_counter_entry": _direct_counters,
+    "counter_entry": _counters,
+    "register_entry": _registers,
+    "packet_replication_engine_entry": _pre,
+}
