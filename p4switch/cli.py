@@ -1,0 +1,262 @@
+"""The `p4switch` command: a P4 switch process, with a command line modelled on simple_switch_grpc.
+
+    p4switch --p4 prog.p4 -i 1@veth1 -i 2@veth2 --grpc-addr 127.0.0.1:50051 --device-id 1
+             [--cpu-port N] [--pcap DIR] [--log-level LEVEL] [--shape PORT:SPEC]...
+             [--control PATH] [--p4info-out PATH] [--check]
+
+The program is compiled once at start (or when a controller sends a new one with
+SetForwardingPipelineConfig); ports are bound with AF_PACKET; SIGTERM or SIGINT shuts it down
+cleanly. Compile errors print `file:line:col: error: ...` and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from p4.config.v1 import p4info_pb2
+
+    from p4switch.program import CompiledProgram
+    from p4switch.shaping import ShapeSpec
+
+log = logging.getLogger("p4switch")
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="p4switch", description=__doc__.split("\n\n")[0])
+    p.add_argument("--p4", type=Path, help="P4_16 program (v1model) to run from the start")
+    p.add_argument(
+        "-I",
+        dest="include",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra include directory for the preprocessor",
+    )
+    p.add_argument(
+        "-i",
+        "--interface",
+        dest="interfaces",
+        action="append",
+        default=[],
+        metavar="PORT@IFACE",
+        help="bind switch port PORT to interface IFACE",
+    )
+    p.add_argument(
+        "--grpc-addr",
+        default="127.0.0.1:50051",
+        help="P4Runtime server address (default 127.0.0.1:50051)",
+    )
+    p.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (default 1)")
+    p.add_argument(
+        "--cpu-port",
+        type=int,
+        help="port whose frames go to and come from the controller (packet-in/out)",
+    )
+    p.add_argument("--pcap", type=Path, metavar="DIR", help="write per-port pcap files here")
+    p.add_argument(
+        "--shape",
+        action="append",
+        default=[],
+        metavar="PORT:SPEC",
+        help="egress shaping, e.g. 3:delay=70ms,rate=10Mbit,loss=0.01,limit=500",
+    )
+    p.add_argument(
+        "--control",
+        type=Path,
+        metavar="PATH",
+        help="Unix socket of the local control channel (shaping, statistics)",
+    )
+    p.add_argument(
+        "--p4info-out",
+        type=Path,
+        metavar="PATH",
+        help="write the program's P4Info (.txt text format, .bin binary)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="compile the program (and write --p4info-out), then exit",
+    )
+    p.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"]
+    )
+    return p
+
+
+class UsageError(Exception):
+    """A bad command-line value; printed as one line, exit status 2."""
+
+
+def _interface(text: str) -> tuple[int, str]:
+    number, sep, name = text.partition("@")
+    if not sep or not number.isdigit() or not name:
+        raise UsageError(f"-i {text!r}: write PORT@INTERFACE, e.g. 1@veth1")
+    if len(name) > 15:
+        raise UsageError(f"-i {text!r}: interface names have at most 15 characters")
+    return int(number), name
+
+
+def _ports(texts: Sequence[str], cpu_port: int | None) -> dict[int, str]:
+    ports: dict[int, str] = {}
+    for text in texts:
+        number, name = _interface(text)
+        if number in ports:
+            raise UsageError(f"port {number} is given twice ({ports[number]} and {name})")
+        if number == cpu_port:
+            raise UsageError(f"port {number} is the CPU port; it cannot be bound to {name}")
+        ports[number] = name
+    return ports
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s p4switch[%(process)d] %(levelname)s %(name)s: %(message)s",
+    )
+    # imported here so that --help answers without loading the compiler and gRPC
+    from p4switch.program import P4CompileError, compile_file
+    from p4switch.shaping import ShapeError, parse_shape
+
+    try:
+        ports = _ports(args.interfaces, args.cpu_port)
+        shaping = dict(parse_shape(text) for text in args.shape)
+        unknown = sorted(set(shaping) - set(ports))
+        if unknown:
+            raise UsageError(f"--shape names ports {unknown} that no -i binds")
+        if args.check and args.p4 is None:
+            raise UsageError("--check needs --p4")
+        program = compile_file(args.p4, args.include) if args.p4 is not None else None
+        if program is not None and args.p4info_out is not None:
+            from p4switch.p4info import write_p4info
+
+            write_p4info(program.p4info, args.p4info_out)
+    except P4CompileError as err:
+        print(err, file=sys.stderr)
+        return 2
+    except (UsageError, ShapeError, OSError) as err:
+        print(f"p4switch: error: {err}", file=sys.stderr)
+        return 2
+    if args.check:
+        return 0
+    return _serve(args, ports, shaping, program)
+
+
+class Unprogrammed:
+    """The data plane before any program is loaded: every frame is dropped (and counted)."""
+
+    def process(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+        return []
+
+
+def _compile_source(source: bytes, include: Sequence[Path]) -> CompiledProgram:
+    """Compile a program sent by a controller (SetForwardingPipelineConfig's device config)."""
+    from p4switch.program import P4CompileError, compile_file
+
+    with tempfile.TemporaryDirectory(prefix="p4switch-") as tmp:
+        path = Path(tmp) / "device_config.p4"
+        path.write_bytes(source)
+        try:
+            return compile_file(path, include)
+        except P4CompileError as err:
+            raise ValueError(str(err).replace(str(path), "device_config")) from err
+
+
+def _serve(
+    args: argparse.Namespace,
+    ports: dict[int, str],
+    shaping: dict[int, ShapeSpec],
+    program: CompiledProgram | None,
+) -> int:
+    from p4switch.control import ControlError, ControlServer
+    from p4switch.dataplane import Switch
+    from p4switch.ports import PortError
+    from p4switch.server import LoadedProgram, P4RuntimeServer
+
+    cpu_port = args.cpu_port
+    include = [*([args.p4.parent] if args.p4 is not None else []), *args.include]
+    state = program.new_state() if program is not None else None
+    processor = (
+        program.pipeline(state, cpu_port=cpu_port)
+        if program is not None and state is not None
+        else Unprogrammed()
+    )
+    try:
+        switch = Switch(ports, processor, shaping=shaping, pcap_dir=args.pcap, cpu_port=cpu_port)
+    except (PortError, LookupError, OSError) as err:
+        print(f"p4switch: error: {err}", file=sys.stderr)
+        return 2
+
+    def load(p4info: p4info_pb2.P4Info, device_config: bytes) -> LoadedProgram:
+        if device_config:
+            compiled = _compile_source(device_config, include)
+        elif program is not None:
+            compiled = program  # no source sent: a fresh copy of the program given with --p4
+        else:
+            raise ValueError("p4switch expects the P4 program's source as the device config")
+        fresh = compiled.new_state()
+        pipeline = compiled.pipeline(fresh, cpu_port=cpu_port)
+        return LoadedProgram(p4info, device_config, fresh, lambda: switch.set_processor(pipeline))
+
+    def packet_out(frame: bytes) -> None:
+        if cpu_port is None:
+            log.warning("packet-out dropped: p4switch was started without --cpu-port")
+            return
+        switch.inject(cpu_port, frame)
+
+    initial = None
+    if program is not None and state is not None:
+        initial = LoadedProgram(
+            program.p4info, args.p4.read_bytes(), state, lambda: switch.set_processor(processor)
+        )
+    server = P4RuntimeServer(
+        device_id=args.device_id,
+        loader=load,
+        send_packet_out=packet_out,
+        initial=initial,
+        cpu_port=cpu_port,
+    )
+    switch.on_cpu_packet = server.packet_in
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+        switch.wake()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    with switch:
+        try:
+            server.start(args.grpc_addr)
+            control = ControlServer(args.control, switch) if args.control else None
+        except (OSError, ControlError) as err:
+            server.stop(0)
+            print(f"p4switch: error: {err}", file=sys.stderr)
+            return 2
+        try:
+            log.info("p4switch ready: ports %s, P4Runtime on %s", ports, args.grpc_addr)
+            switch.run(stop)
+        finally:
+            if control is not None:
+                control.close()
+            server.stop()
+    log.info("p4switch stopped: %s", switch.stats())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Where every value of a packet lives: one slot per scalar in a flat Python list.
+
+A packet's state (headers, metadata, standard metadata, control and parser locals, and a few
+internal values) is one `list`; copying a packet for multicast or cloning is one list copy.
+A header takes a validity slot followed by its fields, contiguous and in order, so a whole
+header is extracted or emitted with one slice. Variables local to one action or apply block
+are not in the list: they become Python locals of the generated function (`Storage.ref`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from p4switch import ir
+
+Path = tuple[str, ...]
+
+# Internal slots, always the first ones.
+PAYLOAD = 0  # byte offset where the parser stopped: the payload the deparser appends
+CLONE = 1  # 0: no clone requested; 1: clone() called during the current control
+CLONE_SESSION = 2
+CLONE_FIELD_LIST = 3  # the field list to preserve, -1 for none
+TRUNCATE = 4  # bytes to keep on output, -1 for all
+INTERNAL = 5
+INTERNAL_DEFAULTS = (0, 0, 0, -1, -1)
+
+
+@dataclass(frozen=True)
+class HeaderSlots:
+    valid: int
+    first: int  # slot of the first field
+    type: ir.StructT
+
+
+@dataclass
+class Layout:
+    size: int = INTERNAL
+    _slots: dict[tuple[ir.Var, Path], int] = field(default_factory=dict)
+    _headers: dict[tuple[ir.Var, Path], HeaderSlots] = field(default_factory=dict)
+
+    def add(self, var: ir.Var) -> None:
+        """Give every scalar of `var` (and every header's validity) a slot."""
+        if (var, ()) in self._slots or (var, ()) in self._headers:
+            return
+        self._place(var, (), var.type)
+
+    def _place(self, var: ir.Var, path: Path, t: ir.Type) -> None:
+        if isinstance(t, ir.StructT) and t.is_header:
+            valid = self._new(var, (*path, "$valid"))
+            first = self.size
+            for f in t.fields:
+                self._new(var, (*path, f.name))
+            self._headers[(var, path)] = HeaderSlots(valid, first, t)
+        elif isinstance(t, ir.StructT):
+            for f in t.fields:
+                self._place(var, (*path, f.name), f.type)
+        else:
+            self._new(var, path)
+
+    def _new(self, var: ir.Var, path: Path) -> int:
+        self._slots[(var, path)] = self.size
+        self.size += 1
+        return self.size - 1
+
+    def slot(self, var: ir.Var, path: Path) -> int:
+        return self._slots[(var, path)]
+
+    def header(self, var: ir.Var, path: Path) -> HeaderSlots:
+        return self._headers[(var, path)]
+
+    def has(self, var: ir.Var) -> bool:
+        return any(v is var for v, _ in self._slots)
+
+    def template(self) -> list[int]:
+        """The slot list a new packet starts from: internal defaults, then zeros."""
+        return [*INTERNAL_DEFAULTS, *([0] * (self.size - INTERNAL))]
+
+
+def leaves(t: ir.Type, path: Path = ()) -> list[tuple[Path, ir.Type]]:
+    """Every scalar of a value of type `t`, and every header's validity (as `$valid`)."""
+    if isinstance(t, ir.StructT):
+        out: list[tuple[Path, ir.Type]] = []
+        if t.is_header:
+            out.append(((*path, "$valid"), ir.BoolT()))
+        for f in t.fields:
+            out += leaves(f.type, (*path, f.name))
+        return out
+    return [(path, t)]
+
+
+def path_of(e: ir.Expr) -> tuple[ir.Var, Path] | None:
+    """(variable, field path) of a reference such as `hdr.ipv4.ttl`; None for other values."""
+    names: list[str] = []
+    while isinstance(e, ir.Member):
+        names.append(e.name)
+        e = e.base
+    if not isinstance(e, ir.VarRef):
+        return None
+    return e.var, tuple(reversed(names))

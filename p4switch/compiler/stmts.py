@@ -1,0 +1,309 @@
+"""Typed statements to lines of Python."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from p4switch import ir
+from p4switch.compiler import bits
+from p4switch.compiler.exprs import ExprCompiler
+from p4switch.compiler.layout import (
+    CLONE,
+    CLONE_FIELD_LIST,
+    CLONE_SESSION,
+    TRUNCATE,
+    leaves,
+    path_of,
+)
+from p4switch.compiler.source import Source
+
+
+@dataclass
+class Names:
+    """Global names the generated code uses for the program's objects."""
+
+    actions: dict[str, str] = field(default_factory=dict)  # action -> function
+    action_ir: dict[str, ir.Action] = field(default_factory=dict)
+    tables: dict[str, str] = field(default_factory=dict)  # table -> apply, returns hit
+    table_runs: dict[str, str] = field(default_factory=dict)  # table -> apply, returns action
+    registers: dict[str, tuple[str, int]] = field(default_factory=dict)  # -> (cells, size)
+    counters: dict[str, tuple[str, str, int, str]] = field(default_factory=dict)
+    structs: dict[str, str] = field(default_factory=dict)  # header type -> struct.Struct
+    sm: dict[str, int] = field(default_factory=dict)  # standard metadata field -> slot
+    too_short: int = 1  # error.PacketTooShort
+
+
+@dataclass(frozen=True)
+class Block:
+    """What kind of function the statements go into, and what `return` means there."""
+
+    kind: str  # "action", "control", "parser" or "deparser"
+    returns: str = "return"
+
+
+class StmtCompiler:
+    def __init__(self, x: ExprCompiler, names: Names, src: Source) -> None:
+        self.x = x
+        self.names = names
+        self.src = src
+        self.storage = x.storage
+
+    def block(self, stmts: Sequence[ir.Stmt], info: Block) -> None:
+        for st in stmts:
+            self.stmt(st, info)
+
+    def stmt(self, st: ir.Stmt, info: Block) -> None:
+        src, x = self.src, self.x
+        if isinstance(st, ir.Assign):
+            self.assign(st.target, st.value)
+        elif isinstance(st, ir.Declare):
+            self._declare(st)
+        elif isinstance(st, ir.If):
+            with src.block(f"if {x.expr(st.cond)}:"):
+                self.block(st.then, info)
+            if st.else_:
+                with src.block("else:"):
+                    self.block(st.else_, info)
+        elif isinstance(st, ir.ApplyTable):
+            src.line(f"{self.names.tables[st.table]}(S)")
+        elif isinstance(st, ir.SwitchTable):
+            self._switch(st, info)
+        elif isinstance(st, ir.CallAction):
+            self._call(st)
+        elif isinstance(st, ir.Return):
+            src.line(info.returns)
+        elif isinstance(st, ir.Exit):  # in a control's own body, leaving the function will do
+            src.line("return" if info.kind in ("control", "deparser") else "raise Exit()")
+        elif isinstance(st, ir.SetValid):
+            src.line(f"{self.storage.valid(st.header)} = {1 if st.valid else 0}")
+        elif isinstance(st, ir.Extract):
+            self._extract(st)
+        elif isinstance(st, ir.Advance):
+            amount = src.temp("_n")
+            src.line(f"{amount} = {x.expr(st.bits)} >> 3")
+            src.line(f"if off + {amount} > n: raise Reject({self.names.too_short}, off)")
+            src.line(f"off += {amount}")
+        elif isinstance(st, ir.Verify):
+            src.line(f"if not {x.expr(st.cond)}: raise Reject({x.expr(st.error)}, off)")
+        elif isinstance(st, ir.Emit):
+            self._emit(st)
+        elif isinstance(st, ir.RegisterRead):
+            cells, size = self.names.registers[st.register]
+            index = self._simple(st.index)
+            self.store(st.dest, f"({cells}[{index}] if {index} < {size} else 0)")
+        elif isinstance(st, ir.RegisterWrite):
+            cells, size = self.names.registers[st.register]
+            index = self._simple(st.index)
+            with src.block(f"if {index} < {size}:"):
+                src.line(f"{cells}[{index}] = {x.expr(st.value)}")
+        elif isinstance(st, ir.CounterCount):
+            self._count(st)
+        elif isinstance(st, ir.MarkToDrop):
+            src.line(f"S[{self.names.sm['egress_spec']}] = 511")
+            src.line(f"S[{self.names.sm['mcast_grp']}] = 0")
+        elif isinstance(st, ir.Clone):
+            src.line(f"S[{CLONE}] = 1")
+            src.line(f"S[{CLONE_SESSION}] = {x.expr(st.session)}")
+            fl = -1 if st.field_list is None else st.field_list
+            src.line(f"S[{CLONE_FIELD_LIST}] = {fl}")
+        elif isinstance(st, ir.Hash):
+            self._hash(st)
+        elif isinstance(st, ir.Checksum):
+            self._checksum(st)
+        elif isinstance(st, ir.Truncate):
+            src.line(f"S[{TRUNCATE}] = {x.expr(st.length)}")
+        elif isinstance(st, ir.Random):
+            lo, hi = self._simple(st.lo), self._simple(st.hi)
+            self.store(st.dest, f"(RNG.randint({lo}, {hi}) if {lo} < {hi} else {lo})")
+        else:
+            raise NotImplementedError(f"cannot compile {type(st).__name__}")
+
+    # --- assignments --------------------------------------------------------------------------
+
+    def assign(self, target: ir.Expr, value: ir.Expr) -> None:
+        if isinstance(target.type, ir.StructT):
+            found = path_of(value)
+            assert found is not None, "struct values are references (checked by the front-end)"
+            var, path = found
+            for leaf, _ in leaves(target.type):
+                dst = self._leaf(target, leaf)
+                self.src.line(f"{dst} = {self.storage.ref(var, path + leaf)}")
+            return
+        self.store(target, self.x.expr(value))
+
+    def store(self, target: ir.Expr, value: str) -> None:
+        """Assign Python expression `value` (already canonical) to scalar l-value `target`."""
+        if isinstance(target, ir.Slice):
+            base, hi, lo = _flatten_slice(target)
+            assert isinstance(base.type, ir.BitT)
+            ref = self.storage.of(base)
+            clear = base.type.mask ^ (((1 << (hi - lo + 1)) - 1) << lo)
+            shifted = f"({value} << {lo})" if lo else value
+            self.src.line(f"{ref} = ({ref} & {clear}) | {shifted}")
+            return
+        self.src.line(f"{self.storage.of(target)} = {value}")
+
+    def _leaf(self, base: ir.Expr, leaf: tuple[str, ...]) -> str:
+        found = path_of(base)
+        assert found is not None
+        return self.storage.ref(found[0], found[1] + leaf)
+
+    def _declare(self, st: ir.Declare) -> None:
+        var = st.var
+        if isinstance(var.type, ir.StructT):
+            for leaf, t in leaves(var.type):
+                zero = "False" if isinstance(t, ir.BoolT) else "0"
+                self.src.line(f"{self.storage.ref(var, leaf)} = {zero}")
+            if st.init is not None:
+                self.assign(ir.VarRef(var), st.init)
+            return
+        if st.init is not None:
+            value = self.x.expr(st.init)
+        else:
+            value = "False" if isinstance(var.type, ir.BoolT) else "0"
+        self.src.line(f"{self.storage.ref(var, ())} = {value}")
+
+    def _simple(self, e: ir.Expr) -> str:
+        """`e` as something cheap to evaluate twice: a constant, a reference, or a temporary."""
+        code = self.x.expr(e)
+        if isinstance(e, ir.Const | ir.VarRef | ir.Member):
+            return code
+        tmp = self.src.temp()
+        self.src.line(f"{tmp} = {code}")
+        return tmp
+
+    # --- tables and actions -------------------------------------------------------------------
+
+    def _switch(self, st: ir.SwitchTable, info: Block) -> None:
+        run = self.src.temp("_run")
+        self.src.line(f"{run} = {self.names.table_runs[st.table]}(S)")
+        keyword = "if"
+        for case in st.cases:
+            if case.actions:
+                cond = " or ".join(f"{run} == {a!r}" for a in case.actions)
+                header = f"{keyword} {cond}:"
+            else:
+                header = "else:" if keyword == "elif" else "if True:"
+            with self.src.block(header):
+                self.block(case.body, info)
+            keyword = "elif"
+
+    def _call(self, st: ir.CallAction) -> None:
+        action = self.names.action_ir[st.action]
+        fn = self.names.actions[st.action]
+        args = ["S"]
+        outs = []
+        for p, a in zip(action.params, st.args, strict=True):
+            args.append("0" if p.direction == "out" else self.x.expr(a))
+            if p.direction in ("out", "inout"):
+                outs.append(a)
+        call = f"{fn}({', '.join(args)})"
+        if not outs:
+            self.src.line(call)
+            return
+        result = self.src.temp("_o")
+        self.src.line(f"{result} = {call}")
+        for i, target in enumerate(outs):
+            self.store(target, f"{result}[{i}]")
+
+    def _count(self, st: ir.CounterCount) -> None:
+        packets, nbytes, size, unit = self.names.counters[st.counter]
+        index = self._simple(st.index)
+        with self.src.block(f"if {index} < {size}:"):
+            if unit != "bytes":
+                self.src.line(f"{packets}[{index}] += 1")
+            if unit != "packets":
+                self.src.line(f"{nbytes}[{index}] += S[{self.names.sm['packet_length']}]")
+
+    # --- packets --------------------------------------------------------------------------------
+
+    def _extract(self, st: ir.Extract) -> None:
+        header = st.header.type
+        assert isinstance(header, ir.StructT)
+        size = header.width // 8
+        found = path_of(st.header)
+        assert found is not None
+        var, path = found
+        targets = [self.storage.ref(var, (*path, f.name)) for f in header.fields]
+        self.src.line(f"if off + {size} > n: raise Reject({self.names.too_short}, off)")
+        bits.unpack(self.src, header, targets, self.names.structs[header.name], "data", "off")
+        self.src.line(f"{self.storage.valid(st.header)} = 1")
+        self.src.line(f"off += {size}")
+
+    def _emit(self, st: ir.Emit) -> None:
+        header = st.header.type
+        assert isinstance(header, ir.StructT)
+        found = path_of(st.header)
+        assert found is not None
+        var, path = found
+        values = [self.storage.ref(var, (*path, f.name)) for f in header.fields]
+        packer = self.names.structs[header.name]
+        with self.src.block(f"if {self.storage.valid(st.header)}:"):
+            joined = bits._joined(values)
+            if bits.simple(header) and joined.startswith("S["):
+                self.src.line(f"out.append({packer}.pack(*{joined}))")
+            else:
+                self.src.line(f"out.append({packer}.pack({bits.pack_args(header, values)}))")
+
+    # --- hashes and checksums -------------------------------------------------------------------
+
+    def _bytes(self, data: tuple[ir.Expr, ...]) -> str:
+        """The items of a field list, concatenated bit by bit and padded to whole bytes."""
+        parts: list[tuple[str, int]] = []
+        for item in data:
+            if isinstance(item.type, ir.StructT):
+                for leaf, t in leaves(item.type):
+                    if leaf[-1] != "$valid":
+                        parts.append((self._leaf(item, leaf), ir.bit_width(t)))
+            else:
+                parts.append((self.x.expr(item), ir.bit_width(item.type)))
+        total = sum(w for _, w in parts)
+        nbytes = (total + 7) // 8
+        rest = nbytes * 8
+        terms = []
+        for code, width in parts:
+            rest -= width
+            terms.append(f"({code} << {rest})" if rest else code)
+        value = " | ".join(terms) if terms else "0"
+        return f"({value}).to_bytes({nbytes}, 'big')"
+
+    def _hash(self, st: ir.Hash) -> None:
+        assert isinstance(st.dest.type, ir.BitT)
+        mask = st.dest.type.mask
+        base = self.x.expr(st.base)
+        if isinstance(st.max, ir.Const) and not st.max.value:
+            self.store(st.dest, f"({base} & {mask})")
+            return
+        value = f"{st.algorithm}({self._bytes(st.data)})"
+        limit = self._simple(st.max)
+        if isinstance(st.max, ir.Const):
+            self.store(st.dest, f"(({base} + {value} % {limit}) & {mask})")
+        else:
+            self.store(st.dest, f"((({base} + {value} % {limit}) if {limit} else {base}) & {mask})")
+
+    def _checksum(self, st: ir.Checksum) -> None:
+        assert isinstance(st.checksum.type, ir.BitT)
+        value = f"({st.algorithm}({self._bytes(st.data)}) & {st.checksum.type.mask})"
+        cond = self.x.expr(st.cond)
+        always = isinstance(st.cond, ir.Const) and st.cond.value
+        if st.verify:
+            test = f"{value} != {self.x.expr(st.checksum)}"
+            with self.src.block(f"if {test}:" if always else f"if {cond} and {test}:"):
+                self.src.line(f"S[{self.names.sm['checksum_error']}] = 1")
+            return
+        if always:
+            self.store(st.checksum, value)
+            return
+        with self.src.block(f"if {cond}:"):
+            self.store(st.checksum, value)
+
+
+def _flatten_slice(e: ir.Slice) -> tuple[ir.Expr, int, int]:
+    """`x[15:8][3:0]` is `x[11:8]`: the base reference and absolute bit positions."""
+    hi, lo = e.hi, e.lo
+    base = e.base
+    while isinstance(base, ir.Slice):
+        hi, lo = hi + base.lo, lo + base.lo
+        base = base.base
+    return base, hi, lo

@@ -1,0 +1,227 @@
+"""The v1model architecture around the generated code: what BMv2 simple_switch does between
+the blocks.
+
+parser -> verify checksum -> ingress -> packet replication -> egress (per copy) -> compute
+checksum -> deparser. After ingress, as simple_switch: a requested clone goes first (I2E: the
+packet as it entered ingress, parsed again, user metadata reset but for the preserved field
+list, instance_type 1), then multicast when `mcast_grp` is set (one copy per replica of the
+group, instance_type 5, `egress_rid` = the replica's instance), else drop when `egress_spec` is
+511, else unicast to `egress_spec`. After egress: an E2E clone (the packet as egress left it,
+metadata reset, instance_type 2), then drop if `egress_spec` is 511, else deparse and send.
+
+Packets the parser rejects are dropped and counted (`parser_reject="drop"`, the default), or
+continue to ingress with `parser_error` set as BMv2 does (`parser_reject="ingress"`).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+
+from p4switch import runtime
+from p4switch.compiler.layout import (
+    CLONE,
+    CLONE_FIELD_LIST,
+    CLONE_SESSION,
+    PAYLOAD,
+    TRUNCATE,
+)
+from p4switch.compiler.module import CompiledCode
+
+log = logging.getLogger(__name__)
+
+DROP_PORT = 511
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, REPLICATION = 0, 1, 2, 5
+MAX_EGRESS_CLONES = 8  # an egress clone of an egress clone ... stops here
+
+
+class Pipeline:
+    """Runs packets through the compiled program against one `SwitchState`.
+
+    `process` never raises: a packet the program cannot handle is dropped and counted under
+    `counts` (parser errors as `parser_error.<name>`, drops as `drop.<reason>`).
+    """
+
+    def __init__(
+        self,
+        code: CompiledCode,
+        state: runtime.SwitchState,
+        *,
+        cpu_port: int | None = None,
+        parser_reject: str = "drop",
+        seed: int | None = None,
+    ) -> None:
+        if parser_reject not in ("drop", "ingress"):
+            raise ValueError(f"parser_reject must be 'drop' or 'ingress', not {parser_reject!r}")
+        if cpu_port is not None and not 0 <= cpu_port < DROP_PORT:
+            raise ValueError(f"cpu_port {cpu_port} is outside 0..510")
+        self.state = state
+        self.cpu_port = cpu_port
+        self.counts: dict[str, int] = {}
+        self._code = code
+        self._drop_rejected = parser_reject == "drop"
+        ns = code.bind(state, random.Random(seed))
+        self._parse: Callable[[list, bytes], int] = ns["parse"]
+        self._verify: Callable[[list], None] = ns["C_verify_checksum"]
+        self._ingress: Callable[[list], None] = ns["C_ingress"]
+        self._egress_fn: Callable[[list], None] = ns["C_egress"]
+        self._compute: Callable[[list], None] = ns["C_compute_checksum"]
+        self._deparse: Callable[[list, list], None] = ns["deparse"]
+        self._template = list(code.template)
+        sm = code.sm
+        self._ingress_port = sm["ingress_port"]
+        self._egress_spec = sm["egress_spec"]
+        self._egress_port = sm["egress_port"]
+        self._instance_type = sm["instance_type"]
+        self._packet_length = sm["packet_length"]
+        self._mcast_grp = sm["mcast_grp"]
+        self._egress_rid = sm["egress_rid"]
+        self._parser_error = sm["parser_error"]
+        self._ingress_ts = sm["ingress_global_timestamp"]
+        self._egress_ts = sm["egress_global_timestamp"]
+        self._metadata = tuple(code.meta_slots) + tuple(sm.values())
+        self._start = time.monotonic_ns()
+
+    # --- the packet path ----------------------------------------------------------------------
+
+    def process(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """Run one packet; the (port, frame) pairs it produces, in order."""
+        try:
+            with self.state.lock:
+                return self._process(ingress_port, data)
+        except Exception:  # a bug in p4switch, not a bad packet: keep the switch running
+            log.exception("packet from port %d: processing failed", ingress_port)
+            self._count("drop.internal_error")
+            return []
+
+    def _process(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+        S = self._template[:]
+        S[self._ingress_port] = ingress_port
+        S[self._packet_length] = len(data)
+        S[self._ingress_ts] = (time.monotonic_ns() - self._start) // 1000
+        off = self._parse(S, data)
+        if off < 0:
+            self._count("parser_error." + self._error_name(S[self._parser_error]))
+            if self._drop_rejected:
+                return []
+        else:
+            S[PAYLOAD] = off
+        self._verify(S)
+        self._ingress(S)
+        out: list[tuple[int, bytes]] = []
+        if S[CLONE]:
+            self._clone_i2e(S, data, out)
+        group = S[self._mcast_grp]
+        if group:
+            replicas = self.state.pre.groups.get(group)
+            if not replicas:
+                self._count("drop.multicast_group_empty")
+            for r in replicas or ():
+                copy = S[:]
+                copy[self._egress_port] = r.egress_port
+                copy[self._egress_rid] = r.instance
+                copy[self._instance_type] = REPLICATION
+                self._egress(copy, data, out, 0, 0)
+        elif S[self._egress_spec] == DROP_PORT:
+            self._count("drop.ingress")
+        else:
+            S[self._egress_port] = S[self._egress_spec]
+            self._egress(S, data, out, 0, 0)
+        return out
+
+    def _egress(
+        self,
+        S: list,
+        data: bytes,
+        out: list[tuple[int, bytes]],
+        cut: int,
+        depth: int,
+    ) -> None:
+        S[self._egress_spec] = 0
+        S[self._egress_ts] = (time.monotonic_ns() - self._start) // 1000
+        self._egress_fn(S)
+        if S[CLONE]:
+            self._clone_e2e(S, data, out, depth)
+        if S[self._egress_spec] == DROP_PORT:
+            self._count("drop.egress")
+            return
+        self._compute(S)
+        parts: list[bytes] = []
+        self._deparse(S, parts)
+        parts.append(data[S[PAYLOAD] :])
+        frame = b"".join(parts)
+        limit = S[TRUNCATE]
+        if limit >= 0:
+            frame = frame[:limit]
+        if cut:
+            frame = frame[:cut]
+        out.append((S[self._egress_port], frame))
+
+    # --- clones -------------------------------------------------------------------------------
+
+    def _session(self, S: list) -> runtime.CloneSession | None:
+        session = self.state.pre.sessions.get(S[CLONE_SESSION])
+        if session is None:
+            self._count("drop.clone_session_missing")
+        return session
+
+    def _fresh(self, S: list) -> list:
+        """A copy of `S` with every metadata field reset, but for the preserved field list."""
+        copy = S[:]
+        template = self._template
+        for slot in self._metadata:
+            copy[slot] = template[slot]
+        for slot in self._code.field_lists.get(S[CLONE_FIELD_LIST], ()):
+            copy[slot] = S[slot]
+        copy[CLONE] = 0
+        copy[TRUNCATE] = -1
+        return copy
+
+    def _clone_i2e(self, S: list, data: bytes, out: list[tuple[int, bytes]]) -> None:
+        S[CLONE] = 0
+        session = self._session(S)
+        if session is None:
+            return
+        clone = self._template[:]
+        for slot in self._code.field_lists.get(S[CLONE_FIELD_LIST], ()):
+            clone[slot] = S[slot]
+        off = self._parse(clone, data)  # the packet as it entered ingress, parsed again
+        if off < 0:
+            self._count("parser_error." + self._error_name(clone[self._parser_error]))
+            if self._drop_rejected:
+                return
+        else:
+            clone[PAYLOAD] = off
+        clone[self._instance_type] = INGRESS_CLONE
+        for r in session.replicas:
+            copy = clone[:]
+            copy[self._egress_port] = r.egress_port
+            copy[self._egress_rid] = r.instance
+            self._egress(copy, data, out, session.packet_length_bytes, 0)
+
+    def _clone_e2e(self, S: list, data: bytes, out: list[tuple[int, bytes]], depth: int) -> None:
+        S[CLONE] = 0
+        if depth >= MAX_EGRESS_CLONES:
+            self._count("drop.clone_depth")
+            return
+        session = self._session(S)
+        if session is None:
+            return
+        clone = self._fresh(S)
+        clone[self._instance_type] = EGRESS_CLONE
+        for r in session.replicas:
+            copy = clone[:]
+            copy[self._egress_port] = r.egress_port
+            copy[self._egress_rid] = r.instance
+            self._egress(copy, data, out, session.packet_length_bytes, depth + 1)
+
+    # --- bookkeeping -------------------------------------------------------------------------
+
+    def _count(self, key: str) -> None:
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def _error_name(self, code: int) -> str:
+        errors = self._code.errors
+        return errors[code] if 0 <= code < len(errors) else str(code)

@@ -1,0 +1,222 @@
+"""Build `syntax` declarations from lark's parse tree: types, externs, parsers, controls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lark import v_args
+
+from p4switch.frontend import syntax as s
+from p4switch.frontend.astbuild import CodeBuilder
+from p4switch.frontend.errors import P4CompileError
+
+
+@v_args(meta=True)
+class DeclBuilder(CodeBuilder):
+    """The whole tree: declarations on top of the statements and expressions of CodeBuilder."""
+
+    def start(self, meta: Any, c: list) -> list:
+        return [d for d in c if d is not None]
+
+    def empty_decl(self, meta: Any, c: list) -> None:
+        return None
+
+    def const_decl(self, meta: Any, c: list) -> s.TopDecl:
+        annos, type_, name, value = c
+        stmt = s.ConstDecl(self._tok(name), type_, str(name), value, annos)
+        return s.TopDecl(stmt.loc, str(name), stmt)
+
+    def typedef_decl(self, meta: Any, c: list) -> s.TypedefDecl:
+        return s.TypedefDecl(self._tok(c[2]), str(c[2]), c[1])
+
+    def newtype_decl(self, meta: Any, c: list) -> s.Unsupported:
+        return s.Unsupported(self._loc(meta), "`type` declarations are not supported", str(c[2]))
+
+    def _struct(self, kind: str, meta: Any, c: list) -> s.StructDecl:
+        annos, name, *fields = c
+        return s.StructDecl(self._tok(name), str(name), kind, tuple(fields), annos)
+
+    def struct_decl(self, meta: Any, c: list) -> s.StructDecl:
+        return self._struct("struct", meta, c)
+
+    def header_decl(self, meta: Any, c: list) -> s.StructDecl:
+        return self._struct("header", meta, c)
+
+    def header_union_decl(self, meta: Any, c: list) -> s.StructDecl:
+        return self._struct("header_union", meta, c)
+
+    def field(self, meta: Any, c: list) -> s.FieldDecl:
+        annos, type_, name = c
+        return s.FieldDecl(self._tok(name), type_, str(name), annos)
+
+    def stack_field(self, meta: Any, c: list) -> s.FieldDecl:
+        annos, _type, _size, name = c
+        ref = s.KeywordTypeRef(self._loc(meta), "header stack")
+        return s.FieldDecl(self._tok(name), ref, str(name), annos)
+
+    def enum_decl(self, meta: Any, c: list) -> s.EnumDecl:
+        _annos, name, *members = c
+        return s.EnumDecl(self._tok(name), str(name), tuple((str(m), None) for m in members))
+
+    def ser_enum_decl(self, meta: Any, c: list) -> s.EnumDecl:
+        _annos, type_, name, *members = c
+        return s.EnumDecl(self._tok(name), str(name), tuple(members), type_)
+
+    def enum_member(self, meta: Any, c: list) -> tuple[str, s.Expr]:
+        return str(c[0]), c[1]
+
+    def error_decl(self, meta: Any, c: list) -> s.ErrorDecl:
+        return s.ErrorDecl(self._loc(meta), tuple(str(t) for t in c[1:]))
+
+    def match_kind_decl(self, meta: Any, c: list) -> s.MatchKindDecl:
+        return s.MatchKindDecl(self._loc(meta), tuple(str(t) for t in c[1:]))
+
+    def extern_object_decl(self, meta: Any, c: list) -> s.ExternDecl:
+        annos, name, tparams, *methods = c
+        return s.ExternDecl(self._tok(name), str(name), tparams or (), tuple(methods), annos)
+
+    def method(self, meta: Any, c: list) -> s.MethodDecl:
+        annos, ret, name, tparams, params = c
+        return s.MethodDecl(self._tok(name), str(name), ret, tparams or (), params, annos)
+
+    def constructor(self, meta: Any, c: list) -> s.MethodDecl:
+        annos, name, params = c
+        return s.MethodDecl(self._tok(name), str(name), None, (), params, annos)
+
+    def extern_function_decl(self, meta: Any, c: list) -> s.ExternFunctionDecl:
+        annos, ret, name, tparams, params = c
+        proto = s.MethodDecl(self._tok(name), str(name), ret, tparams or (), params, annos)
+        return s.ExternFunctionDecl(proto.loc, str(name), proto)
+
+    def params(self, meta: Any, c: list) -> tuple[s.ParamDecl, ...]:
+        return tuple(p for p in c if p is not None)
+
+    def param(self, meta: Any, c: list) -> s.ParamDecl:
+        annos, direction, type_, name, default = c
+        if default is not None:
+            raise P4CompileError.at(default.loc, "default parameter values are not supported")
+        return s.ParamDecl(self._tok(name), direction, type_, str(name), annos)
+
+    def dir_none(self, meta: Any, c: list) -> str:
+        return ""
+
+    def dir_in(self, meta: Any, c: list) -> str:
+        return "in"
+
+    def dir_out(self, meta: Any, c: list) -> str:
+        return "out"
+
+    def dir_inout(self, meta: Any, c: list) -> str:
+        return "inout"
+
+    def function_decl(self, meta: Any, c: list) -> s.Unsupported:
+        return s.Unsupported(self._tok(c[2]), "function declarations are not supported", str(c[2]))
+
+    def _block_type(self, kind: str, c: list) -> s.BlockTypeDecl:
+        annos, name, tparams, params = c
+        return s.BlockTypeDecl(self._tok(name), kind, str(name), tparams or (), params, annos)
+
+    def parser_type_decl(self, meta: Any, c: list) -> s.BlockTypeDecl:
+        return self._block_type("parser", c)
+
+    def control_type_decl(self, meta: Any, c: list) -> s.BlockTypeDecl:
+        return self._block_type("control", c)
+
+    def package_decl(self, meta: Any, c: list) -> s.BlockTypeDecl:
+        return self._block_type("package", c)
+
+    def top_instantiation(self, meta: Any, c: list) -> s.TopDecl:
+        stmt = self.local_var_or_instance(meta, [*c[:3], None])
+        if not isinstance(stmt, s.Instantiation):
+            raise P4CompileError.at(stmt.loc, "only constants and instantiations at top level")
+        return s.TopDecl(stmt.loc, stmt.name, stmt)
+
+    def top_generic_instantiation(self, meta: Any, c: list) -> s.TopDecl:
+        stmt = self.local_generic_instance(meta, c)
+        return s.TopDecl(stmt.loc, stmt.name, stmt)
+
+    def parser_decl(self, meta: Any, c: list) -> s.ParserDecl:
+        annos, name, params, *rest = c
+        locals_ = tuple(x for x in rest if not isinstance(x, s.StateDecl))
+        states = tuple(x for x in rest if isinstance(x, s.StateDecl))
+        return s.ParserDecl(self._tok(name), str(name), params, locals_, states, annos)
+
+    def parser_state(self, meta: Any, c: list) -> s.StateDecl:
+        annos, name, *stmts, transition = c
+        loc = self._tok(name)
+        if transition is None:
+            return s.StateDecl(loc, str(name), tuple(stmts), None, (), annos)
+        select, cases = transition
+        return s.StateDecl(loc, str(name), tuple(stmts), select, cases, annos)
+
+    def transition_direct(self, meta: Any, c: list) -> tuple[None, tuple]:
+        return None, (
+            s.SelectCaseSyntax(self._tok(c[0]), s.DefaultKey(self._tok(c[0])), str(c[0])),
+        )
+
+    def transition_select(self, meta: Any, c: list) -> tuple[tuple, tuple]:
+        return tuple(c[0]), tuple(c[1:])
+
+    def select_case(self, meta: Any, c: list) -> s.SelectCaseSyntax:
+        return s.SelectCaseSyntax(self._loc(meta), c[0], str(c[1]))
+
+    def tuple_key(self, meta: Any, c: list) -> s.TupleKey:
+        return s.TupleKey(self._loc(meta), tuple(c))
+
+    def mask(self, meta: Any, c: list) -> s.MaskExpr:
+        return s.MaskExpr(self._loc(meta), c[0], c[1])
+
+    def range(self, meta: Any, c: list) -> s.RangeExpr:
+        return s.RangeExpr(self._loc(meta), c[0], c[1])
+
+    def default_key(self, meta: Any, c: list) -> s.DefaultKey:
+        return s.DefaultKey(self._loc(meta))
+
+    def dont_care(self, meta: Any, c: list) -> s.DontCare:
+        return s.DontCare(self._loc(meta))
+
+    def control_decl(self, meta: Any, c: list) -> s.ControlDecl:
+        annos, name, params, *locals_, apply = c
+        return s.ControlDecl(self._tok(name), str(name), params, tuple(locals_), apply, annos)
+
+    def value_set_decl(self, meta: Any, c: list) -> s.Unsupported:
+        return s.Unsupported(self._loc(meta), "parser value sets are not supported", str(c[-1]))
+
+    def action_decl(self, meta: Any, c: list) -> s.ActionDecl:
+        annos, name, params, body = c
+        return s.ActionDecl(self._tok(name), str(name), params, body, annos)
+
+    def table_decl(self, meta: Any, c: list) -> s.TableDecl:
+        annos, name, *props = c
+        return s.TableDecl(self._tok(name), str(name), tuple(props), annos)
+
+    def key_prop(self, meta: Any, c: list) -> s.TableProperty:
+        return s.TableProperty(self._loc(meta), "key", tuple(c))
+
+    def actions_prop(self, meta: Any, c: list) -> s.TableProperty:
+        return s.TableProperty(self._loc(meta), "actions", tuple(c))
+
+    def default_action_prop(self, meta: Any, c: list) -> s.TableProperty:
+        return s.TableProperty(self._loc(meta), "default_action", c[0])
+
+    def const_default_action_prop(self, meta: Any, c: list) -> s.TableProperty:
+        return s.TableProperty(self._loc(meta), "default_action", c[0], const=True)
+
+    def entries_prop(self, meta: Any, c: list) -> s.TableProperty:
+        return s.TableProperty(self._loc(meta), "entries", tuple(c))
+
+    def const_entries_prop(self, meta: Any, c: list) -> s.TableProperty:
+        return s.TableProperty(self._loc(meta), "entries", tuple(c), const=True)
+
+    def other_prop(self, meta: Any, c: list) -> s.TableProperty:
+        return s.TableProperty(self._tok(c[0]), str(c[0]), c[1])
+
+    def key_element(self, meta: Any, c: list) -> s.KeyElement:
+        expr, kind, annos = c
+        return s.KeyElement(self._loc(meta), expr, str(kind), annos)
+
+    def action_ref(self, meta: Any, c: list) -> s.ActionRefSyntax:
+        return s.ActionRefSyntax(c[1].loc, c[1], c[0])
+
+    def entry(self, meta: Any, c: list) -> s.EntrySyntax:
+        return s.EntrySyntax(self._loc(meta), c[0], c[1])

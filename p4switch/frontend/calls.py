@@ -1,0 +1,298 @@
+"""Lower call statements (actions, tables, externs) to their own `ir` statements.
+
+The v1model externs p4switch implements are checked here, argument by argument, rather than
+through their generic declarations in v1model.p4: the semantics are built in anyway, and this
+gives each misuse its own message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from p4switch import ir
+from p4switch.frontend import syntax as s
+from p4switch.frontend.env import (
+    ActionEntity,
+    InstanceEntity,
+    PacketEntity,
+    Scope,
+    TableEntity,
+)
+from p4switch.frontend.errors import P4CompileError
+from p4switch.frontend.exprcheck import ExprChecker
+
+HASHES = ("crc16", "crc32", "identity", "csum16", "xor16")
+U32 = ir.BitT(32)
+
+
+@dataclass
+class BlockContext:
+    """Where a statement sits: which kind of block, and what it may touch."""
+
+    kind: str  # "parser", "control" or "deparser"
+    name: str
+    called_actions: set[str] = field(default_factory=set)
+
+
+class CallLowering:
+    def __init__(self, exprs: ExprChecker) -> None:
+        self.x = exprs
+        self._functions: dict[str, Callable[[s.CallExpr, Scope, BlockContext], list[ir.Stmt]]]
+        self._functions = {
+            "mark_to_drop": self._mark_to_drop,
+            "clone": self._clone,
+            "clone_preserving_field_list": self._clone,
+            "hash": self._hash,
+            "verify_checksum": self._checksum,
+            "update_checksum": self._checksum,
+            "verify": self._verify,
+            "truncate": self._truncate,
+            "random": self._random,
+            "log_msg": lambda call, scope, ctx: [],
+        }
+
+    def lower(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        callee = call.callee
+        if isinstance(callee, s.Name):
+            found = scope.lookup(callee.name)
+            if isinstance(found, ActionEntity):
+                return [self.action_call(call, found, scope, ctx)]
+            if found is None and callee.name in self._functions:
+                return self._functions[callee.name](call, scope, ctx)
+            if found is None and callee.name in self.x.env.unsupported:
+                raise P4CompileError.at(callee.loc, f"{callee.name} is not supported by p4switch")
+            if found is None:
+                raise P4CompileError.at(callee.loc, f"{callee.name!r} is not declared")
+            raise P4CompileError.at(callee.loc, f"{callee.name!r} cannot be called")
+        if isinstance(callee, s.MemberExpr):
+            return self._method(call, callee, scope, ctx)
+        raise P4CompileError.at(call.loc, "this call is not supported")
+
+    def action_call(
+        self, call: s.CallExpr, action: ActionEntity, scope: Scope, ctx: BlockContext
+    ) -> ir.CallAction:
+        if ctx.kind == "parser":
+            raise P4CompileError.at(call.loc, "actions cannot be called from a parser")
+        _arity(call, len(action.params), f"action {action.decl.name}")
+        args = []
+        for p, a in zip(action.params, call.args, strict=True):
+            if p.direction in ("out", "inout"):
+                arg = self.x.lvalue(a, scope)
+                if arg.type != p.type:
+                    raise P4CompileError.at(
+                        a.loc, f"parameter {p.name} is {p.type}, the argument is {arg.type}"
+                    )
+                args.append(arg)
+            else:
+                args.append(self.x.expr(a, scope, p.type))
+        ctx.called_actions.add(action.name)
+        return ir.CallAction(action.name, tuple(args))
+
+    # --- methods --------------------------------------------------------------------------------
+
+    def _method(
+        self, call: s.CallExpr, callee: s.MemberExpr, scope: Scope, ctx: BlockContext
+    ) -> list[ir.Stmt]:
+        method = callee.name
+        found = scope.lookup(callee.base.name) if isinstance(callee.base, s.Name) else None
+        if isinstance(found, TableEntity):
+            if method != "apply":
+                raise P4CompileError.at(callee.loc, f"tables have no method {method!r}")
+            if ctx.kind in ("parser", "action"):
+                raise P4CompileError.at(call.loc, f"tables cannot be applied in an {ctx.kind}")
+            _arity(call, 0, "apply()")
+            return [ir.ApplyTable(found.name)]
+        if isinstance(found, InstanceEntity):
+            return self._instance(call, method, found, scope)
+        if isinstance(found, PacketEntity):
+            return self._packet(call, method, found, scope, ctx)
+        if method in ("setValid", "setInvalid"):
+            _arity(call, 0, f"{method}()")
+            header = self.x.lvalue(callee.base, scope)
+            _need_header(header, call.loc, method)
+            return [ir.SetValid(header, method == "setValid")]
+        if method == "isValid":
+            self.x.expr(call, scope)
+            return []
+        if isinstance(callee.base, s.Name) and found is None:
+            self.x.expr(callee.base, scope)  # raises: not declared, or a type
+        raise P4CompileError.at(callee.loc, f"method {method!r} is not supported here")
+
+    def _instance(
+        self, call: s.CallExpr, method: str, inst: InstanceEntity, scope: Scope
+    ) -> list[ir.Stmt]:
+        if inst.kind == "register" and method == "read":
+            _arity(call, 2, "register.read(result, index)")
+            dest = self.x.lvalue(call.args[0], scope)
+            if dest.type != inst.value_type:
+                raise P4CompileError.at(
+                    call.args[0].loc, f"{inst.name} holds {inst.value_type}, not {dest.type}"
+                )
+            return [ir.RegisterRead(inst.name, dest, self._index(call.args[1], scope))]
+        if inst.kind == "register" and method == "write":
+            _arity(call, 2, "register.write(index, value)")
+            assert inst.value_type is not None
+            value = self.x.expr(call.args[1], scope, inst.value_type)
+            return [ir.RegisterWrite(inst.name, self._index(call.args[0], scope), value)]
+        if inst.kind == "counter" and method == "count":
+            _arity(call, 1, "counter.count(index)")
+            return [ir.CounterCount(inst.name, self._index(call.args[0], scope))]
+        if inst.kind == "direct_counter" and method == "count":
+            _arity(call, 0, "direct_counter.count()")
+            return []  # a direct counter counts every hit of its table by itself
+        raise P4CompileError.at(call.loc, f"{inst.kind} has no method {method!r}")
+
+    def _index(self, e: s.Expr, scope: Scope) -> ir.Expr:
+        index = self.x.expr(e, scope)
+        if isinstance(index, ir.Const) and isinstance(index.type, ir.IntLitT):
+            return self.x.coerce(index, U32, e.loc)
+        if not isinstance(index.type, ir.BitT) or index.type.signed:
+            raise P4CompileError.at(e.loc, f"an index must be bit<N>, not {index.type}")
+        return index
+
+    def _packet(
+        self, call: s.CallExpr, method: str, packet: PacketEntity, scope: Scope, ctx: BlockContext
+    ) -> list[ir.Stmt]:
+        if packet.kind == "packet_in" and method == "extract":
+            if len(call.args) == 2:
+                raise P4CompileError.at(call.loc, "variable-size extract (varbit) is not supported")
+            _arity(call, 1, "extract(header)")
+            header = self.x.lvalue(call.args[0], scope)
+            _need_header(header, call.loc, "extract")
+            return [ir.Extract(header)]
+        if packet.kind == "packet_in" and method == "advance":
+            _arity(call, 1, "advance(bits)")
+            return [ir.Advance(self.x.expr(call.args[0], scope, U32))]
+        if packet.kind == "packet_out" and method == "emit":
+            _arity(call, 1, "emit(header)")
+            value = self.x.expr(call.args[0], scope)
+            if not isinstance(value.type, ir.StructT):
+                raise P4CompileError.at(call.loc, f"cannot emit a {value.type}")
+            return [ir.Emit(h) for h in _headers_in(value)]
+        raise P4CompileError.at(call.loc, f"{packet.kind}.{method}() is not supported here")
+
+    # --- extern functions -------------------------------------------------------------------
+
+    def _mark_to_drop(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        if ctx.kind == "parser":
+            raise P4CompileError.at(call.loc, "mark_to_drop cannot be called from a parser")
+        if call.args:
+            _arity(call, 1, "mark_to_drop(standard_metadata)")
+            sm = self.x.lvalue(call.args[0], scope)
+            if not (isinstance(sm.type, ir.StructT) and sm.type.name == "standard_metadata_t"):
+                raise P4CompileError.at(call.args[0].loc, "mark_to_drop takes standard_metadata")
+        return [ir.MarkToDrop()]
+
+    def _clone(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        name = call.callee.name if isinstance(call.callee, s.Name) else "clone"
+        preserving = name == "clone_preserving_field_list"
+        _arity(call, 3 if preserving else 2, name)
+        kind = self._enum_member(call.args[0], scope, "CloneType")
+        session = self.x.expr(call.args[1], scope, U32)
+        field_list = self.x.const_int(call.args[2], scope) if preserving else None
+        return [ir.Clone(kind, session, field_list)]
+
+    def _hash(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        _arity(call, 5, "hash(result, algorithm, base, data, max)")
+        dest = self.x.lvalue(call.args[0], scope)
+        if not isinstance(dest.type, ir.BitT):
+            raise P4CompileError.at(
+                call.args[0].loc, f"a hash result must be bit<N>, not {dest.type}"
+            )
+        algo = self._algorithm(call.args[1], scope)
+        base = self._number(call.args[2], scope, dest.type)
+        data = self._data(call.args[3], scope)
+        limit = self._number(call.args[4], scope, U32)
+        return [ir.Hash(dest, algo, base, data, limit)]
+
+    def _checksum(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        name = call.callee.name if isinstance(call.callee, s.Name) else "checksum"
+        verify = name == "verify_checksum"
+        _arity(call, 4, f"{name}(condition, data, checksum, algorithm)")
+        cond = self.x.bool_expr(call.args[0], scope)
+        data = self._data(call.args[1], scope)
+        checksum = (
+            self.x.expr(call.args[2], scope) if verify else self.x.lvalue(call.args[2], scope)
+        )
+        if not isinstance(checksum.type, ir.BitT):
+            raise P4CompileError.at(call.args[2].loc, "the checksum must be a bit<N> field")
+        algo = self._algorithm(call.args[3], scope)
+        return [ir.Checksum(verify, cond, data, checksum, algo)]
+
+    def _verify(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        if ctx.kind != "parser":
+            raise P4CompileError.at(call.loc, "verify() can only be called in a parser")
+        _arity(call, 2, "verify(condition, error)")
+        cond = self.x.bool_expr(call.args[0], scope)
+        error = self.x.expr(call.args[1], scope, ir.ErrorT())
+        return [ir.Verify(cond, error)]
+
+    def _truncate(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        _arity(call, 1, "truncate(length)")
+        return [ir.Truncate(self.x.expr(call.args[0], scope, U32))]
+
+    def _random(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        _arity(call, 3, "random(result, lo, hi)")
+        dest = self.x.lvalue(call.args[0], scope)
+        if not isinstance(dest.type, ir.BitT):
+            raise P4CompileError.at(
+                call.args[0].loc, f"random needs a bit<N> result, not {dest.type}"
+            )
+        lo = self.x.expr(call.args[1], scope, dest.type)
+        hi = self.x.expr(call.args[2], scope, dest.type)
+        return [ir.Random(dest, lo, hi)]
+
+    # --- argument helpers ---------------------------------------------------------------------
+
+    def _enum_member(self, e: s.Expr, scope: Scope, enum: str) -> str:
+        value = self.x.expr(e, scope)
+        t = value.type
+        if not (isinstance(value, ir.Const) and isinstance(t, ir.EnumT) and t.name == enum):
+            raise P4CompileError.at(e.loc, f"expected a {enum} member here")
+        return t.members[t.values.index(int(value.value))]
+
+    def _algorithm(self, e: s.Expr, scope: Scope) -> str:
+        algo = self._enum_member(e, scope, "HashAlgorithm")
+        if algo not in HASHES:
+            raise P4CompileError.at(e.loc, f"HashAlgorithm.{algo} is not supported by p4switch")
+        return algo
+
+    def _number(self, e: s.Expr, scope: Scope, default: ir.Type) -> ir.Expr:
+        value = self.x.expr(e, scope)
+        if isinstance(value.type, ir.IntLitT):
+            return self.x.coerce(value, default, e.loc)
+        if not isinstance(value.type, ir.BitT):
+            raise P4CompileError.at(e.loc, f"expected a number, got {value.type}")
+        return value
+
+    def _data(self, e: s.Expr, scope: Scope) -> tuple[ir.Expr, ...]:
+        value = self.x.expr(e, scope)
+        items = value.items if isinstance(value, ir.ListExpr) else (value,)
+        for item in items:
+            if isinstance(item.type, ir.IntLitT | ir.StringT | ir.TupleT | ir.ExternT):
+                raise P4CompileError.at(e.loc, f"cannot hash a {item.type} (give it a width)")
+        return items
+
+
+def _arity(call: s.CallExpr, n: int, what: str) -> None:
+    if len(call.args) != n:
+        raise P4CompileError.at(call.loc, f"{what} takes {n} argument(s), got {len(call.args)}")
+
+
+def _need_header(e: ir.Expr, loc: ir.Loc, what: str) -> None:
+    if not (isinstance(e.type, ir.StructT) and e.type.is_header):
+        raise P4CompileError.at(loc, f"{what} applies to headers, not to a {e.type}")
+
+
+def _headers_in(value: ir.Expr) -> list[ir.Expr]:
+    """A header, or every header in a struct, in field order (what `emit` of a struct emits)."""
+    t = value.type
+    assert isinstance(t, ir.StructT)
+    if t.is_header:
+        return [value]
+    out: list[ir.Expr] = []
+    for f in t.fields:
+        if isinstance(f.type, ir.StructT):
+            out += _headers_in(ir.Member(value, f.name, f.type))
+    return out

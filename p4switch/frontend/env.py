@@ -1,0 +1,146 @@
+"""Names in scope during checking, and how written types resolve to `ir` types."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from p4switch import ir
+from p4switch.frontend import syntax as s
+from p4switch.frontend.errors import P4CompileError
+
+MAX_WIDTH = 2048
+
+
+@dataclass(frozen=True)
+class ActionEntity:
+    name: str  # fully qualified
+    decl: s.ActionDecl
+    params: tuple[ir.Param, ...]
+
+
+@dataclass(frozen=True)
+class TableEntity:
+    name: str
+    decl: s.TableDecl
+
+
+@dataclass(frozen=True)
+class InstanceEntity:
+    """An extern object instance: register, counter or direct_counter."""
+
+    kind: str
+    name: str  # fully qualified
+    value_type: ir.Type | None = None  # registers
+    size: int = 0
+    unit: str = ""
+    loc: ir.Loc | None = None
+
+
+@dataclass(frozen=True)
+class PacketEntity:
+    kind: str  # "packet_in" or "packet_out"
+
+
+Entity = ir.Var | ir.Const | ActionEntity | TableEntity | InstanceEntity | PacketEntity
+
+
+@dataclass
+class Scope:
+    """One level of names; lookups walk outwards. `readonly` holds `in` parameters."""
+
+    parent: Scope | None = None
+    names: dict[str, Entity] = field(default_factory=dict)
+    readonly: set[ir.Var] = field(default_factory=set)
+
+    def child(self) -> Scope:
+        return Scope(self)
+
+    def declare(self, name: str, entity: Entity, loc: ir.Loc) -> None:
+        if name in self.names:
+            raise P4CompileError.at(loc, f"{name!r} is already declared in this scope")
+        self.names[name] = entity
+
+    def lookup(self, name: str) -> Entity | None:
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope.names.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def is_readonly(self, var: ir.Var) -> bool:
+        scope: Scope | None = self
+        while scope is not None:
+            if var in scope.readonly:
+                return True
+            scope = scope.parent
+        return False
+
+
+@dataclass
+class TypeEnv:
+    """Declared types by name, the error and match_kind members, and type resolution."""
+
+    types: dict[str, ir.Type] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    match_kinds: list[str] = field(default_factory=list)
+    unsupported: set[str] = field(default_factory=set)  # names declared @p4switch_unsupported
+    const_int: Callable[[s.Expr], int] | None = None
+
+    def declare(self, name: str, t: ir.Type, loc: ir.Loc) -> None:
+        if name in self.types:
+            raise P4CompileError.at(loc, f"type {name!r} is already declared")
+        self.types[name] = t
+
+    def resolve(self, ref: s.TypeRef, type_vars: dict[str, ir.Type] | None = None) -> ir.Type:
+        if isinstance(ref, s.BitsRef):
+            return self._bits(ref)
+        if isinstance(ref, s.KeywordTypeRef):
+            return self._keyword(ref)
+        assert isinstance(ref, s.NamedTypeRef)
+        if type_vars and ref.name in type_vars:
+            return type_vars[ref.name]
+        if ref.name in self.unsupported:
+            raise P4CompileError.at(ref.loc, f"{ref.name} is not supported by p4switch")
+        found = self.types.get(ref.name)
+        if found is None:
+            raise P4CompileError.at(ref.loc, f"unknown type {ref.name!r}")
+        if isinstance(found, ir.ExternT):
+            args = tuple(self.resolve(a, type_vars) for a in ref.args)
+            return ir.ExternT(found.name, args)
+        if ref.args:
+            raise P4CompileError.at(ref.loc, f"type {ref.name!r} takes no type arguments")
+        if isinstance(found, ir.EnumT) and found.underlying is not None:
+            return found.underlying  # serializable enums are carried as their underlying type
+        return found
+
+    def _bits(self, ref: s.BitsRef) -> ir.BitT:
+        assert self.const_int is not None
+        width = self.const_int(ref.width)
+        if not 1 <= width <= MAX_WIDTH:
+            raise P4CompileError.at(ref.loc, f"width {width} is outside 1..{MAX_WIDTH}")
+        return ir.BitT(width, ref.signed)
+
+    def _keyword(self, ref: s.KeywordTypeRef) -> ir.Type:
+        simple: dict[str, ir.Type] = {
+            "bool": ir.BoolT(),
+            "error": ir.ErrorT(),
+            "void": ir.VoidT(),
+            "string": ir.StringT(),
+            "int": ir.IntLitT(),
+            "_": ir.TypeVar("_"),
+        }
+        if ref.name in simple:
+            return simple[ref.name]
+        if ref.name == "varbit":
+            raise P4CompileError.at(ref.loc, "varbit fields are not supported by p4switch")
+        if ref.name == "header stack":
+            raise P4CompileError.at(ref.loc, "header stacks are not supported by p4switch")
+        raise P4CompileError.at(ref.loc, f"type {ref.name} is not supported by p4switch")
+
+    def error_code(self, name: str, loc: ir.Loc) -> int:
+        if name not in self.errors:
+            raise P4CompileError.at(loc, f"error.{name} is not declared")
+        return self.errors.index(name)

@@ -1,0 +1,22 @@
+"""The one error the front-end raises: what is wrong, and where in the user's P4 source."""
+
+from __future__ import annotations
+
+from p4switch.ir import Loc
+
+
+class P4CompileError(Exception):
+    """A program p4switch refuses; `str()` reads `file:line:col: error: what`."""
+
+    def __init__(self, path: str, line: int, col: int, what: str) -> None:
+        self.path = path
+        self.line = line
+        self.col = col
+        self.what = what
+        super().__init__(f"{path}:{line}:{col}: error: {what}")
+
+    @classmethod
+    def at(cls, loc: Loc | None, what: str) -> P4CompileError:
+        if loc is None:
+            return cls("<program>", 0, 0, what)
+        return cls(loc.path, loc.line, loc.col, what)

@@ -1,0 +1,98 @@
+"""Parse preprocessed P4 text into the syntax tree of `syntax.py` (lark, LALR(1))."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.lark import PostLex
+
+from p4switch.frontend import syntax as s
+from p4switch.frontend.astdecls import DeclBuilder
+from p4switch.frontend.errors import P4CompileError
+from p4switch.frontend.preprocess import Preprocessed
+
+GRAMMAR = Path(__file__).resolve().parent / "p4.lark"
+
+
+class _PostLexer(PostLex):
+    """Turns names declared by `typedef` into TYPE_NAME, and `.lookahead` into LOOKAHEAD.
+
+    It keeps its state in the generator, so one parser serves every program.
+    """
+
+    always_accept = ("NAME",)
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        typedefs: set[str] = set()
+        in_typedef = False
+        last_name = ""
+        previous = ""
+        for tok in stream:
+            if tok.type == "NAME":
+                if tok.value in typedefs:
+                    tok.type = "TYPE_NAME"
+                elif tok.value == "lookahead" and previous == "DOT":
+                    tok.type = "LOOKAHEAD"
+            if tok.type in ("TYPEDEF", "TYPE"):
+                in_typedef = True
+            elif in_typedef and tok.type in ("NAME", "TYPE_NAME"):
+                last_name = tok.value
+            elif in_typedef and tok.type == "SEMICOLON":
+                typedefs.add(last_name)
+                in_typedef = False
+            previous = tok.type
+            yield tok
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(
+        GRAMMAR.read_text(),
+        parser="lalr",
+        lexer="contextual",
+        postlex=_PostLexer(),
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+def parse(pre: Preprocessed) -> tuple[s.Decl, ...]:
+    """Parse the whole preprocessed program; syntax errors point at the user's source."""
+    try:
+        tree = _lark().parse(pre.text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(pre, exc) from None
+    return tuple(DeclBuilder(pre).transform(tree))
+
+
+def _syntax_error(pre: Preprocessed, exc: UnexpectedInput) -> P4CompileError:
+    at_end = isinstance(exc, UnexpectedToken) and exc.token.type == "$END"
+    if at_end or isinstance(exc, UnexpectedEOF):
+        loc = pre.locate(len(pre.origins), 1)
+        return P4CompileError.at(loc, "syntax error: unexpected end of input")
+    if isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        loc = pre.locate(tok.line or 1, tok.column or 1, str(tok))
+        expected = sorted(_pretty(t) for t in exc.expected if t not in ("TYPE_NAME", "LOOKAHEAD"))
+        hint = f"; expected {', '.join(expected[:8])}" if expected else ""
+        if len(expected) > 8:
+            hint += ", ..."
+        return P4CompileError.at(loc, f"syntax error: unexpected {str(tok)!r}{hint}")
+    if isinstance(exc, UnexpectedCharacters):
+        loc = pre.locate(exc.line, exc.column, exc.char)
+        return P4CompileError.at(loc, f"syntax error: unexpected character {exc.char!r}")
+    return P4CompileError.at(pre.locate(exc.line, exc.column), f"syntax error: {exc}")
+
+
+def _pretty(terminal: str) -> str:
+    try:
+        pattern = _lark().get_terminal(terminal).pattern
+    except KeyError:
+        return terminal.lower()
+    if pattern.type == "str":
+        return repr(pattern.value)
+    return {"NAME": "a name", "INT": "an integer", "STRING": "a string"}.get(terminal, terminal)

@@ -1,0 +1,183 @@
+"""Type-check statements and parser states."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from p4switch import ir
+from p4switch.frontend import syntax as s
+from p4switch.frontend.calls import BlockContext, CallLowering
+from p4switch.frontend.env import ActionEntity, Scope, TableEntity
+from p4switch.frontend.errors import P4CompileError
+from p4switch.frontend.exprcheck import ExprChecker
+
+FINAL_STATES = ("accept", "reject")
+
+
+class StmtChecker:
+    def __init__(self, exprs: ExprChecker, calls: CallLowering, tables: dict[str, ir.Table]):
+        self.x = exprs
+        self.calls = calls
+        self.tables = tables  # checked tables by name, for `switch (t.apply().action_run)`
+
+    def block(
+        self, stmts: Sequence[s.Stmt], scope: Scope, ctx: BlockContext
+    ) -> tuple[ir.Stmt, ...]:
+        out: list[ir.Stmt] = []
+        for st in stmts:
+            out += self.stmt(st, scope, ctx)
+        return tuple(out)
+
+    def stmt(self, st: s.Stmt, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        if isinstance(st, s.AssignStmt):
+            target = self.x.lvalue(st.target, scope)
+            if isinstance(target.type, ir.ExternT):
+                raise P4CompileError.at(st.loc, "extern instances cannot be assigned")
+            return [ir.Assign(target, self.x.expr(st.value, scope, target.type))]
+        if isinstance(st, s.CallStmt):
+            if not isinstance(st.call, s.CallExpr):
+                raise P4CompileError.at(st.loc, "this expression is not a statement")
+            return self.calls.lower(st.call, scope, ctx)
+        if isinstance(st, s.VarDecl):
+            return [self.declare(st, scope, in_slots=False)]
+        if isinstance(st, s.ConstDecl):
+            self.constant(st, scope)
+            return []
+        if isinstance(st, s.IfStmt):
+            cond = self.x.bool_expr(st.cond, scope)
+            then = self.block([st.then], scope.child(), ctx)
+            else_ = self.block([st.else_], scope.child(), ctx) if st.else_ else ()
+            if isinstance(cond, ir.Const):
+                return list(then if cond.value else else_)
+            return [ir.If(cond, then, else_)]
+        if isinstance(st, s.BlockStmt):
+            return list(self.block(st.stmts, scope.child(), ctx))
+        if isinstance(st, s.ReturnStmt | s.ExitStmt):
+            return [self._return_or_exit(st, ctx)]
+        if isinstance(st, s.EmptyStmt):
+            return []
+        if isinstance(st, s.SwitchStmt):
+            return [self._switch(st, scope, ctx)]
+        if isinstance(st, s.Instantiation):
+            raise P4CompileError.at(st.loc, "instances can only be declared in a control or parser")
+        raise P4CompileError.at(st.loc, "this statement is not supported")
+
+    def declare(self, st: s.VarDecl, scope: Scope, in_slots: bool) -> ir.Declare:
+        t = self.x.env.resolve(st.type)
+        if isinstance(t, ir.ExternT | ir.VoidT | ir.StringT | ir.IntLitT | ir.TypeVar):
+            raise P4CompileError.at(st.loc, f"cannot declare a variable of type {t}")
+        init = self.x.expr(st.init, scope, t) if st.init is not None else None
+        var = ir.Var(st.name, t, in_slots)
+        scope.declare(st.name, var, st.loc)
+        return ir.Declare(var, init)
+
+    def constant(self, st: s.ConstDecl, scope: Scope) -> None:
+        t = self.x.env.resolve(st.type)
+        value = self.x.expr(st.value, scope, t)
+        if not isinstance(value, ir.Const):
+            raise P4CompileError.at(st.value.loc, "a constant needs a compile-time value")
+        scope.declare(st.name, value, st.loc)
+
+    def _return_or_exit(self, st: s.ReturnStmt | s.ExitStmt, ctx: BlockContext) -> ir.Stmt:
+        word = "return" if isinstance(st, s.ReturnStmt) else "exit"
+        if ctx.kind == "parser":
+            raise P4CompileError.at(st.loc, f"{word} is not allowed in a parser")
+        if isinstance(st, s.ReturnStmt):
+            if st.value is not None:
+                raise P4CompileError.at(st.loc, "actions and controls return no value")
+            return ir.Return()
+        return ir.Exit()
+
+    def _switch(self, st: s.SwitchStmt, scope: Scope, ctx: BlockContext) -> ir.Stmt:
+        e = st.expr
+        table = None
+        if (
+            isinstance(e, s.MemberExpr)
+            and e.name == "action_run"
+            and isinstance(e.base, s.CallExpr)
+        ):
+            callee = e.base.callee
+            if isinstance(callee, s.MemberExpr) and isinstance(callee.base, s.Name):
+                found = scope.lookup(callee.base.name)
+                if isinstance(found, TableEntity) and callee.name == "apply":
+                    table = self.tables[found.name]
+        if table is None:
+            raise P4CompileError.at(e.loc, "p4switch supports switch on t.apply().action_run only")
+        allowed = {r.action for r in table.actions}
+        cases: list[ir.SwitchCase] = []
+        pending: list[str] = []
+        seen: set[str | None] = set()
+        for i, case in enumerate(st.cases):
+            if case.label in seen:
+                raise P4CompileError.at(case.loc, "this switch label appears twice")
+            seen.add(case.label)
+            if case.label is None:
+                if i != len(st.cases) - 1:
+                    raise P4CompileError.at(case.loc, "default must be the last switch label")
+            else:
+                found = scope.lookup(case.label)
+                if not isinstance(found, ActionEntity) or found.name not in allowed:
+                    raise P4CompileError.at(
+                        case.loc, f"{case.label!r} is not an action of table {table.name}"
+                    )
+                pending.append(found.name)
+            if case.body is None:
+                continue
+            body = self.block(case.body.stmts, scope.child(), ctx)
+            cases.append(ir.SwitchCase(() if case.label is None else tuple(pending), body))
+            pending = []
+        return ir.SwitchTable(table.name, tuple(cases))
+
+    # --- parser states ----------------------------------------------------------------------
+
+    def state(
+        self, decl: s.StateDecl, scope: Scope, ctx: BlockContext, names: set[str]
+    ) -> ir.ParserState:
+        if decl.name in FINAL_STATES:
+            raise P4CompileError.at(decl.loc, f"state {decl.name!r} is predefined")
+        inner = scope.child()
+        body = self.block(decl.stmts, inner, ctx)
+        for case in decl.cases:
+            if case.state not in names and case.state not in FINAL_STATES:
+                raise P4CompileError.at(case.loc, f"no parser state {case.state!r}")
+        if decl.select is None:
+            next_state = decl.cases[0].state if decl.cases else "reject"
+            return ir.ParserState(decl.name, body, (), (ir.SelectCase((), next_state),))
+        keys = tuple(self.x.expr(k, inner) for k in decl.select)
+        for k, src in zip(keys, decl.select, strict=True):
+            if not isinstance(k.type, ir.BitT | ir.BoolT):
+                raise P4CompileError.at(src.loc, f"cannot select on a {k.type}")
+            if isinstance(k.type, ir.BitT) and k.type.signed:
+                raise P4CompileError.at(src.loc, "select on signed values is not supported")
+        cases = tuple(
+            ir.SelectCase(self.keyset(c.keyset, keys, inner), c.state) for c in decl.cases
+        )
+        return ir.ParserState(decl.name, body, keys, cases)
+
+    def keyset(
+        self, e: s.Expr, keys: Sequence[ir.Expr], scope: Scope
+    ) -> tuple[tuple[int, int] | None, ...]:
+        """(value, mask) per key, None for a wildcard: for select cases and const entries."""
+        if isinstance(e, s.DefaultKey | s.DontCare):
+            return (None,) * len(keys)
+        items = e.items if isinstance(e, s.TupleKey) else (e,)
+        if len(items) != len(keys):
+            raise P4CompileError.at(e.loc, f"{len(keys)} key values expected, got {len(items)}")
+        return tuple(self._key(i, k.type, scope) for i, k in zip(items, keys, strict=True))
+
+    def _key(self, e: s.Expr, t: ir.Type, scope: Scope) -> tuple[int, int] | None:
+        full = t.mask if isinstance(t, ir.BitT) else 1
+        if isinstance(e, s.DefaultKey | s.DontCare):
+            return None
+        if isinstance(e, s.RangeExpr):
+            raise P4CompileError.at(e.loc, "ranges (..) are not supported by p4switch")
+        if isinstance(e, s.MaskExpr):
+            value, mask = self._const(e.value, t, scope), self._const(e.mask, t, scope)
+            return value & mask, mask
+        return self._const(e, t, scope), full
+
+    def _const(self, e: s.Expr, t: ir.Type, scope: Scope) -> int:
+        c = self.x.expr(e, scope, t)
+        if not isinstance(c, ir.Const):
+            raise P4CompileError.at(e.loc, "a compile-time constant is needed here")
+        return int(c.value)

@@ -1,0 +1,226 @@
+"""Check table declarations: keys, actions, default action, size, direct counter, entries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from p4switch import ir
+from p4switch.frontend import syntax as s
+from p4switch.frontend.env import ActionEntity, InstanceEntity, Scope
+from p4switch.frontend.errors import P4CompileError
+from p4switch.frontend.exprcheck import ExprChecker
+from p4switch.frontend.stmtcheck import StmtChecker
+
+MATCH_KINDS = ("exact", "lpm", "ternary")
+UNSUPPORTED_PROPERTIES = ("implementation", "meters", "support_timeout", "idle_timeout")
+
+
+class TableChecker:
+    def __init__(self, stmts: StmtChecker, noaction: Callable[[], ActionEntity | None]):
+        self.stmts = stmts
+        self.x: ExprChecker = stmts.x
+        self._noaction = noaction
+        self.direct_counters: dict[str, str] = {}  # direct counter -> its table
+
+    def check(self, decl: s.TableDecl, name: str, scope: Scope) -> ir.Table:
+        props: dict[str, s.TableProperty] = {}
+        for p in decl.properties:
+            if p.name in props:
+                raise P4CompileError.at(p.loc, f"table property {p.name!r} is given twice")
+            if p.name in UNSUPPORTED_PROPERTIES:
+                raise P4CompileError.at(p.loc, f"table property {p.name!r} is not supported")
+            if p.name not in ("key", "actions", "default_action", "size", "entries", "counters"):
+                raise P4CompileError.at(p.loc, f"unknown table property {p.name!r}")
+            props[p.name] = p
+        keys = self._keys(props.get("key"), scope)
+        if "actions" not in props:
+            raise P4CompileError.at(decl.loc, f"table {decl.name} has no actions property")
+        refs = self._actions(props["actions"], scope)
+        default, args, const_default = self._default(props.get("default_action"), refs, scope)
+        if default is None:  # p4c: NoAction, added as a default-only action if not listed
+            noaction = self._noaction()
+            if noaction is None:
+                raise P4CompileError.at(decl.loc, "NoAction is not declared (include core.p4)")
+            if noaction.name not in {r.action for r in refs}:
+                refs.append(ir.TableActionRef(noaction.name, (ir.Annotation("defaultonly"),)))
+            default, args = noaction.name, ()
+        size = 1024
+        if "size" in props:
+            size = self.x.const_int(_expr(props["size"]), scope)
+            if size <= 0:
+                raise P4CompileError.at(props["size"].loc, "a table size must be positive")
+        counter = self._counter(props.get("counters"), name, scope)
+        entries = self._entries(props.get("entries"), keys, refs, scope)
+        return ir.Table(
+            name=name,
+            keys=tuple(keys),
+            actions=tuple(refs),
+            default_action=default,
+            default_args=args,
+            const_default=const_default,
+            size=size,
+            entries=entries,
+            const_entries=bool(entries is not None and props["entries"].const),
+            direct_counter=counter,
+            annotations=decl.annotations,
+            loc=decl.loc,
+        )
+
+    def _keys(self, prop: s.TableProperty | None, scope: Scope) -> list[ir.MatchKey]:
+        if prop is None:
+            return []
+        keys = []
+        for k in prop.value:  # type: ignore[attr-defined]
+            assert isinstance(k, s.KeyElement)
+            if k.match_kind not in self.x.env.match_kinds:
+                raise P4CompileError.at(k.loc, f"unknown match kind {k.match_kind!r}")
+            if k.match_kind not in MATCH_KINDS:
+                raise P4CompileError.at(k.loc, f"match kind {k.match_kind} is not supported")
+            expr = self.x.expr(k.expr, scope)
+            if not isinstance(expr.type, ir.BitT | ir.BoolT) or isinstance(expr, ir.Const):
+                raise P4CompileError.at(k.loc, f"cannot match on a {expr.type}")
+            named = ir.find_annotation(k.annotations, "name")
+            key_name = str(named.args[0]) if named and named.args else key_source(k.expr)
+            width = ir.bit_width(expr.type)
+            keys.append(ir.MatchKey(expr, k.match_kind, key_name, width, k.annotations))
+        if sum(k.match_kind == "lpm" for k in keys) > 1:
+            raise P4CompileError.at(prop.loc, "a table can have one lpm key at most")
+        return keys
+
+    def _actions(self, prop: s.TableProperty, scope: Scope) -> list[ir.TableActionRef]:
+        refs: list[ir.TableActionRef] = []
+        for ref in prop.value:  # type: ignore[attr-defined]
+            assert isinstance(ref, s.ActionRefSyntax)
+            expr = ref.expr
+            if isinstance(expr, s.CallExpr):
+                if expr.args:
+                    raise P4CompileError.at(
+                        expr.loc,
+                        "binding action arguments in a table's action list is not supported",
+                    )
+                expr = expr.callee
+            action = self._action(expr, scope)
+            if any(r.action == action.name for r in refs):
+                raise P4CompileError.at(ref.loc, f"action {action.decl.name} is listed twice")
+            refs.append(ir.TableActionRef(action.name, ref.annotations))
+        return refs
+
+    def _action(self, e: s.Expr, scope: Scope) -> ActionEntity:
+        found = scope.lookup(e.name) if isinstance(e, s.Name) else None
+        if not isinstance(found, ActionEntity):
+            raise P4CompileError.at(e.loc, "expected the name of an action")
+        if any(p.direction for p in found.params):
+            raise P4CompileError.at(
+                e.loc, f"action {found.decl.name} has directional parameters; tables cannot run it"
+            )
+        return found
+
+    def _call(
+        self, e: s.Expr, refs: list[ir.TableActionRef], scope: Scope
+    ) -> tuple[ActionEntity, tuple[int, ...], ir.TableActionRef]:
+        callee, args = (e.callee, e.args) if isinstance(e, s.CallExpr) else (e, ())
+        action = self._action(callee, scope)
+        ref = next((r for r in refs if r.action == action.name), None)
+        if ref is None:
+            raise P4CompileError.at(e.loc, f"{action.decl.name} is not in the table's actions")
+        if len(args) != len(action.params):
+            raise P4CompileError.at(
+                e.loc, f"action {action.decl.name} takes {len(action.params)} arguments"
+            )
+        values = []
+        for p, a in zip(action.params, args, strict=True):
+            c = self.x.expr(a, scope, p.type)
+            if not isinstance(c, ir.Const):
+                raise P4CompileError.at(a.loc, "action arguments here must be constants")
+            values.append(int(c.value))
+        return action, tuple(values), ref
+
+    def _default(
+        self, prop: s.TableProperty | None, refs: list[ir.TableActionRef], scope: Scope
+    ) -> tuple[str | None, tuple[int, ...], bool]:
+        if prop is None:
+            return None, (), False
+        action, args, ref = self._call(_expr(prop), refs, scope)
+        if ref.scope == "TABLE_ONLY":
+            raise P4CompileError.at(prop.loc, f"{action.decl.name} is @tableonly")
+        return action.name, args, prop.const
+
+    def _counter(self, prop: s.TableProperty | None, table: str, scope: Scope) -> str | None:
+        if prop is None:
+            return None
+        e = _expr(prop)
+        found = scope.lookup(e.name) if isinstance(e, s.Name) else None
+        if not isinstance(found, InstanceEntity) or found.kind != "direct_counter":
+            raise P4CompileError.at(e.loc, "counters = ... must name a direct_counter")
+        if found.name in self.direct_counters:
+            raise P4CompileError.at(e.loc, f"{found.name} is already attached to a table")
+        self.direct_counters[found.name] = table
+        return found.name
+
+    def _entries(
+        self,
+        prop: s.TableProperty | None,
+        keys: list[ir.MatchKey],
+        refs: list[ir.TableActionRef],
+        scope: Scope,
+    ) -> tuple[ir.ConstEntry, ...] | None:
+        if prop is None:
+            return None
+        if not keys:
+            raise P4CompileError.at(prop.loc, "a table without keys cannot have entries")
+        entries = []
+        items = prop.value
+        ternary = any(k.match_kind == "ternary" for k in keys)
+        for i, entry in enumerate(items):  # type: ignore[arg-type]
+            assert isinstance(entry, s.EntrySyntax)
+            match = self.stmts.keyset(entry.keyset, [k.expr for k in keys], scope)
+            fields = []
+            for k, m in zip(keys, match, strict=True):
+                fields.append(_field(k, m, entry.loc))
+            action, args, ref = self._call(entry.action, refs, scope)
+            if ref.scope == "DEFAULT_ONLY":
+                raise P4CompileError.at(entry.loc, f"{action.decl.name} is @defaultonly")
+            priority = len(items) - i if ternary else 0  # type: ignore[arg-type]
+            entries.append(ir.ConstEntry(tuple(fields), action.name, args, priority))
+        return tuple(entries)
+
+
+def _field(key: ir.MatchKey, m: tuple[int, int] | None, loc: ir.Loc) -> tuple[int, int]:
+    full = (1 << key.bitwidth) - 1
+    if m is None:
+        if key.match_kind == "exact":
+            raise P4CompileError.at(loc, f"exact key {key.name} cannot be a wildcard")
+        return 0, 0
+    value, mask = m
+    if key.match_kind == "exact" and mask != full:
+        raise P4CompileError.at(loc, f"exact key {key.name} cannot take a mask")
+    if key.match_kind == "lpm" and (mask | (mask - 1 if mask else full)) != full:
+        raise P4CompileError.at(loc, f"the mask of lpm key {key.name} is not a prefix")
+    return value & mask, mask
+
+
+def _expr(prop: s.TableProperty) -> s.Expr:
+    assert isinstance(prop.value, s.Expr)
+    return prop.value
+
+
+def key_source(e: s.Expr) -> str:
+    """A key expression written the way p4c names match fields (`hdr.ipv4.dstAddr`)."""
+    if isinstance(e, s.Name):
+        return ("." if e.top_level else "") + e.name
+    if isinstance(e, s.MemberExpr):
+        return f"{key_source(e.base)}.{e.name}"
+    if isinstance(e, s.SliceExpr):
+        return f"{key_source(e.base)}[{key_source(e.hi)}:{key_source(e.lo)}]"
+    if isinstance(e, s.IntLit):
+        return e.text
+    if isinstance(e, s.CallExpr):
+        return f"{key_source(e.callee)}()"
+    if isinstance(e, s.CastExpr):
+        t = e.type
+        if isinstance(t, s.BitsRef):
+            written = f"{'int' if t.signed else 'bit'}<{key_source(t.width)}>"
+        else:
+            written = t.name if isinstance(t, s.NamedTypeRef | s.KeywordTypeRef) else "?"
+        return f"({written}){key_source(e.expr)}"
+    return "key"

@@ -1,0 +1,364 @@
+"""Check a parsed program and build its typed model (`ir.Program`).
+
+Declarations are checked in order (P4 declares before use). The `V1Switch(...) main`
+instantiation picks the six blocks; their parameters are matched against the block types of
+v1model.p4, which fixes the headers type H and the metadata type M. Each block's parameters
+then name the same three shared variables (headers, metadata, standard metadata).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from p4switch import ir
+from p4switch.frontend import syntax as s
+from p4switch.frontend.calls import BlockContext, CallLowering
+from p4switch.frontend.env import (
+    ActionEntity,
+    InstanceEntity,
+    Scope,
+    TableEntity,
+    TypeEnv,
+)
+from p4switch.frontend.errors import P4CompileError
+from p4switch.frontend.exprcheck import ExprChecker
+from p4switch.frontend.package import BLOCKS, PackageBinder, type_name
+from p4switch.frontend.stmtcheck import StmtChecker
+from p4switch.frontend.tables import TableChecker
+
+UNITS = {"packets": "packets", "bytes": "bytes", "packets_and_bytes": "packets_and_bytes"}
+
+
+def check_program(decls: Sequence[s.Decl], path: str) -> ir.Program:
+    return ProgramChecker(path).run(decls)
+
+
+def control_plane_name(local: str, annotations: tuple[ir.Annotation, ...], prefix: str) -> str:
+    """The P4Info name: `prefix.local`, `@name` honoured, a leading dot meaning top level."""
+    named = ir.find_annotation(annotations, "name")
+    if named is not None and named.args:
+        local = str(named.args[0])
+        if local.startswith("."):
+            return local[1:]
+    return f"{prefix}.{local}" if prefix else local
+
+
+class ProgramChecker:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.top = Scope()
+        self.env = TypeEnv()
+        self.x = ExprChecker(self.env)
+        self.env.const_int = lambda e: self.x.const_int(e, self.top)
+        self.calls = CallLowering(self.x)
+        self.tables: dict[str, ir.Table] = {}
+        self.stmts = StmtChecker(self.x, self.calls, self.tables)
+        self.table_checker = TableChecker(self.stmts, lambda: self._noaction())
+        self.actions: dict[str, ir.Action] = {}
+        self.registers: list[ir.Register] = []
+        self.counters: list[ir.Counter] = []
+        self.direct_counters: dict[str, InstanceEntity] = {}
+        self.blocks: dict[str, s.ParserDecl | s.ControlDecl] = {}
+        self.block_types: dict[str, s.BlockTypeDecl] = {}
+        self.ctx = BlockContext("control", "")
+        self.main: s.Instantiation | None = None
+        self.binder = PackageBinder(self.env, self.top, self.blocks, self.block_types)
+
+    def run(self, decls: Sequence[s.Decl]) -> ir.Program:
+        for d in decls:
+            self._declare(d)
+        if self.main is None:
+            raise P4CompileError(self.path, 1, 1, "no `main` package instantiation (V1Switch)")
+        blocks, hdr, meta, sm = self.binder.bind(self.main)
+        parser = self._parser(blocks["parser"], hdr, meta, sm)
+        controls = {b: self._control(blocks[b], hdr, meta, sm, b) for b in BLOCKS if b != "parser"}
+        return self._program(parser, controls, hdr, meta, sm)
+
+    # --- declarations -------------------------------------------------------------------------
+
+    def _declare(self, d: s.Decl) -> None:
+        if isinstance(d, s.Unsupported):
+            raise P4CompileError.at(d.loc, d.what)
+        if isinstance(d, s.TypedefDecl):
+            self.env.declare(d.name, self.env.resolve(d.type), d.loc)
+        elif isinstance(d, s.StructDecl):
+            self.env.declare(d.name, self._struct(d), d.loc)
+        elif isinstance(d, s.EnumDecl):
+            self.env.declare(d.name, self._enum(d), d.loc)
+        elif isinstance(d, s.ErrorDecl | s.MatchKindDecl):
+            members = self.env.errors if isinstance(d, s.ErrorDecl) else self.env.match_kinds
+            for m in d.members:
+                if m in members:
+                    raise P4CompileError.at(d.loc, f"{d.name} member {m!r} is declared twice")
+                members.append(m)
+        elif isinstance(d, s.ExternDecl):
+            self.env.declare(d.name, ir.ExternT(d.name), d.loc)
+            if ir.find_annotation(d.annotations, "p4switch_unsupported"):
+                self.env.unsupported.add(d.name)
+        elif isinstance(d, s.ExternFunctionDecl):
+            if ir.find_annotation(d.proto.annotations, "p4switch_unsupported"):
+                self.env.unsupported.add(d.name)
+        elif isinstance(d, s.ActionDecl):
+            self._action(d, self.top, "")
+        elif isinstance(d, s.ParserDecl | s.ControlDecl):
+            if d.name in self.blocks or d.name in self.env.types:
+                raise P4CompileError.at(d.loc, f"{d.name!r} is already declared")
+            self.blocks[d.name] = d
+        elif isinstance(d, s.BlockTypeDecl):
+            self.block_types[d.name] = d
+            self.env.declare(d.name, ir.BlockT(d.kind, d.name), d.loc)
+        elif isinstance(d, s.TopDecl):
+            self._top(d)
+
+    def _top(self, d: s.TopDecl) -> None:
+        st = d.stmt
+        if isinstance(st, s.ConstDecl):
+            self.stmts.constant(st, self.top)
+        elif isinstance(st, s.Instantiation):
+            decl = self.block_types.get(type_name(st.type))
+            if decl is not None and decl.kind == "package":
+                if st.name != "main":
+                    raise P4CompileError.at(st.loc, "the package instance must be named main")
+                self.main = st
+            else:
+                self._instance(st, self.top, "")
+
+    def _struct(self, d: s.StructDecl) -> ir.StructT:
+        if d.kind == "header_union":
+            raise P4CompileError.at(d.loc, "header unions are not supported by p4switch")
+        header = d.kind == "header"
+        fields, names = [], set()
+        for f in d.fields:
+            if f.name in names:
+                raise P4CompileError.at(f.loc, f"field {f.name!r} is declared twice")
+            names.add(f.name)
+            t = self.env.resolve(f.type)
+            if header and not isinstance(t, ir.BitT | ir.BoolT):
+                raise P4CompileError.at(
+                    f.loc, f"a header field must be bit<N>, int<N> or bool, not {t}"
+                )
+            if isinstance(t, ir.StructT) and t.is_header and not header and d.kind != "struct":
+                raise P4CompileError.at(f.loc, "headers cannot nest")
+            if isinstance(t, ir.ExternT | ir.VoidT | ir.StringT | ir.IntLitT | ir.BlockT):
+                raise P4CompileError.at(f.loc, f"a field cannot be of type {t}")
+            fields.append(ir.Field(f.name, t, f.annotations))
+        out = ir.StructT(d.name, tuple(fields), header, d.annotations)
+        if header and out.width % 8:
+            raise P4CompileError.at(
+                d.loc, f"header {d.name} is {out.width} bits; headers must be whole bytes"
+            )
+        return out
+
+    def _enum(self, d: s.EnumDecl) -> ir.EnumT:
+        names = [m for m, _ in d.members]
+        if len(set(names)) != len(names):
+            raise P4CompileError.at(d.loc, f"enum {d.name} lists a member twice")
+        if d.underlying is None:
+            return ir.EnumT(d.name, tuple(names), tuple(range(len(names))))
+        under = self.env.resolve(d.underlying)
+        if not isinstance(under, ir.BitT):
+            raise P4CompileError.at(d.loc, "an enum's underlying type must be bit<N> or int<N>")
+        values = []
+        for _, e in d.members:
+            assert e is not None
+            c = self.x.expr(e, self.top, under)
+            if not isinstance(c, ir.Const):
+                raise P4CompileError.at(e.loc, "enum values must be constants")
+            values.append(int(c.value))
+        return ir.EnumT(d.name, tuple(names), tuple(values), under)
+
+    def _instance(self, st: s.Instantiation, scope: Scope, prefix: str) -> None:
+        kind = type_name(st.type)
+        name = control_plane_name(st.name, st.annotations, prefix)
+        if kind in self.env.unsupported:
+            raise P4CompileError.at(st.type.loc, f"{kind} is not supported by p4switch")
+        t = self.env.resolve(st.type)
+        targs = t.args if isinstance(t, ir.ExternT) else ()
+        if kind == "register":
+            if len(targs) not in (1, 2) or not isinstance(targs[0], ir.BitT):
+                raise P4CompileError.at(st.loc, "declare registers as register<bit<N>>(size)")
+            size = self._ctor_args(st, scope, 1)[0]
+            entity = InstanceEntity("register", name, targs[0], size, loc=st.loc)
+            self.registers.append(ir.Register(name, targs[0], size, st.annotations))
+        elif kind == "counter":
+            size, unit = self._ctor_args(st, scope, 2, unit_at=1)
+            entity = InstanceEntity("counter", name, None, size, unit, st.loc)
+            self.counters.append(ir.Counter(name, size, unit, st.annotations))
+        elif kind == "direct_counter":
+            (unit,) = self._ctor_args(st, scope, 1, unit_at=0)
+            entity = InstanceEntity("direct_counter", name, None, 0, unit, st.loc)
+            self.direct_counters[name] = entity
+        else:
+            raise P4CompileError.at(st.loc, f"cannot instantiate {kind} here")
+        if any(r.name == name for r in self.registers[:-1]) or any(
+            c.name == name for c in self.counters[:-1]
+        ):
+            raise P4CompileError.at(st.loc, f"another object is already named {name}")
+        scope.declare(st.name, entity, st.loc)
+
+    def _ctor_args(self, st: s.Instantiation, scope: Scope, n: int, unit_at: int = -1) -> list:
+        if len(st.args) != n:
+            raise P4CompileError.at(st.loc, f"{type_name(st.type)} takes {n} argument(s)")
+        out: list = []
+        for i, a in enumerate(st.args):
+            if i == unit_at:
+                c = self.x.expr(a, scope)
+                t = c.type
+                if not (
+                    isinstance(c, ir.Const) and isinstance(t, ir.EnumT) and t.name == "CounterType"
+                ):
+                    raise P4CompileError.at(
+                        a.loc, "expected CounterType.packets, .bytes or .packets_and_bytes"
+                    )
+                out.append(UNITS[t.members[int(c.value)]])
+            else:
+                size = self.x.const_int(a, scope)
+                if size <= 0:
+                    raise P4CompileError.at(a.loc, "a size must be positive")
+                out.append(size)
+        return out
+
+    def _action(self, d: s.ActionDecl, scope: Scope, prefix: str) -> None:
+        name = control_plane_name(d.name, d.annotations, prefix)
+        if name in self.actions:
+            raise P4CompileError.at(d.loc, f"another action is already named {name}")
+        inner = scope.child()
+        params = []
+        for p in d.params:
+            t = self.env.resolve(p.type)
+            if not isinstance(t, ir.BitT | ir.BoolT):
+                raise P4CompileError.at(p.loc, f"action parameters of type {t} are not supported")
+            var = ir.Var(p.name, t, in_slots=False)
+            inner.declare(p.name, var, p.loc)
+            if p.direction in ("", "in"):
+                inner.readonly.add(var)
+            pname = control_plane_name(p.name, p.annotations, "")
+            params.append(ir.Param(pname, t, p.direction, var, p.annotations))
+        entity = ActionEntity(name, d, tuple(params))
+        scope.declare(d.name, entity, d.loc)
+        ctx = BlockContext("action", self.ctx.name, self.ctx.called_actions)
+        body = self.stmts.block(d.body.stmts, inner, ctx)
+        self.actions[name] = ir.Action(name, tuple(params), body, d.annotations, d.loc)
+
+    def _noaction(self) -> ActionEntity | None:
+        found = self.top.lookup("NoAction")
+        return found if isinstance(found, ActionEntity) else None
+
+    def _parser(self, d: s.ParserDecl | s.ControlDecl, *shared: ir.Var) -> ir.Parser:
+        assert isinstance(d, s.ParserDecl)
+        scope = self.binder.block_scope(d, list(shared))
+        self.ctx = BlockContext("parser", d.name, self.ctx.called_actions)
+        locals_: list[ir.Var] = []
+        init: list[ir.Stmt] = []
+        for st in d.locals:
+            if isinstance(st, s.VarDecl):
+                decl = self.stmts.declare(st, scope, in_slots=True)
+                locals_.append(decl.var)
+                init.append(decl)
+            elif isinstance(st, s.ConstDecl):
+                self.stmts.constant(st, scope)
+            elif isinstance(st, s.Unsupported):
+                raise P4CompileError.at(st.loc, st.what)
+            else:
+                raise P4CompileError.at(st.loc, "instances in parsers are not supported")
+        names = {st.name for st in d.states}
+        if "start" not in names:
+            raise P4CompileError.at(d.loc, f"parser {d.name} has no start state")
+        states = {st.name: self.stmts.state(st, scope, self.ctx, names) for st in d.states}
+        _refuse_loops(states, d)
+        start = states.pop("start")
+        start = ir.ParserState(start.name, tuple(init) + start.body, start.keys, start.cases)
+        return ir.Parser(d.name, (start, *states.values()), tuple(locals_))
+
+    def _control(
+        self, d: s.ParserDecl | s.ControlDecl, hdr: ir.Var, meta: ir.Var, sm: ir.Var, role: str
+    ) -> ir.Control:
+        assert isinstance(d, s.ControlDecl)
+        scope = self.binder.block_scope(d, [hdr, meta, sm])
+        kind = "deparser" if role == "deparser" else "control"
+        self.ctx = BlockContext(kind, d.name, self.ctx.called_actions)
+        locals_: list[ir.Var] = []
+        init: list[ir.Stmt] = []
+        for item in d.locals:
+            if isinstance(item, s.VarDecl):
+                decl = self.stmts.declare(item, scope, in_slots=True)
+                locals_.append(decl.var)
+                init.append(decl)
+            elif isinstance(item, s.ConstDecl):
+                self.stmts.constant(item, scope)
+            elif isinstance(item, s.Instantiation):
+                self._instance(item, scope, d.name)
+            elif isinstance(item, s.ActionDecl):
+                self._action(item, scope, d.name)
+            elif isinstance(item, s.TableDecl):
+                name = control_plane_name(item.name, item.annotations, d.name)
+                if name in self.tables:
+                    raise P4CompileError.at(item.loc, f"another table is already named {name}")
+                self.tables[name] = self.table_checker.check(item, name, scope)
+                scope.declare(item.name, TableEntity(name, item), item.loc)
+            elif isinstance(item, s.Unsupported):
+                raise P4CompileError.at(item.loc, item.what)
+            else:
+                raise P4CompileError.at(item.loc, "this declaration is not supported in a control")
+        body = self.stmts.block(d.apply.stmts, scope.child(), self.ctx)
+        return ir.Control(d.name, tuple(init) + body, tuple(locals_))
+
+    def _program(
+        self, parser: ir.Parser, c: dict[str, ir.Control], hdr: ir.Var, meta: ir.Var, sm: ir.Var
+    ) -> ir.Program:
+        used = set(self.ctx.called_actions)
+        for t in self.tables.values():
+            used.update(r.action for r in t.actions)
+        directs = []
+        for name, entity in self.direct_counters.items():
+            table = self.table_checker.direct_counters.get(name)
+            if table is None:
+                raise P4CompileError.at(
+                    entity.loc, f"direct counter {name} is not attached to a table"
+                )
+            directs.append(ir.DirectCounter(name, entity.unit, table))
+        return ir.Program(
+            path=self.path,
+            headers=hdr,
+            meta=meta,
+            standard_metadata=sm,
+            parser=parser,
+            verify_checksum=c["verify_checksum"],
+            ingress=c["ingress"],
+            egress=c["egress"],
+            compute_checksum=c["compute_checksum"],
+            deparser=c["deparser"],
+            actions=tuple(a for a in self.actions.values() if a.name in used),
+            tables=tuple(self.tables.values()),
+            registers=tuple(self.registers),
+            counters=tuple(self.counters),
+            direct_counters=tuple(directs),
+            controller_headers=self._controller_headers(),
+            errors=tuple(self.env.errors),
+        )
+
+    def _controller_headers(self) -> tuple[ir.ControllerHeader, ...]:
+        out = []
+        for t in self.env.types.values():
+            if isinstance(t, ir.StructT) and t.is_header:
+                anno = ir.find_annotation(t.annotations, "controller_header")
+                if anno is not None and anno.args:
+                    out.append(ir.ControllerHeader(str(anno.args[0]), t, t.annotations))
+        return tuple(out)
+
+
+def _refuse_loops(states: dict[str, ir.ParserState], d: s.ParserDecl) -> None:
+    """p4switch compiles a parser as a chain of calls: its state graph must have no cycle."""
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            loop = " -> ".join((*path[path.index(name) :], name))
+            raise P4CompileError.at(d.loc, f"parser loops are not supported ({loop})")
+        if name in done or name not in states:
+            return
+        for case in states[name].cases:
+            visit(case.next_state, (*path, name))
+        done.add(name)
+
+    visit("start", ())

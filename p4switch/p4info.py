@@ -1,0 +1,212 @@
+"""P4Info for a checked program, with the names, aliases and ids p4c gives.
+
+Ids follow p4c (and so BMv2 set-ups): the P4Runtime type prefix in the top byte, the low 24
+bits of the Jenkins one-at-a-time hash of the fully qualified name below it; names are hashed
+in sorted order and a collision takes the next free value; `@id` wins. So ids are stable across
+runs and equal to p4c's for the same program. Aliases are the shortest unique dotted suffix.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+
+from p4switch import ir
+
+PREFIX = p4info_pb2.P4Ids
+SKIPPED_ANNOTATIONS = frozenset({"name", "id", "brief", "description", "hidden"})
+_MATCH = {
+    "exact": p4info_pb2.MatchField.EXACT,
+    "lpm": p4info_pb2.MatchField.LPM,
+    "ternary": p4info_pb2.MatchField.TERNARY,
+}
+_UNIT = {
+    "packets": p4info_pb2.CounterSpec.PACKETS,
+    "bytes": p4info_pb2.CounterSpec.BYTES,
+    "packets_and_bytes": p4info_pb2.CounterSpec.BOTH,
+}
+_SCOPE = {
+    "TABLE_AND_DEFAULT": p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
+    "TABLE_ONLY": p4info_pb2.ActionRef.TABLE_ONLY,
+    "DEFAULT_ONLY": p4info_pb2.ActionRef.DEFAULT_ONLY,
+}
+
+
+def jenkins_hash(name: str) -> int:
+    """Bob Jenkins' one-at-a-time hash of the name's bytes, as p4c computes ids."""
+    h = 0
+    for b in name.encode():
+        h = (h + b) & 0xFFFFFFFF
+        h = (h + (h << 10)) & 0xFFFFFFFF
+        h ^= h >> 6
+    h = (h + (h << 3)) & 0xFFFFFFFF
+    h ^= h >> 11
+    return (h + (h << 15)) & 0xFFFFFFFF
+
+
+class SymbolIds:
+    """Ids and aliases for named P4Info objects."""
+
+    def __init__(self) -> None:
+        self._wanted: dict[tuple[int, str], int | None] = {}
+        self._ids: dict[tuple[int, str], int] = {}
+        self._suffixes: Counter[tuple[str, ...]] = Counter()
+        self._names: set[str] = set()
+
+    def add(self, prefix: int, name: str, annotations: Iterable[ir.Annotation] = ()) -> None:
+        if (prefix, name) in self._wanted:
+            return
+        explicit = next((a for a in annotations if a.name == "id" and a.args), None)
+        wanted = None
+        if explicit is not None and isinstance(explicit.args[0], int):
+            wanted = explicit.args[0]
+            top = wanted & 0xFF000000
+            if top and top != prefix << 24:
+                raise ValueError(f"@id of {name} has the wrong 8-bit prefix")
+            wanted |= prefix << 24
+        self._wanted[(prefix, name)] = wanted
+        if name not in self._names:
+            self._names.add(name)
+            parts = tuple(name.split("."))
+            for k in range(1, len(parts) + 1):
+                self._suffixes[parts[-k:]] += 1
+
+    def assign(self) -> None:
+        taken: set[int] = set()
+        for key, wanted in self._wanted.items():
+            if wanted is not None:
+                if wanted in taken:
+                    raise ValueError(f"@id {wanted} is given to two objects")
+                taken.add(wanted)
+                self._ids[key] = wanted
+        for prefix, name in sorted(k for k, w in self._wanted.items() if w is None):
+            low = jenkins_hash(name) & 0xFFFFFF
+            for step in range(1 << 24):
+                candidate = (prefix << 24) | ((low + step) & 0xFFFFFF)
+                if candidate not in taken:
+                    break
+            else:  # pragma: no cover - 16 million objects of one kind
+                raise ValueError(f"no id left for {name}")
+            taken.add(candidate)
+            self._ids[(prefix, name)] = candidate
+
+    def id(self, prefix: int, name: str) -> int:
+        return self._ids[(prefix, name)]
+
+    def alias(self, name: str) -> str:
+        parts = tuple(name.split("."))
+        for k in range(1, len(parts) + 1):
+            if self._suffixes[parts[-k:]] < 2:
+                return ".".join(parts[-k:])
+        return name
+
+
+def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
+    ids = SymbolIds()
+    for a in program.actions:
+        ids.add(PREFIX.ACTION, a.name, a.annotations)
+    for t in program.tables:
+        ids.add(PREFIX.TABLE, t.name, t.annotations)
+    for c in program.counters:
+        ids.add(PREFIX.COUNTER, c.name, c.annotations)
+    for d in program.direct_counters:
+        ids.add(PREFIX.DIRECT_COUNTER, d.name, d.annotations)
+    for r in program.registers:
+        ids.add(PREFIX.REGISTER, r.name, r.annotations)
+    for h in program.controller_headers:
+        ids.add(PREFIX.CONTROLLER_HEADER, h.type.name, h.annotations)
+    ids.assign()
+
+    info = p4info_pb2.P4Info()
+    info.pkg_info.arch = "v1model"
+    for t in program.tables:
+        _table(info.tables.add(), t, ids)
+    for a in program.actions:
+        msg = info.actions.add()
+        _preamble(msg.preamble, ids, PREFIX.ACTION, a.name, a.annotations)
+        for i, p in enumerate(a.control_params, start=1):
+            param = msg.params.add(id=i, name=p.name, bitwidth=ir.bit_width(p.type))
+            param.annotations.extend(_annotations(p.annotations))
+    for c in program.counters:
+        msg = info.counters.add(size=c.size)
+        _preamble(msg.preamble, ids, PREFIX.COUNTER, c.name, c.annotations)
+        msg.spec.unit = _UNIT[c.unit]
+    for d in program.direct_counters:
+        msg = info.direct_counters.add(direct_table_id=ids.id(PREFIX.TABLE, d.table))
+        _preamble(msg.preamble, ids, PREFIX.DIRECT_COUNTER, d.name, d.annotations)
+        msg.spec.unit = _UNIT[d.unit]
+    for r in program.registers:
+        msg = info.registers.add(size=r.size)
+        _preamble(msg.preamble, ids, PREFIX.REGISTER, r.name, r.annotations)
+        bitstring = msg.type_spec.bitstring
+        (bitstring.int if r.value_type.signed else bitstring.bit).bitwidth = r.value_type.width
+    for h in program.controller_headers:
+        msg = info.controller_packet_metadata.add()
+        msg.preamble.id = ids.id(PREFIX.CONTROLLER_HEADER, h.type.name)
+        msg.preamble.name = msg.preamble.alias = h.name
+        msg.preamble.annotations.extend(_annotations(h.annotations))
+        for i, f in enumerate(h.type.fields, start=1):
+            msg.metadata.add(id=i, name=f.name, bitwidth=ir.bit_width(f.type))
+    return info
+
+
+def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
+    _preamble(msg.preamble, ids, PREFIX.TABLE, t.name, t.annotations)
+    for i, k in enumerate(t.keys, start=1):
+        field = msg.match_fields.add(id=i, name=k.name, bitwidth=k.bitwidth)
+        field.match_type = _MATCH[k.match_kind]
+        field.annotations.extend(_annotations(k.annotations))
+    for ref in t.actions:
+        msg_ref = msg.action_refs.add(id=ids.id(PREFIX.ACTION, ref.action))
+        if ref.scope != "TABLE_AND_DEFAULT":
+            msg_ref.scope = _SCOPE[ref.scope]
+        msg_ref.annotations.extend(a.source() for a in ref.annotations)
+    if t.const_default:
+        msg.const_default_action_id = ids.id(PREFIX.ACTION, t.default_action)
+    if t.direct_counter is not None:
+        msg.direct_resource_ids.append(ids.id(PREFIX.DIRECT_COUNTER, t.direct_counter))
+    msg.size = t.size
+    if t.const_entries:
+        msg.is_const_table = True
+
+
+def _preamble(
+    msg: p4info_pb2.Preamble,
+    ids: SymbolIds,
+    prefix: int,
+    name: str,
+    annotations: tuple[ir.Annotation, ...],
+) -> None:
+    msg.id = ids.id(prefix, name)
+    msg.name = name
+    msg.alias = ids.alias(name)
+    msg.annotations.extend(_annotations(annotations))
+
+
+def _annotations(annotations: Iterable[ir.Annotation]) -> list[str]:
+    return [a.source() for a in annotations if a.name not in SKIPPED_ANNOTATIONS]
+
+
+def write_p4info(p4info: p4info_pb2.P4Info, path: Path) -> None:
+    """Write P4Info as text (`.txt`) or binary (`.bin`) protobuf."""
+    path = Path(path)
+    if path.suffix == ".txt":
+        path.write_text(text_format.MessageToString(p4info))
+    elif path.suffix == ".bin":
+        path.write_bytes(p4info.SerializeToString())
+    else:
+        raise ValueError(f"{path}: a P4Info file name must end in .txt or .bin")
+
+
+def read_p4info(path: Path) -> p4info_pb2.P4Info:
+    path = Path(path)
+    info = p4info_pb2.P4Info()
+    if path.suffix == ".bin":
+        info.ParseFromString(path.read_bytes())
+    else:
+        text_format.Parse(path.read_text(), info)
+    return info

@@ -1,0 +1,225 @@
+"""Front-end: programs p4switch refuses are reported at the user's file:line:col."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from p4switch.program import P4CompileError, compile_file
+
+PROGRAMS = Path(__file__).parent / "programs"
+L2 = (PROGRAMS / "l2.p4").read_text()
+
+
+def variant(tmp_path: Path, old: str, new: str, base: str = L2) -> tuple[Path, str]:
+    assert old in base, old
+    text = base.replace(old, new, 1)
+    path = tmp_path / "bad.p4"
+    path.write_text(text)
+    return path, text
+
+
+def position(text: str, needle: str, nth: int = 0) -> tuple[int, int]:
+    """1-based line and column of the nth occurrence of `needle` in `text`."""
+    at = -1
+    for _ in range(nth + 1):
+        at = text.index(needle, at + 1)
+    line = text.count("\n", 0, at) + 1
+    return line, at - (text.rfind("\n", 0, at) + 1) + 1
+
+
+def refused(path: Path) -> P4CompileError:
+    with pytest.raises(P4CompileError) as info:
+        compile_file(path)
+    return info.value
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PROGRAMS.glob("*.p4")))
+def test_every_test_program_compiles(name: str) -> None:
+    compiled = compile_file(PROGRAMS / name)
+    assert compiled.p4info.pkg_info.arch == "v1model"
+    assert "def parse(S, data):" in compiled.code.source
+
+
+def test_syntax_error_points_at_the_token(tmp_path: Path) -> None:
+    path, text = variant(tmp_path, "standard_metadata.egress_spec = port;", "egress_spec = = port;")
+    err = refused(path)
+    assert (err.path, (err.line, err.col)) == (str(path), position(text, "= port", 0))
+    assert "syntax error" in err.what and "'='" in err.what
+    assert str(err) == f"{path}:{err.line}:{err.col}: error: {err.what}"
+
+
+def test_unknown_field(tmp_path: Path) -> None:
+    path, text = variant(tmp_path, "hdr.ethernet.dstAddr: exact", "hdr.ethernet.dstMac: exact")
+    err = refused(path)
+    assert (err.line, err.col) == position(text, "dstMac")
+    assert "ethernet_t has no field 'dstMac'" in err.what
+
+
+def test_assigning_a_wider_value_needs_a_cast(tmp_path: Path) -> None:
+    path, text = variant(
+        tmp_path,
+        "standard_metadata.egress_spec = port;",
+        "standard_metadata.egress_spec = hdr.ethernet.etherType;",
+    )
+    err = refused(path)
+    assert err.line == position(text, "hdr.ethernet.etherType;")[0]
+    assert "expected a value of type bit<9>, got bit<16>" in err.what
+
+
+def test_mixing_widths_in_an_operation(tmp_path: Path) -> None:
+    path, text = variant(
+        tmp_path,
+        "standard_metadata.egress_spec = port;",
+        "standard_metadata.egress_spec = port + standard_metadata.mcast_grp;",
+    )
+    err = refused(path)
+    assert err.line == position(text, "port + standard")[0]
+    assert "cannot mix bit<9> and bit<16>" in err.what
+
+
+def test_a_cast_makes_it_legal(tmp_path: Path) -> None:
+    path, _ = variant(
+        tmp_path,
+        "standard_metadata.egress_spec = port;",
+        "standard_metadata.egress_spec = port + (bit<9>) standard_metadata.mcast_grp;",
+    )
+    assert compile_file(path).tables
+
+
+def test_varbit_is_refused(tmp_path: Path) -> None:
+    path, text = variant(tmp_path, "bit<16> etherType;", "varbit<16> etherType;")
+    err = refused(path)
+    assert (err.line, err.col) == position(text, "varbit")
+    assert "varbit" in err.what and "not supported" in err.what
+
+
+def test_header_stacks_are_refused(tmp_path: Path) -> None:
+    path, text = variant(tmp_path, "ethernet_t ethernet;\n}", "ethernet_t[2] ethernet;\n}")
+    err = refused(path)
+    assert err.line == position(text, "ethernet_t[2]")[0]
+    assert "header stacks are not supported" in err.what
+
+
+def test_undeclared_name(tmp_path: Path) -> None:
+    path, text = variant(tmp_path, "dmac.apply();", "dmac.apply();\n        nosuch = 1;")
+    err = refused(path)
+    assert (err.line, err.col) == position(text, "nosuch")
+    assert "'nosuch' is not declared" in err.what
+
+
+def test_wrong_argument_count(tmp_path: Path) -> None:
+    path, text = variant(tmp_path, "default_action = drop();", "default_action = forward();")
+    err = refused(path)
+    assert err.line == position(text, "forward();")[0]
+    assert "takes 1 arguments" in err.what
+
+
+def test_non_constant_where_a_constant_is_needed(tmp_path: Path) -> None:
+    path, text = variant(tmp_path, "size = 256;", "size = hdr.ethernet.etherType;")
+    err = refused(path)
+    assert err.line == position(text, "size = hdr")[0]
+    assert "compile-time integer constant" in err.what
+
+
+def test_conditions_must_be_bool(tmp_path: Path) -> None:
+    path, text = variant(tmp_path, "dmac.apply();", "if (hdr.ethernet.etherType) { dmac.apply(); }")
+    err = refused(path)
+    assert err.line == position(text, "if (hdr")[0]
+    assert "must be bool, not bit<16>" in err.what
+
+
+def test_unsupported_extern_is_named(tmp_path: Path) -> None:
+    path, text = variant(
+        tmp_path, "action forward", "meter(32w16, MeterType.packets) m;\n    action forward"
+    )
+    err = refused(path)
+    assert err.line == position(text, "meter(")[0]
+    assert "meter is not supported by p4switch" in err.what
+
+
+def test_unsupported_match_kind(tmp_path: Path) -> None:
+    path, text = variant(tmp_path, "hdr.ethernet.dstAddr: exact", "hdr.ethernet.dstAddr: range")
+    err = refused(path)
+    assert err.line == position(text, "dstAddr: range")[0]
+    assert "match kind range is not supported" in err.what
+
+
+UNSUPPORTED = [
+    ("typedef bit<9> port_t;", "bit<8> f(in bit<8> x) { return x; }", "function declarations"),
+    ("struct metadata_t { }", "header_union u_t { ethernet_t e; }", "header unions"),
+    ("state start {", "value_set<bit<16>>(4) vs;", "parser value sets"),
+    ("dmac.apply();", "clone3(CloneType.I2E, 1, {hdr.ethernet.etherType});", "clone3 is not"),
+    ("dmac.apply();", "digest(1, hdr.ethernet.etherType);", "digest is not"),
+    ("dmac.apply();", "switch (hdr.ethernet.etherType) { default: {} }", "switch on t.apply()"),
+    ("actions = { forward; drop; }", "actions = { forward(1); drop; }", "binding action arg"),
+]
+
+
+@pytest.mark.parametrize(("anchor", "added", "message"), UNSUPPORTED)
+def test_unsupported_constructs_are_named(
+    tmp_path: Path, anchor: str, added: str, message: str
+) -> None:
+    in_place = anchor in ("dmac.apply();", "actions = { forward; drop; }")
+    path, text = variant(tmp_path, anchor, added if in_place else f"{added}\n{anchor}")
+    err = refused(path)
+    assert message in err.what
+    assert err.line == position(text, added)[0]
+
+
+def test_parser_loops_are_refused(tmp_path: Path) -> None:
+    old = "packet.extract(hdr.ethernet);\n        transition accept;"
+    new = "packet.extract(hdr.ethernet);\n        transition start;"
+    path, _ = variant(tmp_path, old, new)
+    assert "parser loops are not supported (start -> start)" in refused(path).what
+
+
+def test_errors_in_an_included_file_point_into_it(tmp_path: Path) -> None:
+    (tmp_path / "types.p4").write_text("header h_t {\n    bit<8> a;\n    bit<12> b;\n}\n")
+    path, _ = variant(
+        tmp_path, "typedef bit<48> mac_t;", '#include "types.p4"\ntypedef bit<48> mac_t;'
+    )
+    err = refused(path)
+    assert err.path.endswith("types.p4") and err.line == 1
+    assert "20 bits; headers must be whole bytes" in err.what
+
+
+def test_missing_include_is_reported_by_the_preprocessor(tmp_path: Path) -> None:
+    path, text = variant(tmp_path, "#include <core.p4>", '#include "nowhere.p4"')
+    err = refused(path)
+    assert err.line == position(text, "#include")[0]
+    assert "nowhere.p4" in err.what
+
+
+def test_columns_survive_the_preprocessor_collapsing_blanks(tmp_path: Path) -> None:
+    path, text = variant(
+        tmp_path,
+        "standard_metadata.egress_spec = port;",
+        "standard_metadata.egress_spec   =     bogus;",
+    )
+    err = refused(path)
+    assert (err.line, err.col) == position(text, "bogus")
+
+
+def test_command_line_exits_2_with_one_line(tmp_path: Path) -> None:
+    path, _ = variant(tmp_path, "bit<16> etherType;", "varbit<16> etherType;")
+    run = subprocess.run(
+        [sys.executable, "-m", "p4switch.program", str(path)], capture_output=True, text=True
+    )
+    assert run.returncode == 2
+    assert run.stderr.strip().count("\n") == 0
+    assert run.stderr.startswith(f"{path}:")
+
+
+def test_command_line_writes_p4info(tmp_path: Path) -> None:
+    out = tmp_path / "l2.p4info.txt"
+    run = subprocess.run(
+        [sys.executable, "-m", "p4switch.program", str(PROGRAMS / "l2.p4"), "--p4info", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    assert 'name: "L2Ingress.dmac"' in out.read_text()
