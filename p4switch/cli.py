@@ -92,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="compile the program (and write --p4info-out), then exit",
     )
     p.add_argument(
+        "--parser-reject",
+        choices=["ingress", "drop"],
+        default="ingress",
+        help="a packet the parser rejects goes on to ingress with parser_error set, as on BMv2 "
+        "(default), or is dropped; counted either way",
+    )
+    p.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"]
     )
     return p
@@ -191,7 +198,7 @@ def _serve(
     include = [*([args.p4.parent] if args.p4 is not None else []), *args.include]
     state = program.new_state() if program is not None else None
     processor = (
-        program.pipeline(state, cpu_port=cpu_port)
+        program.pipeline(state, cpu_port=cpu_port, parser_reject=args.parser_reject)
         if program is not None and state is not None
         else Unprogrammed()
     )
@@ -209,7 +216,7 @@ def _serve(
         else:
             raise ValueError("p4switch expects the P4 program's source as the device config")
         fresh = compiled.new_state()
-        pipeline = compiled.pipeline(fresh, cpu_port=cpu_port)
+        pipeline = compiled.pipeline(fresh, cpu_port=cpu_port, parser_reject=args.parser_reject)
         return LoadedProgram(p4info, device_config, fresh, lambda: switch.set_processor(pipeline))
 
     def packet_out(frame: bytes) -> None:

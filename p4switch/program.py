@@ -42,27 +42,22 @@ class CompiledProgram:
     code: CompiledCode = field(repr=False)
 
     def new_state(self) -> runtime.SwitchState:
-        """Fresh run-time state for this program, with its `const entries` installed."""
-        state = runtime.SwitchState(self.actions, self.tables, self.registers, self.counters)
-        for t in self.program.tables:
-            for e in t.entries or ():
-                match = tuple(runtime.FieldMatch(v, m) for v, m in e.match)
-                entry = runtime.TableEntry(match, runtime.ActionCall(e.action, e.args), e.priority)
-                state.table(t.name).insert(entry)
-        return state
+        """Fresh run-time state for this program, with its tables' declared entries installed."""
+        return runtime.SwitchState(self.actions, self.tables, self.registers, self.counters)
 
     def pipeline(
         self,
         state: runtime.SwitchState,
         *,
         cpu_port: int | None = None,
-        parser_reject: str = "drop",
+        parser_reject: str = "ingress",
         seed: int | None = None,
     ) -> Pipeline:
         """A packet processor running this program against `state`.
 
-        `parser_reject="drop"` drops (and counts) packets the parser rejects; `"ingress"` sends
-        them on to ingress with `standard_metadata.parser_error` set, as BMv2 does. `seed` fixes
+        A packet the parser rejects is counted (`parser_error.<Name>`) and, by default, goes on
+        to ingress with `standard_metadata.parser_error` set, as on BMv2, so the same program
+        behaves the same on both targets; `parser_reject="drop"` drops it instead. `seed` fixes
         the `random` extern's sequence.
         """
         return Pipeline(self.code, state, cpu_port=cpu_port, parser_reject=parser_reject, seed=seed)
@@ -106,6 +101,15 @@ def _table_spec(t: ir.Table) -> runtime.TableSpec:
         table_only=frozenset(r.action for r in t.actions if r.scope == "TABLE_ONLY"),
         default_only=frozenset(r.action for r in t.actions if r.scope == "DEFAULT_ONLY"),
         direct_counter=t.direct_counter,
+        static_entries=tuple(
+            runtime.StaticEntry(
+                tuple(runtime.FieldMatch(v, m) for v, m in e.match),
+                runtime.ActionCall(e.action, e.args),
+                e.priority,
+            )
+            for e in t.entries or ()
+        ),
+        const_entries=t.const_entries,
     )
 
 

@@ -6,7 +6,10 @@ it. Objects are named as in P4Info (fully qualified, e.g. `MyIngress.ipv4_lpm`);
 P4Info ids to these names. Every change is checked here, so the server only translates, and a bad
 write raises a `StateError` whose `code` is the P4Runtime canonical code to report.
 
-All access goes through `SwitchState.lock` (the packet path holds it for one packet).
+All access goes through `SwitchState.lock` (the packet path holds it for one packet). A
+compiled pipeline keeps references to the `Table` objects and to the lists `Register.cells`,
+`Counter.packets` and `Counter.bytes`: change those lists in place (`cells[:] = ...`), never
+replace them.
 """
 
 from __future__ import annotations
@@ -73,6 +76,15 @@ class ActionCall:
 
 
 @dataclass(frozen=True)
+class StaticEntry:
+    """An entry the program itself declares (`entries` or `const entries`)."""
+
+    match: tuple[FieldMatch, ...]
+    action: ActionCall
+    priority: int = 0
+
+
+@dataclass(frozen=True)
 class TableSpec:
     name: str
     keys: tuple[KeySpec, ...]
@@ -83,6 +95,8 @@ class TableSpec:
     table_only: frozenset[str] = frozenset()  # @tableonly: not as default
     default_only: frozenset[str] = frozenset()  # @defaultonly: only as default
     direct_counter: str | None = None  # name of the direct counter attached, if any
+    static_entries: tuple[StaticEntry, ...] = ()  # installed when the state is created
+    const_entries: bool = False  # `const entries`: the control plane may not change them
 
     @property
     def needs_priority(self) -> bool:
@@ -175,6 +189,8 @@ class Table:
         self._exact_only = all(k.match_kind == "exact" for k in spec.keys)
         self._by_values: dict[tuple[int, ...], TableEntry] = {}  # exact-only tables
         self._ordered: list[TableEntry] = []  # others: by priority, then longest prefix
+        for e in spec.static_entries:
+            self._add(TableEntry(e.match, e.action, e.priority))
 
     # the packet path
     def lookup(self, values: Sequence[int]) -> tuple[ActionCall, TableEntry | None]:
@@ -199,6 +215,10 @@ class Table:
         return len(self._entries)
 
     def insert(self, entry: TableEntry) -> None:
+        self._check_mutable()
+        self._add(entry)
+
+    def _add(self, entry: TableEntry) -> None:
         if not self.spec.keys:
             raise InvalidArgument(f"{self.spec.name} has no key: only its default entry can be set")
         self._check(entry)
@@ -210,6 +230,7 @@ class Table:
         self._reorder()
 
     def modify(self, entry: TableEntry) -> None:
+        self._check_mutable()
         self._check(entry)
         old = self._entries.get(entry.key)
         if old is None:
@@ -217,11 +238,19 @@ class Table:
         old.action = entry.action
 
     def delete(self, match: tuple[FieldMatch, ...], priority: int) -> None:
+        self._check_mutable()
         if self._entries.pop((match, priority), None) is None:
             raise NotFound(f"{self.spec.name}: no entry with this key to delete")
         self._reorder()
 
+    def _check_mutable(self) -> None:
+        if self.spec.const_entries:
+            raise PermissionDenied(
+                f"{self.spec.name} has const entries: the control plane cannot change them"
+            )
+
     def clear(self) -> None:
+        self._check_mutable()
         self._entries.clear()
         self._reorder()
 

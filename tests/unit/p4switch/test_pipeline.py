@@ -130,7 +130,7 @@ def test_ipv4_drops_bad_checksum_expired_ttl_and_no_route(router: CompiledProgra
 def test_truncated_packets_are_rejected_counted_and_the_next_one_passes(
     router: CompiledProgram,
 ) -> None:
-    pipe = router.pipeline(routed_state(router))
+    pipe = router.pipeline(routed_state(router), parser_reject="drop")
     good = ethernet(MAC_A, MAC_B, 0x0800) + ipv4(1, 0x0A000205)
     for bad in (b"", b"\x00" * 5, good[: 14 + 19]):
         assert pipe.process(1, bad) == []
@@ -139,16 +139,16 @@ def test_truncated_packets_are_rejected_counted_and_the_next_one_passes(
 
 
 def test_verify_in_the_parser_rejects_with_its_error(router: CompiledProgram) -> None:
-    pipe = router.pipeline(routed_state(router))
+    pipe = router.pipeline(routed_state(router), parser_reject="drop")
     short_ihl = ethernet(MAC_A, MAC_B, 0x0800) + ipv4(1, 0x0A000205, ihl=4)
     assert pipe.process(1, short_ihl) == []
     assert pipe.counts == {"parser_error.HeaderTooShort": 1}
 
 
-def test_rejected_packets_can_go_on_to_ingress_like_bmv2(l2: CompiledProgram) -> None:
+def test_rejected_packets_go_on_to_ingress_by_default_like_bmv2(l2: CompiledProgram) -> None:
     state = l2.new_state()
     state.table("L2Ingress.dmac").set_default(rt.ActionCall("L2Ingress.forward", (5,)))
-    pipe = l2.pipeline(state, parser_reject="ingress")
+    pipe = l2.pipeline(state)
     # The header is not extracted: nothing is emitted, the bytes follow as payload.
     assert pipe.process(1, b"\x01\x02\x03") == [(5, b"\x01\x02\x03")]
     assert pipe.counts == {"parser_error.PacketTooShort": 1}
