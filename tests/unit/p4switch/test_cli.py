@@ -1,0 +1,49 @@
+"""The p4switch command line: what it refuses before binding any port (no root needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from p4switch.cli import main
+from p4switch.p4info import read_p4info
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+def test_check_compiles_and_writes_the_p4info(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "l2.p4info.txt"
+    assert main(["--p4", str(PROGRAMS / "l2.p4"), "--check", "--p4info-out", str(out)]) == 0
+    assert [t.preamble.name for t in read_p4info(out).tables] == ["L2Ingress.dmac"]
+
+
+def test_a_compile_error_names_file_line_and_column(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.p4"
+    bad.write_text((PROGRAMS / "l2.p4").read_text().replace("dmac.apply();", "dmac.aply();"))
+    assert main(["--p4", str(bad), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{bad}:") and ": error: " in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-i", "veth1"], "PORT@INTERFACE"),
+        (["-i", "1@a-very-long-interface-name"], "15 characters"),
+        (["-i", "1@a", "-i", "1@b"], "given twice"),
+        (["--cpu-port", "3", "-i", "3@a"], "CPU port"),
+        (["-i", "1@a", "--shape", "2:delay=5ms"], "no -i binds"),
+        (["-i", "1@a", "--shape", "1:delay=5 parsecs"], "delay"),
+        (["--check"], "needs --p4"),
+    ],
+)
+def test_bad_arguments_get_one_line_and_status_2(argv, message, capsys) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("p4switch: error: ") and message in err and err.count("\n") == 1
+
+
+def test_a_missing_program_file(tmp_path: Path, capsys) -> None:
+    assert main(["--p4", str(tmp_path / "nope.p4"), "--check"]) == 2
+    assert "nope.p4" in capsys.readouterr().err
