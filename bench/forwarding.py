@@ -45,7 +45,7 @@ SCRIPT = Path(__file__).resolve()
 REPO = SCRIPT.parents[1]
 H1_IP, H2_IP = "10.0.0.1", "10.0.0.2"
 H1_MAC, H2_MAC = "02:00:0a:00:00:01", "02:00:0a:00:00:02"
-UDP_PORT = 9000
+UDP_PORT = 0x4000  # the aggregation program's port (p4_processors.agg32 parses it)
 HEADERS = 14 + 20 + 8  # Ethernet, IPv4, UDP
 
 
@@ -303,12 +303,12 @@ def bench(options: argparse.Namespace) -> None:
     created: list[str] = []
     workdir = Path(tempfile.mkdtemp(prefix="p4b"))
     control = workdir / "ctl.sock"
-    processor_args = ["--processor", options.processor] if options.processor else []
     try:
         net = build(f"p4b{os.getpid()}", created)
 
-        def start_switch(*shapes: str) -> Forwarder:
-            role = ("_switch", "s1-eth1", "s1-eth2", str(control), *processor_args, *shapes)
+        def start_switch(*shapes: str, processor: str | None = None) -> Forwarder:
+            chosen = ["--processor", processor] if processor else []
+            role = ("_switch", "s1-eth1", "s1-eth2", str(control), *chosen, *shapes)
             return Forwarder(in_ns(net.sw, *role), control)
 
         print(f"frames of {options.size + HEADERS} B, {options.duration:g} s windows")
@@ -317,20 +317,22 @@ def bench(options: argparse.Namespace) -> None:
             offered, plain_pps = blast_rate(net, options.size, options.duration)
         finally:
             plain.stop()
-        switch = start_switch()
-        try:
-            offered2, switch_pps = blast_rate(net, options.size, options.duration)
-            drops = {k: v for k, v in switch.stats()["ports"]["1"]["drops"].items() if v}
-        finally:
-            switch.stop()
-        name = options.processor or "two-port forwarder"
         print(
-            f"  plain AF_PACKET forwarder : {plain_pps:10,.0f} packets/s (offered {offered:,.0f})"
+            f"  plain AF_PACKET forwarder (reference): {plain_pps:10,.0f} packets/s "
+            f"(offered {offered:,.0f})"
         )
-        print(f"  Switch ({name}) : {switch_pps:10,.0f} packets/s (offered {offered2:,.0f})")
-        print(
-            f"  Switch / plain            : {switch_pps / plain_pps:10.0%}   switch drops {drops}"
-        )
+        for processor in options.processor or [None]:
+            switch = start_switch(processor=processor)
+            try:
+                offered2, switch_pps = blast_rate(net, options.size, options.duration)
+                drops = {k: v for k, v in switch.stats()["ports"]["1"]["drops"].items() if v}
+            finally:
+                switch.stop()
+            name = processor or "two-port forwarder"
+            print(
+                f"  Switch, {name}: {switch_pps:10,.0f} packets/s (offered {offered2:,.0f}), "
+                f"{switch_pps / plain_pps:.0%} of plain; drops {drops}"
+            )
         if options.skip_shaping:
             return
         switch = start_switch("1:delay=50ms", "2:delay=50ms")
@@ -384,7 +386,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per measurement")
     parser.add_argument("--size", type=int, default=18, help="UDP payload bytes (18: 60 B frames)")
-    parser.add_argument("--processor", help="module:callable returning a PacketProcessor")
+    parser.add_argument(
+        "--processor",
+        action="append",
+        help="module:callable returning a PacketProcessor (repeatable: each is measured)",
+    )
     parser.add_argument("--skip-shaping", action="store_true", help="forwarding rate only")
     options = parser.parse_args(argv)
     if os.geteuid() != 0:

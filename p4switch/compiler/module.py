@@ -19,7 +19,7 @@ from p4switch import ir, runtime
 from p4switch.compiler import bits
 from p4switch.compiler.exprs import ExprCompiler, Storage, literal
 from p4switch.compiler.layout import PAYLOAD, Layout, leaves
-from p4switch.compiler.source import Source
+from p4switch.compiler.source import Source, hoist_invariant_fields
 from p4switch.compiler.stmts import Block, Names, StmtCompiler
 from p4switch.compiler.support import HASHES, Exit, Reject, peek
 
@@ -112,7 +112,7 @@ class _Builder:
         self._parser()
         with self.src.block("def deparse(S, out):"):
             self.stmts.block(p.deparser.body, Block("deparser"))
-        source = self.src.text()
+        source = hoist_invariant_fields(self.src.text())
         return CompiledCode(
             source=source,
             code=compile(source, f"<p4switch {p.path}>", "exec"),
