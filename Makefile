@@ -35,6 +35,11 @@ test: setup
 
 bench: setup
 	$(BIN)/python bench/planner.py
+	$(BIN)/python bench/pipeline.py
+	@if [ "$$(id -u)" -eq 0 ]; then \
+	  $(BIN)/python bench/forwarding.py --size 132 \
+	    --processor bench.p4_processors:l2 --processor bench.p4_processors:agg32; \
+	else echo "bench/forwarding.py skipped: it needs root (network namespaces)"; fi
 
 lint: setup
 	$(BIN)/ruff check .
