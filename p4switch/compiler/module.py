@@ -41,6 +41,7 @@ class CompiledCode:
     registers: dict[str, str]  # register -> global name of its cells
     counters: dict[str, tuple[str, str]]  # counter -> globals of its packets and bytes lists
     statics: dict[str, Any] = field(default_factory=dict)
+    empty_controls: frozenset[str] = frozenset()  # controls whose apply block does nothing
 
     def bind(self, state: runtime.SwitchState, rng: random.Random) -> dict[str, Any]:
         """Run the module against `state`: the namespace holding its functions."""
@@ -125,6 +126,7 @@ class _Builder:
             registers={n: g for n, (g, _) in names.registers.items()},
             counters=counters,
             statics=self.statics,
+            empty_controls=frozenset(c for c in CONTROLS if not getattr(p, c).body),
         )
 
     # --- pieces -----------------------------------------------------------------------------------

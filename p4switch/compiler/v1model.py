@@ -64,10 +64,18 @@ class Pipeline:
         self._drop_rejected = parser_reject == "drop"
         ns = code.bind(state, random.Random(seed))
         self._parse: Callable[[list, bytes], int] = ns["parse"]
-        self._verify: Callable[[list], None] = ns["C_verify_checksum"]
+        # an empty control is not called at all (None): a call costs more than the check
+        empty = code.empty_controls
+        self._verify: Callable[[list], None] | None = (
+            None if "verify_checksum" in empty else ns["C_verify_checksum"]
+        )
         self._ingress: Callable[[list], None] = ns["C_ingress"]
-        self._egress_fn: Callable[[list], None] = ns["C_egress"]
-        self._compute: Callable[[list], None] = ns["C_compute_checksum"]
+        self._egress_fn: Callable[[list], None] | None = (
+            None if "egress" in empty else ns["C_egress"]
+        )
+        self._compute: Callable[[list], None] | None = (
+            None if "compute_checksum" in empty else ns["C_compute_checksum"]
+        )
         self._deparse: Callable[[list, list], None] = ns["deparse"]
         self._template = list(code.template)
         sm = code.sm
@@ -108,7 +116,8 @@ class Pipeline:
                 return []
         else:
             S[PAYLOAD] = off
-        self._verify(S)
+        if self._verify is not None:
+            self._verify(S)
         self._ingress(S)
         out: list[tuple[int, bytes]] = []
         if S[CLONE]:
@@ -141,13 +150,15 @@ class Pipeline:
     ) -> None:
         S[self._egress_spec] = 0
         S[self._egress_ts] = (time.monotonic_ns() - self._start) // 1000
-        self._egress_fn(S)
+        if self._egress_fn is not None:
+            self._egress_fn(S)
         if S[CLONE]:
             self._clone_e2e(S, data, out, depth)
         if S[self._egress_spec] == DROP_PORT:
             self._count("drop.egress")
             return
-        self._compute(S)
+        if self._compute is not None:
+            self._compute(S)
         parts: list[bytes] = []
         self._deparse(S, parts)
         parts.append(data[S[PAYLOAD] :])
