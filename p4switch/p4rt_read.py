@@ -8,8 +8,8 @@ field left unset (a table entry's match, a counter's index) means every entry. T
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
@@ -26,8 +26,8 @@ from p4switch.p4rt_codec import (
     invalid,
     pre_to_proto,
 )
-from p4switch.p4rt_schema import TableInfo
-from p4switch.p4rt_write import check_index, check_priority, table_of
+from p4switch.p4rt_schema import CounterInfo, RegisterInfo, TableInfo
+from p4switch.p4rt_write import check_priority, index_cells, table_of
 from p4switch.runtime import StateError, TableEntry
 
 log = logging.getLogger(__name__)
@@ -158,23 +158,23 @@ def _direct(key: p4runtime_pb2.TableEntry, data: p4runtime_pb2.CounterData) -> p
     )
 
 
+_Info = TypeVar("_Info", CounterInfo, RegisterInfo)
+
+
+def _chosen(by_id: Mapping[int, _Info], wanted: int, kind: str) -> list[_Info]:
+    """Every object of a kind for id 0 (a wildcard), else the one with this id."""
+    if wanted == 0:
+        return list(by_id.values())
+    if wanted in by_id:
+        return [by_id[wanted]]
+    raise P4RTError(code_pb2.NOT_FOUND, f"no {kind} with id {wanted:#x}")
+
+
 def _counters(pipeline: Pipeline, q: p4runtime_pb2.CounterEntry) -> Entities:
-    schema = pipeline.schema
-    if q.counter_id == 0:
-        infos = list(schema.counters.values())
-    elif q.counter_id in schema.counters:
-        infos = [schema.counters[q.counter_id]]
-    else:
-        raise P4RTError(code_pb2.NOT_FOUND, f"no counter with id {q.counter_id:#x}")
     out: Entities = []
-    for info in infos:
+    for info in _chosen(pipeline.schema.counters, q.counter_id, "counter"):
         counter = pipeline.state.counter(info.name)
-        cells = (
-            [check_index(q.index.index, info.size, info.name)]
-            if q.HasField("index")
-            else range(info.size)
-        )
-        for i in cells:
+        for i in index_cells(q, info.size, info.name):
             entry = p4runtime_pb2.CounterEntry(counter_id=info.id)
             entry.index.index = i
             entry.data.CopyFrom(counter_data(counter.packets[i], counter.bytes[i], info.unit))
@@ -183,22 +183,10 @@ def _counters(pipeline: Pipeline, q: p4runtime_pb2.CounterEntry) -> Entities:
 
 
 def _registers(pipeline: Pipeline, q: p4runtime_pb2.RegisterEntry) -> Entities:
-    schema = pipeline.schema
-    if q.register_id == 0:
-        infos = list(schema.registers.values())
-    elif q.register_id in schema.registers:
-        infos = [schema.registers[q.register_id]]
-    else:
-        raise P4RTError(code_pb2.NOT_FOUND, f"no register with id {q.register_id:#x}")
     out: Entities = []
-    for info in infos:
+    for info in _chosen(pipeline.schema.registers, q.register_id, "register"):
         register = pipeline.state.register(info.name)
-        cells = (
-            [check_index(q.index.index, info.size, info.name)]
-            if q.HasField("index")
-            else range(info.size)
-        )
-        for i in cells:
+        for i in index_cells(q, info.size, info.name):
             entry = p4runtime_pb2.RegisterEntry(register_id=info.id)
             entry.index.index = i
             entry.data.bitstring = encode_uint(register.cells[i])

@@ -214,6 +214,13 @@ def check_index(index: int, size: int, what: str) -> int:
     return index
 
 
+def index_cells(
+    msg: p4runtime_pb2.CounterEntry | p4runtime_pb2.RegisterEntry, size: int, what: str
+) -> Sequence[int]:
+    """The one index a counter or register entry names, else every index (a wildcard)."""
+    return [check_index(msg.index.index, size, what)] if msg.HasField("index") else range(size)
+
+
 def _counter_entry(pipeline: Pipeline, utype: int, msg: p4runtime_pb2.CounterEntry) -> Undo:
     if utype != MODIFY:
         raise invalid("counter entries can only be modified")
@@ -223,11 +230,7 @@ def _counter_entry(pipeline: Pipeline, utype: int, msg: p4runtime_pb2.CounterEnt
     if info is None:
         raise P4RTError(code_pb2.NOT_FOUND, f"no counter with id {msg.counter_id:#x}")
     counter = pipeline.state.counter(info.name)
-    cells = (
-        [check_index(msg.index.index, info.size, info.name)]
-        if msg.HasField("index")
-        else range(info.size)
-    )
+    cells = index_cells(msg, info.size, info.name)
     if not msg.HasField("data"):
         return _noop
     packets, nbytes = _counts(msg.data, info.name)
@@ -287,11 +290,7 @@ def _register_entry(pipeline: Pipeline, utype: int, msg: p4runtime_pb2.RegisterE
         raise invalid(f"{info.name} holds bit<{info.bitwidth}>: data must be a bitstring")
     value = decode_uint(msg.data.bitstring, info.bitwidth, info.name)
     register = pipeline.state.register(info.name)
-    cells = (
-        [check_index(msg.index.index, info.size, info.name)]
-        if msg.HasField("index")
-        else range(info.size)
-    )
+    cells = index_cells(msg, info.size, info.name)
     saved = [(i, register.cells[i]) for i in cells]
     for i in cells:
         register.write(i, value)
