@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from p4switch.control import ControlError, control_request
+from p4switch.pcap import read_pcap
 from tests.netns.harness import REPO, Receiver, ping_rtts, send_garbage, send_udp
 from tests.netns.topology import TwoHostNet
 
@@ -146,14 +147,19 @@ def test_a_controller_can_load_the_program(net: TwoHostNet, tmp_path: Path):
         assert stop(switch) == 0
 
 
-def test_shaping_from_the_command_line(net: TwoHostNet, tmp_path: Path):
-    switch = start(net, tmp_path, "--p4", str(L2_P4), "--shape", "2:delay=30ms")
+def test_shaping_and_capture_from_the_command_line(net: TwoHostNet, tmp_path: Path):
+    captures = tmp_path / "pcap"
+    switch = start(
+        net, tmp_path, "--p4", str(L2_P4), "--shape", "2:delay=30ms", "--pcap", str(captures)
+    )
     try:
         program_both_hosts(net)
         rtts = ping_rtts(net.h1, net.h2, count=5)
         assert len(rtts) == 5 and all(30 <= r < 40 for r in rtts)
     finally:
-        stop(switch)
+        assert stop(switch) == 0
+    echo_requests = [r for r in read_pcap(captures / "2-out.pcap").records if len(r.data) == 98]
+    assert len(echo_requests) >= 5  # 64-byte pings: 14 + 20 + 64 bytes on the wire
 
 
 def test_sigterm_stops_cleanly(net: TwoHostNet, tmp_path: Path):
