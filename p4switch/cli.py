@@ -47,6 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="extra include directory for the preprocessor",
     )
     p.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="preprocessor define, as p4c's -D (e.g. -D SLOTS=4096)",
+    )
+    p.add_argument(
         "-i",
         "--interface",
         dest="interfaces",
@@ -129,6 +137,16 @@ def _ports(texts: Sequence[str], cpu_port: int | None) -> dict[int, str]:
     return ports
 
 
+def _defines(texts: Sequence[str]) -> dict[str, str]:
+    defines = {}
+    for text in texts:
+        name, _, value = text.partition("=")
+        if not name:
+            raise UsageError(f"-D {text!r}: write NAME or NAME=VALUE")
+        defines[name] = value or "1"
+    return defines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
@@ -147,7 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"--shape names ports {unknown} that no -i binds")
         if args.check and args.p4 is None:
             raise UsageError("--check needs --p4")
-        program = compile_file(args.p4, args.include) if args.p4 is not None else None
+        defines = _defines(args.defines)
+        program = compile_file(args.p4, args.include, defines) if args.p4 is not None else None
         if program is not None and args.p4info_out is not None:
             from p4switch.p4info import write_p4info
 
@@ -170,7 +189,9 @@ class Unprogrammed:
         return []
 
 
-def _compile_source(source: bytes, include: Sequence[Path]) -> CompiledProgram:
+def _compile_source(
+    source: bytes, include: Sequence[Path], defines: dict[str, str]
+) -> CompiledProgram:
     """Compile a program sent by a controller (SetForwardingPipelineConfig's device config)."""
     from p4switch.program import P4CompileError, compile_file
 
@@ -178,7 +199,7 @@ def _compile_source(source: bytes, include: Sequence[Path]) -> CompiledProgram:
         path = Path(tmp) / "device_config.p4"
         path.write_bytes(source)
         try:
-            return compile_file(path, include)
+            return compile_file(path, include, defines)
         except P4CompileError as err:
             raise ValueError(str(err).replace(str(path), "device_config")) from err
 
@@ -210,7 +231,7 @@ def _serve(
 
     def load(p4info: p4info_pb2.P4Info, device_config: bytes) -> LoadedProgram:
         if device_config:
-            compiled = _compile_source(device_config, include)
+            compiled = _compile_source(device_config, include, _defines(args.defines))
         elif program is not None:
             compiled = program  # no source sent: a fresh copy of the program given with --p4
         else:

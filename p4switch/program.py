@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,10 +63,13 @@ class CompiledProgram:
         return Pipeline(self.code, state, cpu_port=cpu_port, parser_reject=parser_reject, seed=seed)
 
 
-def compile_file(path: Path, include_dirs: Sequence[Path] = ()) -> CompiledProgram:
-    """Preprocess, parse, check and compile `path`; P4CompileError when it is refused."""
+def compile_file(
+    path: Path, include_dirs: Sequence[Path] = (), defines: Mapping[str, str] | None = None
+) -> CompiledProgram:
+    """Preprocess (with these -D defines), parse, check and compile `path`; P4CompileError when
+    it is refused."""
     path = Path(path)
-    pre = preprocess(path, include_dirs)
+    pre = preprocess(path, include_dirs, defines)
     program = check_program(parse(pre), str(path))
     try:
         p4info = build_p4info(program)

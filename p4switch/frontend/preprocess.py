@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from p4switch.frontend.errors import P4CompileError
 from p4switch.ir import Loc
 
+_MACRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
 
 _MARKER = re.compile(r'^#\s*(\d+)\s+"((?:[^"\\]|\\.)*)"')
@@ -67,24 +68,33 @@ class Preprocessed:
         return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
-def cpp_command(path: Path, include_dirs: Sequence[Path] = ()) -> list[str]:
-    """The preprocessor's argument list: p4switch's own include directory first."""
+def cpp_command(
+    path: Path, include_dirs: Sequence[Path] = (), defines: Mapping[str, str] | None = None
+) -> list[str]:
+    """The preprocessor's argument list: p4switch's own include directory first, then the
+    caller's, then `-D NAME=VALUE` for each define (as p4c's -D)."""
     cpp = shutil.which("cpp")
     if cpp is None:
         raise P4CompileError(str(path), 0, 0, "the C preprocessor `cpp` is not installed")
     args = [cpp, "-undef", "-nostdinc", "-x", "c", "-I", str(INCLUDE_DIR)]
     for d in include_dirs:
         args += ["-I", str(d)]
+    for name, value in (defines or {}).items():
+        if not _MACRO_NAME.fullmatch(name):
+            raise P4CompileError(str(path), 0, 0, f"-D {name!r}: not a macro name")
+        args.append(f"-D{name}={value}")
     args.append(str(path))
     return args
 
 
-def preprocess(path: Path, include_dirs: Sequence[Path] = ()) -> Preprocessed:
+def preprocess(
+    path: Path, include_dirs: Sequence[Path] = (), defines: Mapping[str, str] | None = None
+) -> Preprocessed:
     if not path.is_file():
         raise P4CompileError(str(path), 0, 0, "no such P4 source file")
     try:
         run = subprocess.run(
-            cpp_command(path, include_dirs), capture_output=True, text=True, timeout=60
+            cpp_command(path, include_dirs, defines), capture_output=True, text=True, timeout=60
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise P4CompileError(str(path), 0, 0, f"the C preprocessor failed: {exc}") from None

@@ -44,6 +44,17 @@ def test_bad_arguments_get_one_line_and_status_2(argv, message, capsys) -> None:
     assert err.startswith("p4switch: error: ") and message in err and err.count("\n") == 1
 
 
+def test_defines_reach_the_preprocessor(tmp_path: Path) -> None:
+    source = (PROGRAMS / "l2.p4").read_text().replace("size = 256;", "size = TABLE_SIZE;")
+    program = tmp_path / "sized.p4"
+    program.write_text("#ifndef TABLE_SIZE\n#define TABLE_SIZE 8\n#endif\n" + source)
+    out = tmp_path / "p4info.txt"
+    for argv, size in (([], 8), (["-D", "TABLE_SIZE=4096"], 4096)):
+        assert main(["--p4", str(program), *argv, "--check", "--p4info-out", str(out)]) == 0
+        assert read_p4info(out).tables[0].size == size
+    assert main(["--p4", str(program), "-D", "=3", "--check"]) == 2
+
+
 def test_a_missing_program_file(tmp_path: Path, capsys) -> None:
     assert main(["--p4", str(tmp_path / "nope.p4"), "--check"]) == 2
     assert "nope.p4" in capsys.readouterr().err
