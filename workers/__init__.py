@@ -1,0 +1,1 @@
+"""innet workers: the aggregation client (quantise, packetise, pace, recover) and training."""

@@ -1,0 +1,116 @@
+"""Fixed-point codec for in-network aggregation: float32 updates to int32 lanes and back.
+
+Switches add int32 values with wraparound, so every member of a group must quantise with the same
+scale, chosen so that the sum of k contributions cannot overflow. With a bound b on every
+member's largest magnitude (max |x_i| <= b for all i), any element of the sum is at most k * b in
+magnitude, so
+
+    scale = floor((2**31 - 1) / k) / b
+
+keeps each quantised value within +-floor((2**31 - 1) / k) and their sum within int32. Rounding
+to the nearest integer costs at most 1 / (2 * scale) per value and per contributor.
+
+Bounds are exchanged as power-of-two exponents (`exponent_of`): the group's bound is 2**E with E
+the largest member exponent, which a sum-only network can find as the highest non-zero lane of
+summed one-hot vectors (`exponent_vote`, `agreed_exponent`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+INT32_MAX = 2**31 - 1
+LANES = 32  # values per chunk: the width of an innet packet
+EXPONENT_LOW = -24  # exponents a one-hot vote can carry: 2**-24 .. 2**7
+EXPONENT_HIGH = EXPONENT_LOW + LANES - 1
+
+
+class QuantiseError(ValueError):
+    """Input the codec refuses (NaN or Inf, a bound out of range, a bad contributor count)."""
+
+
+def check_finite(x: np.ndarray) -> None:
+    """Refuse NaN and Inf before anything is sent, naming where the first one is."""
+    bad = ~np.isfinite(x)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise QuantiseError(
+            f"update holds {int(bad.sum())} non-finite value(s) (NaN or Inf), the first at "
+            f"index {first}: {x.flat[first]}; nothing was sent"
+        )
+
+
+def exponent_of(x: np.ndarray) -> int:
+    """The smallest E with max |x| <= 2**E (EXPONENT_LOW for an all-zero update)."""
+    check_finite(x)
+    peak = float(np.max(np.abs(x))) if x.size else 0.0
+    if peak == 0.0:
+        return EXPONENT_LOW
+    exponent = max(EXPONENT_LOW, math.ceil(math.log2(peak)))
+    if exponent > EXPONENT_HIGH:
+        raise QuantiseError(
+            f"largest magnitude {peak:g} exceeds 2**{EXPONENT_HIGH}; scale the update down"
+        )
+    return exponent
+
+
+def exponent_vote(exponent: int) -> np.ndarray:
+    """One chunk with a 1 in the lane of `exponent`; summing the group's votes finds its max."""
+    if not EXPONENT_LOW <= exponent <= EXPONENT_HIGH:
+        raise QuantiseError(f"exponent {exponent} outside {EXPONENT_LOW}..{EXPONENT_HIGH}")
+    vote = np.zeros(LANES, dtype=np.int32)
+    vote[exponent - EXPONENT_LOW] = 1
+    return vote
+
+
+def agreed_exponent(votes_sum: np.ndarray) -> int:
+    """The group's exponent from the sum of its members' votes (the highest non-zero lane)."""
+    lanes = np.flatnonzero(np.asarray(votes_sum) != 0)
+    if lanes.size == 0:
+        raise QuantiseError("no member voted: the summed exponent votes are all zero")
+    return int(lanes[-1]) + EXPONENT_LOW
+
+
+def scale_for(exponent: int, contributors: int) -> float:
+    """The shared scale for k contributors whose magnitudes are all at most 2**exponent."""
+    if contributors < 1:
+        raise QuantiseError(f"a group needs at least one contributor, got {contributors}")
+    return (INT32_MAX // contributors) / 2.0**exponent
+
+
+def quantise(x: np.ndarray, scale: float, contributors: int) -> np.ndarray:
+    """float32 values to int32 at `scale`; refuses values the scale cannot carry safely."""
+    x = np.asarray(x, dtype=np.float32)
+    check_finite(x)
+    limit = INT32_MAX // contributors
+    q = np.rint(x.astype(np.float64) * scale)
+    if q.size and np.max(np.abs(q)) > limit:
+        raise QuantiseError(
+            f"a value needs {np.max(np.abs(q)):.0f} at this scale, over the {limit} that keeps "
+            f"the sum of {contributors} contributions within int32; agree on a larger exponent"
+        )
+    return q.astype(np.int32)
+
+
+def dequantise(total: np.ndarray, scale: float) -> np.ndarray:
+    """The float32 sum from the int32 sum of the group's quantised contributions."""
+    return (np.asarray(total, dtype=np.int64) / scale).astype(np.float32)
+
+
+def to_chunks(q: np.ndarray) -> np.ndarray:
+    """int32 values as chunks of LANES (the last padded with zeros): shape (chunks, LANES)."""
+    q = np.asarray(q, dtype=np.int32).ravel()
+    chunks = -(-q.size // LANES)
+    padded = np.zeros(chunks * LANES, dtype=np.int32)
+    padded[: q.size] = q
+    return padded.reshape(chunks, LANES)
+
+
+def from_chunks(chunks: np.ndarray, length: int) -> np.ndarray:
+    """The first `length` values of reassembled chunks."""
+    flat = np.asarray(chunks, dtype=np.int32).ravel()
+    if length > flat.size:
+        raise QuantiseError(f"{length} values asked of chunks holding {flat.size}")
+    return flat[:length].copy()
