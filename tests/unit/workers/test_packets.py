@@ -1,0 +1,46 @@
+import struct
+
+import numpy as np
+import pytest
+
+from workers.packets import PACKET_BYTES, Flag, InnetPacket, PacketError, PacketType
+
+
+def packet(**changes):
+    fields = dict(
+        type=PacketType.CONTRIBUTION, flags=Flag.WAN | Flag.LOCAL, job=7, round=300, group=2,
+        src=5, chunk=123_456, bitmap=0, values=tuple(range(-16, 16)),
+    )  # fmt: skip
+    return InnetPacket(**(fields | changes))
+
+
+def test_round_trip_and_layout():
+    p = packet()
+    data = p.encode()
+    assert len(data) == PACKET_BYTES == 16 + 128
+    assert data[0] == 0x11 and data[1] == 0x03  # version 1, type 1; WAN | LOCAL
+    assert struct.unpack_from("!HHBBII", data, 2) == (7, 300, 2, 5, 123_456, 0)
+    assert struct.unpack_from("!i", data, 16)[0] == -16
+    assert InnetPacket.decode(data) == p
+    assert np.array_equal(p.array(), np.arange(-16, 16, dtype=np.int32))
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\x11" * 10, "bytes"),
+        (b"\x21" + bytes(PACKET_BYTES - 1), "version"),
+        (b"\x19" + bytes(PACKET_BYTES - 1), "type"),
+    ],
+)
+def test_bad_bytes_are_refused(data, message):
+    with pytest.raises(PacketError, match=message):
+        InnetPacket.decode(data)
+
+
+@pytest.mark.parametrize(
+    "changes", [dict(src=32), dict(group=256), dict(chunk=-1), dict(values=(1, 2, 3))]
+)
+def test_fields_out_of_range_are_refused(changes):
+    with pytest.raises(PacketError):
+        packet(**changes)
