@@ -1,0 +1,294 @@
+"""Three innet edge switches in one process: p4switch pipelines of p4src/innet.p4 on a triangle.
+
+Islands A, B, C have ids 0, 1, 2. Every edge numbers its ports the same way:
+
+    port 1  the island's host
+    port 2  WAN link to the next island, (i + 1) % 3, where it arrives on port 3
+    port 3  WAN link to the previous island, (i + 2) % 3, where it arrives on port 2
+
+so A:2-B:3, B:2-C:3 and C:2-A:3. `Triangle` installs what the controller would (membership,
+trees, host addresses, multicast groups), injects a host's frame at its edge and runs the network
+to quiescence with a FIFO event queue: WAN ports feed the peer edge's ingress, host ports are
+collected per island. A `lose` predicate drops chosen WAN frames in flight.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from p4switch import runtime as rt
+from p4switch.compiler import Pipeline
+from p4switch.program import CompiledProgram, compile_file
+
+P4_SOURCE = Path(__file__).resolve().parents[3] / "p4src" / "innet.p4"
+
+A, B, C = 0, 1, 2
+ISLANDS = (A, B, C)
+HOST_PORT, NEXT_PORT, PREV_PORT = 1, 2, 3
+HOST_RID, WAN_RID = 1, 0
+LOCAL_GRP = 1  # every edge: the island's host ports, replica id 1
+
+UDP_PORT = 0x4E49
+N = 32
+CONTRIBUTION, RESULT, NACK, RECOVER = 1, 2, 3, 4
+WAN, LOCAL, RETRANSMIT = 0x01, 0x02, 0x04
+
+# Indices of InnetIngress.stats, in order.
+STATS = (
+    "contribution",
+    "completed",
+    "duplicate",
+    "slot_conflict",
+    "malformed",
+    "unknown",
+    "not_member",
+    "result_resent",
+    "nack_or_recover",
+    "ipv4_forwarded",
+    "dropped_other",
+)
+
+_ETH = struct.Struct("!6s6sH")
+_IPV4 = struct.Struct("!BBHHHBBH4s4s")
+_UDP = struct.Struct("!HHHH")
+_INNET = struct.Struct("!BBHHBBII")
+_VALUES = struct.Struct(f"!{N}i")
+FRAME_BYTES = _ETH.size + _IPV4.size + _UDP.size + _INNET.size + _VALUES.size  # 186
+
+
+@functools.cache
+def compiled(slots: int) -> CompiledProgram:
+    """innet.p4 compiled with SLOTS = `slots` (once per value in a test session)."""
+    return compile_file(P4_SOURCE, defines={"SLOTS": str(slots)})
+
+
+def host_mac(island: int) -> bytes:
+    return bytes((2, 0, 0, 0, island, 1))
+
+
+def host_ip(island: int) -> bytes:
+    return bytes((10, 0, island, 1))
+
+
+def peer(island: int, port: int) -> tuple[int, int]:
+    """The (island, ingress port) at the far end of a WAN port."""
+    if port == NEXT_PORT:
+        return (island + 1) % 3, PREV_PORT
+    if port == PREV_PORT:
+        return (island + 2) % 3, NEXT_PORT
+    raise ValueError(f"port {port} of island {island} is not a WAN port")
+
+
+def port_toward(island: int, other: int) -> int:
+    return NEXT_PORT if other == (island + 1) % 3 else PREV_PORT
+
+
+# --- frames ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Innet:
+    """An innet message: the 16-byte header and its 32 values (Python ints, int32 range)."""
+
+    type: int
+    flags: int
+    job: int
+    round: int
+    group: int
+    src: int
+    chunk: int
+    values: tuple[int, ...] = (0,) * N
+    bitmap: int = 0
+    version: int = 1
+
+
+def ipv4_checksum(header: bytes) -> int:
+    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def ipv4_frame(
+    src: bytes, dst: bytes, protocol: int, payload: bytes, *, ttl: int = 64, dmac: bytes = b""
+) -> bytes:
+    header = _IPV4.pack(0x45, 0, 20 + len(payload), 1, 0, ttl, protocol, 0, src, dst)
+    header = header[:10] + struct.pack("!H", ipv4_checksum(header)) + header[12:]
+    eth = _ETH.pack(dmac or bytes(6), host_mac(src[2]), 0x0800)
+    return eth + header + payload
+
+
+def innet_frame(msg: Innet, island: int) -> bytes:
+    """The frame island's host sends to its edge (UDP checksum 0, as IPv4 allows)."""
+    body = _INNET.pack(
+        msg.version << 4 | msg.type,
+        msg.flags,
+        msg.job,
+        msg.round,
+        msg.group,
+        msg.src,
+        msg.chunk,
+        msg.bitmap,
+    ) + _VALUES.pack(*msg.values)
+    udp = _UDP.pack(UDP_PORT, UDP_PORT, _UDP.size + len(body), 0)
+    return ipv4_frame(host_ip(island), bytes((10, 0, 255, 254)), 17, udp + body)
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """A frame as a host receives it: the addressing the egress rewrote, and the message."""
+
+    eth_dst: bytes
+    ip_dst: bytes
+    ip_checksum_ok: bool
+    udp_checksum: int
+    msg: Innet
+
+
+def parse_delivered(frame: bytes) -> Delivered:
+    eth_dst = frame[:6]
+    ip = frame[14:34]
+    udp_checksum = _UDP.unpack_from(frame, 34)[3]
+    vt, flags, job, rnd, grp, src, chunk, bitmap = _INNET.unpack_from(frame, 42)
+    values = _VALUES.unpack_from(frame, 58)
+    msg = Innet(vt & 15, flags, job, rnd, grp, src, chunk, values, bitmap, vt >> 4)
+    return Delivered(eth_dst, ip[16:20], ipv4_checksum(ip) == 0, udp_checksum, msg)
+
+
+# --- the network -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hop:
+    """A frame on a WAN link, as the `lose` predicate sees it."""
+
+    island: int  # where it leaves
+    port: int
+    frame: bytes
+
+    @property
+    def to(self) -> int:
+        return peer(self.island, self.port)[0]
+
+    @property
+    def msg(self) -> Innet:
+        return parse_delivered(self.frame).msg
+
+
+@dataclass
+class Edge:
+    island: int
+    state: rt.SwitchState
+    pipe: Pipeline
+    groups: dict[tuple[rt.Replica, ...], int] = field(default_factory=dict)
+
+    def multicast_group(self, replicas: Iterable[rt.Replica]) -> int:
+        """The id of a group with these replicas, created on first use (ids from 16 up)."""
+        key = tuple(sorted(replicas, key=lambda r: (r.egress_port, r.instance)))
+        if key not in self.groups:
+            self.groups[key] = 16 + len(self.groups)
+            self.state.pre.insert_group(self.groups[key], list(key))
+        return self.groups[key]
+
+
+class Triangle:
+    """Three edges A, B, C; installs a round as a controller would, and carries frames."""
+
+    def __init__(self, slots: int) -> None:
+        program = compiled(slots)
+        self.slots = slots
+        self.edges: list[Edge] = []
+        self.hosts: dict[int, list[bytes]] = {i: [] for i in ISLANDS}
+        self.lost: list[Hop] = []
+        for island in ISLANDS:
+            state = program.new_state()
+            state.pre.insert_group(LOCAL_GRP, [rt.Replica(HOST_PORT, HOST_RID)])
+            to_host = rt.ActionCall(
+                "InnetEgress.to_host",
+                (int.from_bytes(host_mac(island), "big"), int.from_bytes(host_ip(island), "big")),
+            )
+            state.table("InnetEgress.host_port").insert(
+                rt.TableEntry((rt.exact(HOST_PORT, 9),), to_host)
+            )
+            self.edges.append(Edge(island, state, program.pipeline(state)))
+
+    # --- control plane
+
+    def install_member(
+        self, island: int, job: int, rnd: int, group: int, members: Sequence[int]
+    ) -> None:
+        expected = sum(1 << m for m in members)
+        call = rt.ActionCall("InnetIngress.member", (expected, 1 << island, LOCAL_GRP))
+        self._membership(island, job, rnd, group, call)
+
+    def install_transit(self, island: int, job: int, rnd: int, group: int) -> None:
+        self._membership(island, job, rnd, group, rt.ActionCall("InnetIngress.transit"))
+
+    def _membership(self, island: int, job: int, rnd: int, group: int, call: rt.ActionCall) -> None:
+        key = (rt.exact(job, 16), rt.exact(rnd, 16), rt.exact(group, 8))
+        self.edges[island].state.table("InnetIngress.membership").insert(rt.TableEntry(key, call))
+
+    def install_tree(
+        self, island: int, job: int, rnd: int, group: int, src: int, wan_ports: Sequence[int]
+    ) -> None:
+        """At `island`, src's stream goes on out of `wan_ports` (replica id 0)."""
+        edge = self.edges[island]
+        wan = [rt.Replica(p, WAN_RID) for p in wan_ports]
+        wan_grp = edge.multicast_group(wan)
+        wan_local_grp = edge.multicast_group([*wan, rt.Replica(HOST_PORT, HOST_RID)])
+        key = (rt.exact(job, 16), rt.exact(rnd, 16), rt.exact(group, 8), rt.exact(src, 8))
+        call = rt.ActionCall("InnetIngress.replicate", (wan_grp, wan_local_grp))
+        edge.state.table("InnetIngress.tree").insert(rt.TableEntry(key, call))
+
+    def install_group(self, job: int, rnd: int, group: int, members: Sequence[int]) -> None:
+        """A group on the triangle: every member's tree is its direct links to the others."""
+        for m in members:
+            self.install_member(m, job, rnd, group, members)
+            ports = [port_toward(m, other) for other in members if other != m]
+            self.install_tree(m, job, rnd, group, m, ports)
+
+    def install_route(
+        self, island: int, prefix: bytes, length: int, port: int, dmac: bytes
+    ) -> None:
+        key = (rt.lpm(int.from_bytes(prefix, "big"), length, 32),)
+        call = rt.ActionCall("InnetIngress.forward", (port, int.from_bytes(dmac, "big")))
+        self.edges[island].state.table("InnetIngress.ipv4_lpm").insert(rt.TableEntry(key, call))
+
+    # --- data plane
+
+    def send(self, island: int, frame: bytes, lose: Callable[[Hop], bool] | None = None) -> None:
+        """Inject `frame` from island's host and run the network until nothing moves."""
+        queue: deque[tuple[int, int, bytes]] = deque([(island, HOST_PORT, frame)])
+        while queue:
+            at, port, data = queue.popleft()
+            for out_port, out in self.edges[at].pipe.process(port, data):
+                if out_port == HOST_PORT:
+                    self.hosts[at].append(out)
+                    continue
+                hop = Hop(at, out_port, out)
+                if lose is not None and lose(hop):
+                    self.lost.append(hop)
+                    continue
+                queue.append((*peer(at, out_port), out))
+
+    def contribute(
+        self, island: int, msg: Innet, lose: Callable[[Hop], bool] | None = None
+    ) -> None:
+        self.send(island, innet_frame(msg, island), lose)
+
+    def take(self, island: int) -> list[Delivered]:
+        """The frames island's host received since the last call, parsed."""
+        frames, self.hosts[island] = self.hosts[island], []
+        return [parse_delivered(f) for f in frames]
+
+    def stats(self, island: int) -> dict[str, int]:
+        packets = self.edges[island].state.counter("InnetIngress.stats").packets
+        return {name: packets[i] for i, name in enumerate(STATS)}
+
+    def register(self, island: int, name: str) -> list[int]:
+        return self.edges[island].state.register(f"InnetIngress.{name}").cells
