@@ -120,11 +120,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="p4switch.program", description=__doc__.split("\n")[0])
     parser.add_argument("source", type=Path, help="the P4_16 v1model program")
     parser.add_argument("-I", dest="include", type=Path, action="append", default=[])
+    parser.add_argument(
+        "-D", dest="defines", action="append", default=[], metavar="NAME=VALUE", help="define"
+    )
     parser.add_argument("--p4info", type=Path, help="write P4Info here (.txt or .bin)")
     parser.add_argument("--python", type=Path, help="write the generated Python here")
     args = parser.parse_args(argv)
+    defines = dict((d.partition("=")[0], d.partition("=")[2] or "1") for d in args.defines)
     try:
-        compiled = compile_file(args.source, args.include)
+        compiled = compile_file(args.source, args.include, defines)
     except P4CompileError as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ import pytest
 
 from p4switch.cli import main
 from p4switch.p4info import read_p4info
+from p4switch.program import main as program_main
 
 PROGRAMS = Path(__file__).parent / "programs"
 
@@ -53,6 +54,8 @@ def test_defines_reach_the_preprocessor(tmp_path: Path) -> None:
         assert main(["--p4", str(program), *argv, "--check", "--p4info-out", str(out)]) == 0
         assert read_p4info(out).tables[0].size == size
     assert main(["--p4", str(program), "-D", "=3", "--check"]) == 2
+    assert program_main([str(program), "-D", "TABLE_SIZE=16", "--p4info", str(out)]) == 0
+    assert read_p4info(out).tables[0].size == 16
 
 
 def test_a_missing_program_file(tmp_path: Path, capsys) -> None:
