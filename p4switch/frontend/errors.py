@@ -13,7 +13,8 @@ class P4CompileError(Exception):
         self.line = line
         self.col = col
         self.what = what
-        super().__init__(f"{path}:{line}:{col}: error: {what}")
+        where = f"{path}:{line}:{col}" if line > 0 else path  # line 0: the file as a whole
+        super().__init__(f"{where}: error: {what}")
 
     @classmethod
     def at(cls, loc: Loc | None, what: str) -> P4CompileError:

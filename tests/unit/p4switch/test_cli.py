@@ -60,4 +60,4 @@ def test_defines_reach_the_preprocessor(tmp_path: Path) -> None:
 
 def test_a_missing_program_file(tmp_path: Path, capsys) -> None:
     assert main(["--p4", str(tmp_path / "nope.p4"), "--check"]) == 2
-    assert "nope.p4" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"{tmp_path / 'nope.p4'}: error: no such P4 source file\n"
