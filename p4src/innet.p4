@@ -350,9 +350,12 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
 control InnetEgress(inout headers_t hdr, inout metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
     /* A host copy (replica id 1): address it to the host behind this port. */
-    action to_host(bit<48> mac, bit<32> ip) {
+    /* `gateway` is the edge's own address on the host's subnet: a host drops a packet that
+       claims to come from its own address, which a contribution's source would be. */
+    action to_host(bit<48> mac, bit<32> ip, bit<32> gateway) {
         hdr.ethernet.dstAddr = mac;
         hdr.ipv4.dstAddr = ip;
+        hdr.ipv4.srcAddr = gateway;
         hdr.udp.checksum = 0;
     }
 

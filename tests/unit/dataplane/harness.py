@@ -75,6 +75,10 @@ def host_ip(island: int) -> bytes:
     return bytes((10, 0, island, 1))
 
 
+def gateway_ip(island: int) -> bytes:
+    return bytes((10, 0, island, 254))
+
+
 def peer(island: int, port: int) -> tuple[int, int]:
     """The (island, ingress port) at the far end of a WAN port."""
     if port == NEXT_PORT:
@@ -144,6 +148,7 @@ class Delivered:
     """A frame as a host receives it: the addressing the egress rewrote, and the message."""
 
     eth_dst: bytes
+    ip_src: bytes
     ip_dst: bytes
     ip_checksum_ok: bool
     udp_checksum: int
@@ -157,7 +162,7 @@ def parse_delivered(frame: bytes) -> Delivered:
     vt, flags, job, rnd, grp, src, chunk, bitmap = _INNET.unpack_from(frame, 42)
     values = _VALUES.unpack_from(frame, 58)
     msg = Innet(vt & 15, flags, job, rnd, grp, src, chunk, values, bitmap, vt >> 4)
-    return Delivered(eth_dst, ip[16:20], ipv4_checksum(ip) == 0, udp_checksum, msg)
+    return Delivered(eth_dst, ip[12:16], ip[16:20], ipv4_checksum(ip) == 0, udp_checksum, msg)
 
 
 # --- the network -----------------------------------------------------------------------------
@@ -210,7 +215,11 @@ class Triangle:
             state.pre.insert_group(LOCAL_GRP, [rt.Replica(HOST_PORT, HOST_RID)])
             to_host = rt.ActionCall(
                 "InnetEgress.to_host",
-                (int.from_bytes(host_mac(island), "big"), int.from_bytes(host_ip(island), "big")),
+                (
+                    int.from_bytes(host_mac(island), "big"),
+                    int.from_bytes(host_ip(island), "big"),
+                    int.from_bytes(gateway_ip(island), "big"),
+                ),
             )
             state.table("InnetEgress.host_port").insert(
                 rt.TableEntry((rt.exact(HOST_PORT, 9),), to_host)

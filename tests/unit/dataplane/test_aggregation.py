@@ -93,6 +93,9 @@ def test_results_are_addressed_to_the_host() -> None:
         (d,) = net.take(island)
         assert d.eth_dst == bytes((2, 0, 0, 0, island, 1))
         assert d.ip_dst == bytes((10, 0, island, 1))
+        # never the host's own address (which the completing contribution may carry): the host
+        # would drop it as a martian
+        assert d.ip_src == bytes((10, 0, island, 254))
         assert d.ip_checksum_ok and d.udp_checksum == 0
         assert d.msg.values == (6,) * N and d.msg.bitmap == ALL and d.msg.flags == 0
 

@@ -66,7 +66,7 @@ def test_p4info_names_a_controller_uses() -> None:
     assert actions["InnetIngress.replicate"] == [("wan_grp", 16), ("wan_local_grp", 16)]
     assert actions["InnetIngress.forward"] == [("port", 9), ("dmac", 48)]
     assert actions["InnetIngress.drop"] == []
-    assert actions["InnetEgress.to_host"] == [("mac", 48), ("ip", 32)]
+    assert actions["InnetEgress.to_host"] == [("mac", 48), ("ip", 32), ("gateway", 32)]
     registers = {
         r.preamble.name: (r.type_spec.bitstring.bit.bitwidth, r.size) for r in p4info.registers
     }

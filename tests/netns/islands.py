@@ -1,0 +1,169 @@
+"""Three innet islands between network namespaces, each a host and a p4switch edge (innet.p4).
+
+    h<i> (10.0.<i>.1) h<i>-eth0 <-> s<i>-eth1 [p4switch s<i>] s<i>-eth2 <-> s<i+1>-eth3 ...
+
+Every edge numbers its ports as the in-process harness does (tests/unit/dataplane/harness.py):
+port 1 the island's host, port 2 the WAN link to island (i + 1) % 3 (arriving on its port 3),
+port 3 the link to island (i + 2) % 3. Hosts send innet packets to their gateway 10.0.<i>.254
+(a static neighbour entry; the edge takes every innet packet whatever its address).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from p4switch.control import ControlError, control_request
+from tests.netns.harness import REPO
+from tests.netns.topology import destroy, in_ns, run
+
+ISLANDS = (0, 1, 2)
+P4_SOURCE = REPO / "p4src" / "innet.p4"
+GRPC = "127.0.0.1:50051"  # each switch namespace's own loopback
+HOST_PORT, NEXT_PORT, PREV_PORT = 1, 2, 3
+LOCAL_GRP = 1
+
+
+def host_ip(i: int) -> str:
+    return f"10.0.{i}.1"
+
+
+def host_mac(i: int) -> str:
+    return f"02:00:0a:00:0{i}:01"
+
+
+def gateway_ip(i: int) -> str:
+    return f"10.0.{i}.254"
+
+
+def port_toward(i: int, other: int) -> int:
+    return NEXT_PORT if other == (i + 1) % 3 else PREV_PORT
+
+
+@dataclass(frozen=True)
+class Islands:
+    prefix: str
+
+    def host(self, i: int) -> str:
+        return f"{self.prefix}-h{i}"
+
+    def switch(self, i: int) -> str:
+        return f"{self.prefix}-s{i}"
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        return tuple(ns for i in ISLANDS for ns in (self.host(i), self.switch(i)))
+
+
+def build(prefix: str) -> Islands:
+    net = Islands(prefix)
+    created: list[str] = []
+    try:
+        for ns in net.namespaces:
+            run(["ip", "netns", "add", ns])
+            created.append(ns)
+            in_ns(ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1")
+            run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        for i in ISLANDS:
+            host, sw, dev = net.host(i), net.switch(i), f"h{i}-eth0"
+            run(["ip", "link", "add", dev, "netns", host, "address", host_mac(i), "type", "veth",
+                 "peer", "name", f"s{i}-eth1", "netns", sw])  # fmt: skip
+            run(["ip", "-n", sw, "link", "set", f"s{i}-eth1", "up"])
+            run(["ip", "-n", host, "link", "set", dev, "up"])
+            run(["ip", "-n", host, "addr", "add", f"{host_ip(i)}/24", "dev", dev])
+            run(["ip", "-n", host, "neigh", "replace", gateway_ip(i), "lladdr",
+                 f"02:00:0a:00:0{i}:fe", "dev", dev, "nud", "permanent"])  # fmt: skip
+            in_ns(host, "ethtool", "-K", dev, "tx", "off", "rx", "off")
+        for i in ISLANDS:
+            j = (i + 1) % 3
+            run(["ip", "link", "add", f"s{i}-eth2", "netns", net.switch(i), "type", "veth",
+                 "peer", "name", f"s{j}-eth3", "netns", net.switch(j)])  # fmt: skip
+            run(["ip", "-n", net.switch(i), "link", "set", f"s{i}-eth2", "up"])
+            run(["ip", "-n", net.switch(j), "link", "set", f"s{j}-eth3", "up"])
+    except BaseException:
+        destroy(created)
+        raise
+    return net
+
+
+@dataclass
+class Edge:
+    island: int
+    proc: subprocess.Popen[bytes]
+    control: Path
+    log: Path
+
+    def stats(self) -> dict:
+        reply = control_request(self.control, {"cmd": "stats"}, timeout=5.0)
+        assert reply["ok"], reply
+        return reply["stats"]
+
+    def stop(self, timeout: float = 5.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def start_edges(
+    net: Islands, workdir: Path, slots: int, shapes: Sequence[str] = (), timeout: float = 30.0
+) -> list[Edge]:
+    """One p4switch per island running innet.p4 with `slots` slots; waits until all answer."""
+    edges = []
+    for i in ISLANDS:
+        control, log = workdir / f"s{i}.sock", workdir / f"s{i}.log"
+        args = [f"-i{p}@s{i}-eth{p}" for p in (1, 2, 3)]
+        args += ["--p4", str(P4_SOURCE), "-D", f"SLOTS={slots}", "--grpc-addr", GRPC]
+        args += ["--control", str(control), *(f"--shape={s}" for s in shapes)]
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                ["ip", "netns", "exec", net.switch(i), sys.executable, "-m", "p4switch", *args],
+                cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        edges.append(Edge(i, proc, control, log))
+    deadline = time.monotonic() + timeout
+    for edge in edges:
+        while True:  # poll readiness with a deadline
+            if edge.proc.poll() is not None:
+                raise AssertionError(f"edge {edge.island} exited:\n{edge.log.read_text()}")
+            try:
+                if control_request(edge.control, {"cmd": "ping"}, timeout=1.0)["ok"]:
+                    break
+            except ControlError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"edge {edge.island} not ready:\n{edge.log.read_text()}")
+            time.sleep(0.05)
+    return edges
+
+
+def round_entries(i: int, job: int, rnd: int, group: int, members: Sequence[int]) -> dict:
+    """What the controller installs at island i's edge for one group on the triangle."""
+    expected = sum(1 << m for m in members)
+    ports = [port_toward(i, m) for m in members if m != i]
+    return {
+        "member": [job, rnd, group, expected, 1 << i, LOCAL_GRP] if i in members else None,
+        "tree": [job, rnd, group, i, ports] if i in members else None,
+        "host": [host_mac(i), host_ip(i), gateway_ip(i)],
+    }
+
+
+def program(net: Islands, job: int, rnd: int, group: int, members: Sequence[int]) -> None:
+    """Install a round on every edge over P4Runtime (p4runtime-shell, in each namespace)."""
+    for i in ISLANDS:
+        spec = json.dumps(round_entries(i, job, rnd, group, members))
+        done = subprocess.run(
+            ["ip", "netns", "exec", net.switch(i), sys.executable, "-m",
+             "tests.netns.innet_install", GRPC, spec],
+            cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
