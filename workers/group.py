@@ -1,0 +1,143 @@
+"""What an aggregation round is to a worker: its group, how to send, what it counted, what failed.
+
+`GroupSpec` names the (job, round, group) the controller installed and the island ids of the
+members; `SendPolicy` says how a leader paces and recovers; `AggregatorStats` counts what it did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from workers.packets import MAX_ISLANDS
+
+
+class AggregationError(RuntimeError):
+    """The round cannot produce an exact sum (and says why); nothing wrong is ever returned."""
+
+
+class AggregationTimeout(AggregationError):
+    """The round's deadline passed with chunks still missing; names them and the silent members."""
+
+    def __init__(self, message: str, chunks: tuple[int, ...], members: tuple[int, ...]) -> None:
+        super().__init__(message)
+        self.chunks = chunks
+        self.members = members
+
+
+class ResultMismatch(AggregationError):
+    """A RESULT contradicts what the group must sum (another membership, or another sum)."""
+
+
+class PolicyError(ValueError):
+    """A SendPolicy or GroupSpec that cannot work."""
+
+
+def describe_ranges(numbers: Iterable[int], limit: int = 8) -> str:
+    """'0-15, 18, 20-31' for sorted chunk numbers (at most `limit` ranges, then '...')."""
+    ranges: list[tuple[int, int]] = []
+    for n in sorted(numbers):
+        if ranges and n == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], n)
+        else:
+            ranges.append((n, n))
+    text = [f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:limit]]
+    if len(ranges) > limit:
+        text.append(f"... ({len(ranges) - limit} more ranges)")
+    return ", ".join(text) if text else "none"
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """One group of one round, as installed on the switches: who contributes, and who I am."""
+
+    job: int
+    round: int
+    group: int
+    me: int
+    members: tuple[int, ...]  # island ids
+
+    def __post_init__(self) -> None:
+        if not self.members:
+            raise PolicyError("a group needs at least one member")
+        if len(set(self.members)) != len(self.members):
+            raise PolicyError(f"members {self.members} name an island twice")
+        bad = [m for m in self.members if not 0 <= m < MAX_ISLANDS]
+        if bad:
+            raise PolicyError(f"island ids {bad} outside 0..{MAX_ISLANDS - 1}")
+        if self.me not in self.members:
+            raise PolicyError(f"island {self.me} is not a member of {self.members}")
+        for name, value, bits in (("job", self.job, 16), ("round", self.round, 16)):
+            if not 0 <= value < 1 << bits:
+                raise PolicyError(f"{name} {value} does not fit in {bits} bits")
+        if not 0 <= self.group < 256:
+            raise PolicyError(f"group {self.group} does not fit in 8 bits")
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (self.job, self.round, self.group)
+
+    @property
+    def others(self) -> tuple[int, ...]:
+        return tuple(m for m in self.members if m != self.me)
+
+    @property
+    def bitmap(self) -> int:
+        """The contributor bitmap of a complete RESULT (the switch's `expected`)."""
+        return sum(1 << m for m in self.members)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SendPolicy:
+    """How a leader streams its chunks and recovers loss (times in seconds of the clock given)."""
+
+    window: int  # chunks sent beyond the lowest unanswered one; must be <= the switch's SLOTS
+    rate_bps: float | None = None  # pace chunks (186-byte frames) at this rate; None: window only
+    timeout_s: float
+    backoff: float = 2.0
+    max_timeout_s: float
+    nack_after: int = 2  # resends without a result before a NACK
+    deadline_s: float  # give up on one allreduce after this long
+    linger_s: float | None = None  # after the sum: answer NACKs until this long without one
+
+    def __post_init__(self) -> None:
+        if self.window < 1:
+            raise PolicyError(f"window {self.window}: at least one chunk must be in flight")
+        if self.rate_bps is not None and not self.rate_bps > 0:
+            raise PolicyError(f"rate_bps {self.rate_bps} must be positive (or None: unpaced)")
+        if not 0 < self.timeout_s <= self.max_timeout_s:
+            raise PolicyError(
+                f"need 0 < timeout_s ({self.timeout_s}) <= max_timeout_s ({self.max_timeout_s})"
+            )
+        if self.backoff < 1.0:
+            raise PolicyError(f"backoff {self.backoff} < 1 would shorten timeouts")
+        if self.nack_after < 0:
+            raise PolicyError(f"nack_after {self.nack_after} must be >= 0")
+        if not self.deadline_s > 0:
+            raise PolicyError(f"deadline_s {self.deadline_s} must be positive")
+        if self.linger_s is not None and self.linger_s < 0:
+            raise PolicyError(f"linger_s {self.linger_s} must be >= 0")
+
+    @property
+    def quiet_s(self) -> float:
+        """How long to keep answering NACKs after the sum: long enough for a peer's NACK."""
+        if self.linger_s is not None:
+            return self.linger_s
+        return self.max_timeout_s * (self.nack_after + 2)
+
+
+@dataclass
+class AggregatorStats:
+    """What one Aggregator did (counters; `elapsed_s` is the last allreduce's duration)."""
+
+    sent: int = 0  # contributions sent the first time
+    retransmitted: int = 0  # contributions resent (RETRANSMIT)
+    nacks_sent: int = 0
+    recovers_sent: int = 0  # RECOVER copies of the own contribution, answering NACKs
+    heals_sent: int = 0  # contributions replayed to the own edge after a recovery
+    recovered_chunks: int = 0  # chunks summed in software from RECOVER copies
+    duplicates_ignored: int = 0  # RESULTs or RECOVERs for chunks already done
+    results: int = 0  # RESULTs that completed a chunk
+    foreign: int = 0  # packets of another job, round or group, or not for a host
+    malformed: int = 0  # UDP payloads that are not innet packets
+    elapsed_s: float = 0.0

@@ -1,0 +1,244 @@
+"""One allreduce as a stream of chunks: window, pacing, timeouts and loss recovery (no I/O).
+
+`ChunkStream` is the pure core of the aggregation client: it is told the time and the packets
+that arrived, and answers with the packets to send. The rules it follows (docs/protocol.md):
+
+- **Window.** Chunk i is sent only while i < low + window, where `low` is the lowest chunk
+  without a sum: chunk c + SLOTS waits for the result of c when window <= SLOTS.
+- **Pacing.** With `rate_bps`, chunk sends are spaced by one 186-byte frame time; a burst after
+  the window reopens is not caught up.
+- **Resend.** No sum after `timeout_s`: the own contribution again with WAN|LOCAL|RETRANSMIT,
+  the timeout multiplied by `backoff` up to `max_timeout_s`, `nack_after` times.
+- **NACK.** After that, a NACK (WAN) on every further timeout, until the chunk is done.
+- **RECOVER.** RECOVER copies of other members' contributions to an unfinished chunk are kept
+  (whoever NACKed: another member's NACK brings them to us too). Once every other member's copy
+  is in, the sum is own + others in int32 wrap-around arithmetic, exactly as the switch adds.
+- **Healing.** Before the chunk counts as done (so before the window can reach c + SLOTS), the
+  own edge's slot is replayed LOCAL|RETRANSMIT (no WAN): first the own contribution, then each
+  recovered one under its member's `src`. Decision beyond the protocol text: the own
+  contribution is replayed too (first, so that it is a silent duplicate while the slot is busy)
+  which also completes a slot whose own contribution was lost on the host link. The RESULT the
+  healed slot emits is then a duplicate; it is checked against the software sum.
+- **Exactness.** A RESULT must carry the group's bitmap, and a second RESULT for a chunk must
+  equal the first: anything else raises `ResultMismatch`. The own contribution is only ever
+  added once (RECOVERs naming the own island or a non-member are refused).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from workers.group import AggregatorStats, GroupSpec, ResultMismatch, SendPolicy, describe_ranges
+from workers.packets import Flag, InnetPacket, PacketType
+from workers.quantise import LANES
+
+FRAME_BITS = 186 * 8  # an innet frame on the wire: Ethernet + IPv4 + UDP + header + values
+LOCAL_REPLAY = Flag.LOCAL | Flag.RETRANSMIT  # healing: to the own edge only
+
+
+@dataclass
+class _Pending:
+    """An unanswered chunk: when it next times out, and what recovery has gathered."""
+
+    due: float
+    timeout: float
+    resends: int = 0
+    nacks: int = 0
+    recovered: dict[int, np.ndarray] = field(default_factory=dict)
+
+
+class ChunkStream:
+    """Chunks first..first+n-1 of one (job, round, group): the leader's side of one allreduce."""
+
+    def __init__(
+        self,
+        group: GroupSpec,
+        policy: SendPolicy,
+        chunks: np.ndarray,
+        first_chunk: int,
+        now: float,
+        stats: AggregatorStats,
+    ) -> None:
+        if chunks.ndim != 2 or chunks.shape[1] != LANES or chunks.dtype != np.int32:
+            raise ValueError(f"chunks must be int32 of shape (n, {LANES}), got {chunks.shape}")
+        self.group = group
+        self.policy = policy
+        self.chunks = chunks
+        self.first = first_chunk
+        self.started = now
+        self.stats = stats
+        n = chunks.shape[0]
+        self.sums = np.zeros_like(chunks)
+        self.done_mask = np.zeros(n, dtype=bool)
+        self.low = 0  # lowest chunk index without a sum
+        self.next = 0  # next chunk index to send
+        self.pending: dict[int, _Pending] = {}
+        self._interval = FRAME_BITS / policy.rate_bps if policy.rate_bps else 0.0
+        self._next_send_at = now
+        self._earliest_due = float("inf")
+
+    # --- queries
+
+    @property
+    def size(self) -> int:
+        return int(self.chunks.shape[0])
+
+    @property
+    def done(self) -> bool:
+        return self.low >= self.size
+
+    def covers(self, chunk: int) -> bool:
+        return self.first <= chunk < self.first + self.size
+
+    def own(self, chunk: int) -> np.ndarray | None:
+        """The own contribution to `chunk` if it has been sent (what a RECOVER carries)."""
+        i = chunk - self.first
+        return self.chunks[i] if 0 <= i < self.next else None
+
+    def next_wakeup(self) -> float:
+        """The earliest time `pump` has something to do without a packet arriving."""
+        wake = self._earliest_due
+        if self.next < min(self.size, self.low + self.policy.window):
+            wake = min(wake, self._next_send_at)
+        return wake
+
+    # --- packets out
+
+    def _packet(
+        self, kind: PacketType, flags: Flag, src: int, index: int, values: np.ndarray | None
+    ) -> InnetPacket:
+        lanes = tuple(values.tolist()) if values is not None else (0,) * LANES
+        g = self.group
+        return InnetPacket(kind, flags, g.job, g.round, g.group, src, self.first + index, 0, lanes)
+
+    def pump(self, now: float) -> list[InnetPacket]:
+        """Resends and NACKs that are due, then new chunks as the window and rate allow."""
+        out: list[InnetPacket] = []
+        if now >= self._earliest_due:
+            out.extend(self._timeouts(now))
+        window_end = min(self.size, self.low + self.policy.window)
+        while self.next < window_end:
+            if self._interval and now < self._next_send_at:
+                return out
+            i = self.next
+            me, fresh = self.group.me, Flag.WAN | Flag.LOCAL
+            out.append(self._packet(PacketType.CONTRIBUTION, fresh, me, i, self.chunks[i]))
+            self.stats.sent += 1
+            timeout = self.policy.timeout_s
+            self.pending[i] = _Pending(due=now + timeout, timeout=timeout)
+            self._earliest_due = min(self._earliest_due, now + timeout)
+            self.next += 1
+            self._next_send_at += self._interval
+        self._next_send_at = max(self._next_send_at, now)  # blocked by the window: no burst
+        return out
+
+    def _timeouts(self, now: float) -> list[InnetPacket]:
+        out: list[InnetPacket] = []
+        earliest = float("inf")
+        policy, me = self.policy, self.group.me
+        for i, p in self.pending.items():
+            if now >= p.due:
+                if p.resends < policy.nack_after:
+                    flags = Flag.WAN | Flag.LOCAL | Flag.RETRANSMIT
+                    out.append(self._packet(PacketType.CONTRIBUTION, flags, me, i, self.chunks[i]))
+                    p.resends += 1
+                    self.stats.retransmitted += 1
+                else:
+                    out.append(self._packet(PacketType.NACK, Flag.WAN, me, i, None))
+                    p.nacks += 1
+                    self.stats.nacks_sent += 1
+                p.timeout = min(p.timeout * policy.backoff, policy.max_timeout_s)
+                p.due = now + p.timeout
+            earliest = min(earliest, p.due)
+        self._earliest_due = earliest
+        return out
+
+    # --- packets in
+
+    def on_result(self, packet: InnetPacket) -> None:
+        """A RESULT for one of this stream's chunks (the caller checked the chunk range)."""
+        i = packet.chunk - self.first
+        if packet.bitmap != self.group.bitmap:
+            raise ResultMismatch(
+                f"RESULT for chunk {packet.chunk} merges islands {packet.bitmap:#x}, the group "
+                f"{self.group.members} is {self.group.bitmap:#x}: the switch's membership for "
+                f"{self.group.key} differs from this worker's GroupSpec; fix the round's install"
+            )
+        values = packet.array()
+        if self.done_mask[i]:
+            self._check_again(i, values, "RESULT")
+            return
+        if i not in self.pending:  # not sent yet: the slot cannot hold the own contribution
+            self.stats.foreign += 1
+            return
+        self.stats.results += 1
+        self._complete(i, values)
+
+    def on_recover(self, packet: InnetPacket) -> list[InnetPacket]:
+        """A RECOVER copy from another member; returns the healing replays once all are in."""
+        i = packet.chunk - self.first
+        src = packet.src
+        if src == self.group.me or src not in self.group.members:
+            self.stats.foreign += 1  # never count the own contribution twice, nor a stranger's
+            return []
+        p = self.pending.get(i)
+        if p is None:
+            if self.done_mask[i]:
+                self.stats.duplicates_ignored += 1
+            return []
+        p.recovered[src] = packet.array()
+        if len(p.recovered) < len(self.group.others):
+            return []
+        total = self.chunks[i].astype(np.int64)
+        for values in p.recovered.values():
+            total += values
+        software = total.astype(np.int32)  # wraps modulo 2**32, as the switch's lanes do
+        heal = LOCAL_REPLAY
+        replays = [self._packet(PacketType.CONTRIBUTION, heal, self.group.me, i, self.chunks[i])]
+        replays += [
+            self._packet(PacketType.CONTRIBUTION, heal, m, i, p.recovered[m])
+            for m in sorted(p.recovered)
+        ]
+        self.stats.recovered_chunks += 1
+        self.stats.heals_sent += len(replays)
+        self._complete(i, software)
+        return replays
+
+    def _check_again(self, i: int, values: np.ndarray, what: str) -> None:
+        if not np.array_equal(values, self.sums[i]):
+            raise ResultMismatch(
+                f"a second {what} for chunk {self.first + i} of {self.group.key} differs from "
+                f"the sum already taken: two different sums for one chunk, refusing both"
+            )
+        self.stats.duplicates_ignored += 1
+
+    def _complete(self, i: int, values: np.ndarray) -> None:
+        self.sums[i] = values
+        self.done_mask[i] = True
+        del self.pending[i]
+        while self.low < self.size and self.done_mask[self.low]:
+            self.low += 1
+
+    # --- giving up
+
+    def missing(self) -> tuple[tuple[int, ...], tuple[int, ...], str]:
+        """(chunks without a sum, members whose contribution is missing, a description)."""
+        chunks = tuple(self.first + int(i) for i in np.flatnonzero(~self.done_mask))
+        nacked = [p for p in self.pending.values() if p.nacks]
+        others = self.group.others
+        if nacked:
+            members = tuple(m for m in others if any(m not in p.recovered for p in nacked))
+        else:
+            members = others
+        unsent = range(self.first + self.next, self.first + self.size)
+        waiting = sorted(self.first + i for i in self.pending)
+        text = (
+            f"{len(chunks)} chunk(s) of {self.group.key} without a sum: "
+            f"waiting for {describe_ranges(waiting)}; not sent yet (window) "
+            f"{describe_ranges(unsent)}; contributions missing from island(s) "
+            f"{', '.join(map(str, members)) or 'none'} "
+            f"(NACKed {len(nacked)} chunk(s); check that those islands run this round)"
+        )
+        return chunks, members, text
