@@ -299,7 +299,7 @@ def group_sum(
 
     Agrees on the exponent, quantises, allreduces and dequantises; NaN or Inf raise
     QuantiseError before a packet is sent. Answers the other members' NACKs until it has been
-    quiet for `policy.quiet_s` before returning.
+    quiet for `policy.linger_s` before returning.
     """
     aggregator = Aggregator(transport, group, policy, clock)
     session = GroupSum(aggregator, update)

@@ -10,11 +10,14 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.netns import islands
 from tests.netns.harness import REPO
+from tests.netns.innet_worker import digest, update
 from tests.netns.topology import destroy
+from workers.quantise import agreed_exponent, exponent_of, exponent_vote, quantise, scale_for
 
 pytestmark = pytest.mark.netns
 
@@ -74,3 +77,76 @@ def test_three_islands_aggregate_exactly(net: islands.Islands, tmp_path: Path):
     finally:
         for edge in edges:
             assert edge.stop() == 0
+
+
+FLOATS = 100_000
+
+
+def workers(net: islands.Islands, window: int, seed: int = 1) -> list[dict]:
+    """Every island's leader runs one group sum with the worker library; their reports."""
+    procs = [
+        subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                net.host(i),
+                sys.executable,
+                "-m",
+                "tests.netns.innet_worker",
+                str(i),
+                str(FLOATS),
+                "0,1,2",
+                str(window),
+                str(seed),
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in islands.ISLANDS
+    ]
+    reports = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=150)
+        assert proc.returncode == 0, err[-3000:]
+        reports.append(json.loads(out.strip().splitlines()[0]))
+    return reports
+
+
+def expected_digest(seed: int = 1) -> str:
+    """numpy's sum of the quantised inputs, wrapping like int32."""
+    updates = [update(i, FLOATS, seed) for i in islands.ISLANDS]
+    exponent = agreed_exponent(sum(exponent_vote(exponent_of(u)) for u in updates))
+    scale = scale_for(exponent, len(updates))
+    total = np.zeros(FLOATS, dtype=np.int32)
+    for u in updates:
+        total = total + quantise(u, scale, len(updates))
+    return digest(total)
+
+
+@pytest.mark.parametrize(
+    ("slots", "window", "shapes", "lossy"),
+    [
+        (1024, 1024, (), False),
+        # 2% loss on every WAN link, one direction each way round the triangle
+        (1024, 1024, ("2:loss=0.02", "3:loss=0.02"), True),
+        # 64 slots against 5 ms WAN links: far below the bandwidth-delay product
+        (64, 64, ("2:delay=5ms", "3:delay=5ms"), False),
+    ],
+    ids=["clean", "loss-2pct", "few-slots"],
+)
+def test_worker_library_sums_100k_floats_exactly(net, tmp_path, slots, window, shapes, lossy):
+    edges = islands.start_edges(net, tmp_path, slots=slots, shapes=shapes)
+    try:
+        islands.program(net, job=1, rnd=1, group=0, members=[0, 1, 2])
+        reports = workers(net, window)
+    finally:
+        for edge in edges:
+            edge.stop()
+    want = expected_digest()
+    for i, report in enumerate(reports):
+        assert report["digest"] == want, (i, report)
+    if lossy:  # (a clean run resends too: the leaders start a fraction of a second apart)
+        assert sum(r["stats"]["retransmitted"] for r in reports) > 0, reports

@@ -1,0 +1,60 @@
+"""An island's leader using the worker library over real UDP: one group sum of a float update.
+
+    python -m tests.netns.innet_worker ISLAND FLOATS MEMBERS WINDOW [SEED]
+
+Runs in the island's host namespace. The update is `update(island, FLOATS, SEED)`; prints one
+JSON line with a digest of the exact int32 group sum, the agreed exponent and the client's
+statistics, then keeps answering the other members' NACKs for a moment before exiting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sys
+
+import numpy as np
+
+from workers.aggregate import Aggregator, GroupSum
+from workers.group import GroupSpec, SendPolicy
+from workers.transport import UdpTransport
+
+JOB, ROUND, GROUP = 1, 1, 0
+
+
+def update(island: int, floats: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed * 100 + island)
+    return (rng.standard_normal(floats) * (island + 1)).astype(np.float32)
+
+
+def digest(int_sum: np.ndarray) -> str:
+    return hashlib.sha256(np.asarray(int_sum, dtype="<i4").tobytes()).hexdigest()
+
+
+def main() -> int:
+    island, floats = int(sys.argv[1]), int(sys.argv[2])
+    members = tuple(int(m) for m in sys.argv[3].split(","))
+    window = int(sys.argv[4])
+    seed = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+    policy = SendPolicy(
+        window=window, timeout_s=0.2, max_timeout_s=1.0, deadline_s=90.0, linger_s=1.5
+    )
+    group = GroupSpec(JOB, ROUND, GROUP, island, members)
+    with UdpTransport(f"10.0.{island}.1", f"10.0.{island}.254") as transport:
+        aggregator = Aggregator(transport, group, policy)
+        session = GroupSum(aggregator, update(island, floats, seed))
+        while not session.step(aggregator.wait_hint()):
+            pass
+        report = {
+            "digest": digest(session.int_sum()),
+            "exponent": session.exponent,
+            "stats": dataclasses.asdict(aggregator.stats),
+        }
+        print(json.dumps(report), flush=True)
+        aggregator.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
