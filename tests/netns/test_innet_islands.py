@@ -150,3 +150,39 @@ def test_worker_library_sums_100k_floats_exactly(net, tmp_path, slots, window, s
         assert report["digest"] == want, (i, report)
     if lossy:  # (a clean run resends too: the leaders start a fraction of a second apart)
         assert sum(r["stats"]["retransmitted"] for r in reports) > 0, reports
+
+
+def counters(net: islands.Islands, i: int) -> dict[str, int]:
+    done = subprocess.run(
+        ["ip", "netns", "exec", net.switch(i), sys.executable, "-m", "tests.netns.innet_counters",
+         islands.GRPC],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_malformed_and_foreign_packets_are_counted_while_sums_stay_exact(net, tmp_path):
+    edges = islands.start_edges(net, tmp_path, slots=1024, shapes=("2:loss=0.01",))
+    try:
+        islands.program(net, job=1, rnd=1, group=0, members=[0, 1, 2])
+        noise = subprocess.Popen(
+            ["ip", "netns", "exec", net.host(0), sys.executable, "-m", "tests.netns.innet_noise",
+             "0", "300"],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        reports = workers(net, 1024, seed=2)
+        _out, err = noise.communicate(timeout=60)
+        assert noise.returncode == 0, err
+        stats = [counters(net, i) for i in islands.ISLANDS]
+    finally:
+        for edge in edges:
+            edge.stop()
+    want = expected_digest(seed=2)
+    assert all(r["digest"] == want for r in reports), reports
+    assert stats[0]["malformed"] >= 3 * 300  # truncated, version 2, source island 40
+    assert stats[0]["unknown"] >= 300
+    # each retransmission reaches edges that already merged it: counted, never merged again
+    assert sum(s["duplicate"] for s in stats) > 0
+    for s in stats:
+        assert s["completed"] >= FLOATS // 32  # every chunk completed at every edge

@@ -1,0 +1,33 @@
+"""Read an edge's innet statistics counter over P4Runtime (p4runtime-shell), as JSON by name.
+
+python -m tests.netns.innet_counters ADDR
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import p4runtime_sh.shell as sh
+
+STATS = (
+    "contribution", "completed", "duplicate", "slot_conflict", "malformed", "unknown",
+    "not_member", "result_resent", "nack_or_recover", "ipv4_forwarded", "dropped_other",
+)  # fmt: skip
+
+
+def main() -> int:
+    sh.setup(device_id=1, grpc_addr=sys.argv[1], election_id=(0, 2))
+    try:
+        packets = {
+            e.msg().index.index: e.msg().data.packet_count
+            for e in sh.CounterEntry("InnetIngress.stats").read()
+        }
+    finally:
+        sh.teardown()
+    print(json.dumps({name: packets.get(i, 0) for i, name in enumerate(STATS)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
