@@ -39,7 +39,8 @@ bench: setup
 	@if [ "$$(id -u)" -eq 0 ]; then \
 	  $(BIN)/python bench/forwarding.py --size 132 \
 	    --processor bench.p4_processors:l2 --processor bench.p4_processors:agg32; \
-	else echo "bench/forwarding.py skipped: it needs root (network namespaces)"; fi
+	  $(BIN)/python bench/aggregation.py; \
+	else echo "bench/forwarding.py and bench/aggregation.py skipped: they need root"; fi
 
 lint: setup
 	$(BIN)/ruff check .

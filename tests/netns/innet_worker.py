@@ -1,6 +1,6 @@
 """An island's leader using the worker library over real UDP: one group sum of a float update.
 
-    python -m tests.netns.innet_worker ISLAND FLOATS MEMBERS WINDOW [SEED]
+    python -m tests.netns.innet_worker ISLAND FLOATS MEMBERS WINDOW [SEED [RATE_BPS]]
 
 Runs in the island's host namespace. The update is `update(island, FLOATS, SEED)`; prints one
 JSON line with a digest of the exact int32 group sum, the agreed exponent and the client's
@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import sys
+import time
 
 import numpy as np
 
@@ -37,16 +38,24 @@ def main() -> int:
     members = tuple(int(m) for m in sys.argv[3].split(","))
     window = int(sys.argv[4])
     seed = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+    rate = float(sys.argv[6]) if len(sys.argv) > 6 and float(sys.argv[6]) > 0 else None
     policy = SendPolicy(
-        window=window, timeout_s=0.2, max_timeout_s=1.0, deadline_s=90.0, linger_s=1.5
+        window=window,
+        rate_bps=rate,
+        timeout_s=0.2,
+        max_timeout_s=1.0,
+        deadline_s=90.0,
+        linger_s=1.5,
     )
     group = GroupSpec(JOB, ROUND, GROUP, island, members)
     with UdpTransport(f"10.0.{island}.1", f"10.0.{island}.254") as transport:
         aggregator = Aggregator(transport, group, policy)
+        start = time.monotonic()
         session = GroupSum(aggregator, update(island, floats, seed))
         while not session.step(aggregator.wait_hint()):
             pass
         report = {
+            "elapsed_s": time.monotonic() - start,
             "digest": digest(session.int_sum()),
             "exponent": session.exponent,
             "stats": dataclasses.asdict(aggregator.stats),
