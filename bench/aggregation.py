@@ -5,7 +5,8 @@ on every edge, the worker library on every leader, one group of three. For slot 
 below the window that rate x (time from send to result) needs, it prints per island the
 aggregation goodput (innet frames per second x 186 bytes, against the link rate: each WAN link
 direction carries exactly one member's stream) and the values' rate, beside the planner's
-cost-model prediction for the same round.
+cost-model predictions for the same round, with window pacing (what the worker library does: a
+leader keeps at most one bank of slots unanswered) and with rate pacing.
 
     python bench/aggregation.py [--rate 5Mbit] [--delay 20ms] [--floats 400000]
 """
@@ -42,13 +43,14 @@ def triangle(delay_s: float, rate_bps: float) -> Wan:
     return Wan("triangle", cities, links)
 
 
-def predicted(delay_s: float, rate_bps: float, chunks: int, slots: int) -> float:
-    """The planner's round time: update = the frames on the wire, memory = the slot pool."""
+def predicted(delay_s: float, rate_bps: float, chunks: int, slots: int, pacing: str) -> float:
+    """The planner's round time: update = the frames on the wire, memory = both slot banks."""
     params = CostParams(
         update_bytes=chunks * FRAME_BYTES,
         memory_bytes=2 * slots * FRAME_BYTES,
         access_bps=10e9,  # the hosts' links are not shaped
         slot_bytes=FRAME_BYTES,
+        pacing=pacing,
     )
     return CostModel(triangle(delay_s, rate_bps), params).round_cost(Round.of([[0, 1, 2]])).time_s
 
@@ -118,7 +120,8 @@ def main() -> int:
             with tempfile.TemporaryDirectory(prefix="p4g") as tmp:
                 reports = run(net, Path(tmp), options.floats, slots, rate_bps,
                               options.delay, options.rate)  # fmt: skip
-            model = predicted(delay_s, rate_bps, chunks, slots)
+            by_rate = predicted(delay_s, rate_bps, chunks, slots, "rate")
+            by_window = predicted(delay_s, rate_bps, chunks, slots, "window")
             cover = "covers" if slots >= window else "below"
             for i, r in enumerate(reports):
                 goodput = chunks * FRAME_BYTES * 8 / r["elapsed_s"]
@@ -127,7 +130,8 @@ def main() -> int:
                     f"  slots {slots:5d} ({cover} rate x RTT) island {i}: "
                     f"{r['elapsed_s']:6.2f} s, goodput {format_rate(goodput)} = "
                     f"{goodput / rate_bps:4.0%} of the link (values {format_rate(values)}); "
-                    f"planner predicts {model:6.2f} s; resent {r['stats']['retransmitted']}"
+                    f"planner {by_window:6.2f} s (window pacing, as the workers do) / "
+                    f"{by_rate:.2f} s (rate pacing); resent {r['stats']['retransmitted']}"
                 )
     finally:
         destroy(net.namespaces)

@@ -74,6 +74,14 @@ def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
         action="store_false",
         help="send all members at once instead of aligning arrivals",
     )
+    p.add_argument(
+        "--pacing",
+        choices=["rate", "window"],
+        default="rate",
+        help="rate: members send at the planned rate, a slot is busy for the arrival skew "
+        "(default); window: each leader keeps half the slots unanswered, as the worker library "
+        "does, so the rate is bounded by memory over the time to a result",
+    )
     p.add_argument("--slot-size", default=f"{DEFAULT_SLOT_BYTES}B", help="bytes of one slot")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
@@ -162,6 +170,7 @@ def _setup(args: argparse.Namespace, memory: int) -> tuple[Wan, CostParams]:
         access_bps=bandwidth,
         slot_bytes=parse_size(args.slot_size),
         align=args.align,
+        pacing=args.pacing,
     )
     return wan, params
 

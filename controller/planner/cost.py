@@ -41,6 +41,10 @@ class CostParams:
     access_bps: float
     slot_bytes: int = DEFAULT_SLOT_BYTES
     align: bool = True  # allow per-island send offsets that align arrivals
+    # "rate": members send at the planned rate and a slot is busy for the arrival skew (the model
+    # below). "window": each leader keeps at most one bank of slots (half the memory) unanswered,
+    # as the worker library does, so R <= (M / 2) / (time from sending a chunk to its result).
+    pacing: str = "rate"
 
     def __post_init__(self) -> None:
         if self.update_bytes <= 0:
@@ -49,10 +53,18 @@ class CostParams:
             raise PlanError(f"bandwidth must be positive, got {self.access_bps} b/s")
         if self.slot_bytes <= 0:
             raise PlanError(f"slot size must be positive, got {self.slot_bytes} bytes")
+        if self.pacing not in ("rate", "window"):
+            raise PlanError(f"pacing must be 'rate' or 'window', got {self.pacing!r}")
         if self.memory_bytes < self.slot_bytes:
             raise PlanError(
                 f"aggregator memory {self.memory_bytes} B is below one slot ({self.slot_bytes} B)"
             )
+
+    def window_rate_cap(self, latency: float) -> float:
+        """Largest rate (b/s) a window of half the memory sustains over this send-to-result time."""
+        if latency <= 0.0:
+            return math.inf
+        return self.memory_bytes / 2 * 8.0 / latency
 
     def memory_rate_cap(self, skew: float) -> float:
         """Largest rate (b/s) whose in-flight partial sums fit in memory for this skew."""
@@ -131,6 +143,8 @@ class CostModel:
         bits = p.update_bytes * 8.0
         zero, least = self.geometry.alignments(members)
         best = zero
+        if p.pacing == "window":  # each leader waits for its own results: offsets do not help
+            return zero, min(p.access_bps, p.window_rate_cap(zero.span))
         best_cap = min(p.access_bps, p.memory_rate_cap(zero.skew))
         if p.align:
             cap = min(p.access_bps, p.memory_rate_cap(least.skew))
@@ -157,7 +171,10 @@ class CostModel:
             limit = limits[g]
             if limit == "cap":
                 limit = "memory" if cap < p.access_bps else "access"
-            memory = rate / 8.0 * al.skew + p.slot_bytes
+            if p.pacing == "window":  # two banks of the window a leader keeps in flight
+                memory = 2 * rate / 8.0 * al.span + p.slot_bytes
+            else:
+                memory = rate / 8.0 * al.skew + p.slot_bytes
             costs.append(
                 GroupCost(
                     g, rate, al.offsets, al.skew, al.span, bits / rate + al.span, memory, limit

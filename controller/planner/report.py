@@ -39,7 +39,7 @@ def plan_text(wan: Wan, plan: Plan) -> str:
     lines = [
         f"{wan.name}: {wan.n} islands; update {format_size(p.update_bytes)}, aggregator memory "
         f"{format_size(p.memory_bytes)}, access {format_rate(p.access_bps)}, send offsets "
-        f"{'on' if p.align else 'off'}, consensus to epsilon {plan.epsilon:g}",
+        f"{'on' if p.align else 'off'}, {p.pacing} pacing, consensus to epsilon {plan.epsilon:g}",
         "",
     ]
     best = plan.best
@@ -97,6 +97,7 @@ def plan_json(wan: Wan, plan: Plan) -> dict:
         "memory_bytes": p.memory_bytes,
         "access_bps": p.access_bps,
         "align": p.align,
+        "pacing": p.pacing,
         "epsilon": plan.epsilon,
         "best": plan.best.family,
         "families": [family_json(wan, f) for f in plan.families],

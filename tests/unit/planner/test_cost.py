@@ -52,6 +52,21 @@ def test_offsets_align_a_triple_and_lift_the_memory_bound():
     assert g.offsets[2] == 0.0 and g.offsets[0] == pytest.approx(0.010)
 
 
+def test_window_pacing_bounds_the_rate_by_half_the_memory_over_the_time_to_a_result():
+    wan = line_wan([10, 20], capacity_bps=100e9)  # A-B 10 ms, B-C 20 ms: A-C 30 ms
+    m = 2 * 10**6
+    g = cost_of(wan, [[0, 1, 2]], memory_bytes=m, pacing="window").groups[0]
+    # a triple aligns to zero skew, but a leader still waits 30 ms for its slowest result
+    assert g.offsets == (0.0, 0.0, 0.0)
+    assert g.limit == "memory"
+    assert g.rate_bps == pytest.approx(10**6 * 8 / 0.030)
+    assert g.memory_bytes == pytest.approx(m + 128)  # both banks full
+    rate_paced = cost_of(wan, [[0, 1, 2]], memory_bytes=m).groups[0]
+    assert rate_paced.limit == "access" and rate_paced.time_s < g.time_s
+    with pytest.raises(PlanError, match="pacing"):
+        CostParams(GB, m, 10e9, pacing="credit")
+
+
 def test_groups_sharing_a_link_split_it():
     wan = line_wan([5, 5, 5], capacity_bps=10e9)  # A-B-C-D; A->C and B->D share B->C
     cost = cost_of(wan, [[0, 2], [1, 3]])
