@@ -4,7 +4,7 @@
 
 SPEC_JSON (see tests.netns.islands.round_entries): "member": [job, round, group, expected, my_bit,
 local_grp] or null, "tree": [job, round, group, src, [wan ports]] or null, "host": [mac, ip,
-gateway].
+gateway], "routes": [[prefix, length, port, dmac], ...].
 Multicast groups: 1 = the host port (replica id 1); 16 = the tree's WAN ports (replica id 0);
 17 = the same plus the host port.
 """
@@ -37,6 +37,11 @@ def main() -> int:
         host.action["mac"], host.action["ip"], host.action["gateway"] = mac, ip, gateway
         host.insert()
         group(LOCAL_GRP, [(HOST_PORT, HOST_RID)])
+        for prefix, length, port, dmac in spec.get("routes", []):
+            route = sh.TableEntry("InnetIngress.ipv4_lpm")(action="InnetIngress.forward")
+            route.match["hdr.ipv4.dstAddr"] = f"{prefix}/{length}"
+            route.action["port"], route.action["dmac"] = str(port), dmac
+            route.insert()
         if spec["member"] is not None:
             job, rnd, grp, expected, my_bit, local_grp = spec["member"]
             entry = sh.TableEntry("InnetIngress.membership")(action="InnetIngress.member")

@@ -79,6 +79,7 @@ def build(prefix: str) -> Islands:
             run(["ip", "-n", host, "neigh", "replace", gateway_ip(i), "lladdr",
                  f"02:00:0a:00:0{i}:fe", "dev", dev, "nud", "permanent"])  # fmt: skip
             in_ns(host, "ethtool", "-K", dev, "tx", "off", "rx", "off")
+            run(["ip", "-n", host, "route", "add", "10.0.0.0/16", "via", gateway_ip(i)])
         for i in ISLANDS:
             j = (i + 1) % 3
             run(["ip", "link", "add", f"s{i}-eth2", "netns", net.switch(i), "type", "veth",
@@ -154,7 +155,10 @@ def round_entries(i: int, job: int, rnd: int, group: int, members: Sequence[int]
         "member": [job, rnd, group, expected, 1 << i, LOCAL_GRP] if i in members else None,
         "tree": [job, rnd, group, i, ports] if i in members else None,
         "host": [host_mac(i), host_ip(i), gateway_ip(i)],
-    }
+        # plain IPv4: the island's own /24 to its host, the others' out of the direct WAN link
+        "routes": [[f"10.0.{j}.0", 24, HOST_PORT if j == i else port_toward(i, j),
+                    host_mac(j) if j == i else "02:00:00:00:00:00"] for j in ISLANDS],
+    }  # fmt: skip
 
 
 def program(net: Islands, job: int, rnd: int, group: int, members: Sequence[int]) -> None:

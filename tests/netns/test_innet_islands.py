@@ -186,3 +186,21 @@ def test_malformed_and_foreign_packets_are_counted_while_sums_stay_exact(net, tm
     assert sum(s["duplicate"] for s in stats) > 0
     for s in stats:
         assert s["completed"] >= FLOATS // 32  # every chunk completed at every edge
+
+
+def test_plain_ipv4_crosses_the_wan(net, tmp_path):
+    """Other traffic is routed: ping between islands, through two edges and a shaped link."""
+    edges = islands.start_edges(net, tmp_path, slots=64, shapes=("2:delay=10ms", "3:delay=10ms"))
+    try:
+        islands.program(net, job=1, rnd=1, group=0, members=[0, 1, 2])
+        done = subprocess.run(
+            ["ip", "netns", "exec", net.host(0), "ping", "-n", "-c", "3", "-i", "0.2", "-W", "2",
+             islands.host_ip(1)],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+    finally:
+        for edge in edges:
+            edge.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    rtts = [float(x.split("=")[1]) for x in done.stdout.split() if x.startswith("time=")]
+    assert len(rtts) == 3 and all(20 <= r < 40 for r in rtts)  # 10 ms each way
