@@ -1,0 +1,446 @@
+"""One P4Runtime switch over gRPC: stream channel, arbitration, pipeline, write, read, packet I/O.
+
+    conn = SwitchConnection("s1", "127.0.0.1:50051", device_id=1, election_id=(0, 1))
+    conn.connect(deadline_after(10))      # opens the StreamChannel and becomes primary
+    conn.set_pipeline(p4info, p4_source)  # VERIFY_AND_COMMIT
+    conn.write([insert(entity)])          # or WriteError naming each refused update
+    conn.close()
+
+Deadlines are absolute `time.monotonic()` values. A connection whose stream ends (the switch
+stopped or restarted) is no longer `alive`; `reconnect(deadline)` opens a new channel and
+arbitrates again (the switch may have lost its state: see `Fabric.reinstall`).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import grpc
+from google.rpc import code_pb2, status_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from controller.p4rt.schema import Schema, Value
+
+log = logging.getLogger(__name__)
+
+_SetRequest = p4runtime_pb2.SetForwardingPipelineConfigRequest
+_MAX_MESSAGE = 64 << 20  # the P4Info and the P4 source travel in one message
+PACKET_IN_BACKLOG = 4096
+
+
+def deadline_after(seconds: float) -> float:
+    """An absolute deadline `seconds` from now, as the methods here take it."""
+    return time.monotonic() + seconds
+
+
+def code_name(code: int) -> str:
+    try:
+        return code_pb2.Code.Name(code)
+    except ValueError:
+        return str(code)
+
+
+class P4RuntimeError(Exception):
+    """A P4Runtime request a switch refused or could not answer."""
+
+
+class SwitchUnreachable(P4RuntimeError):
+    """No answer from a switch's address before the deadline (not started, or wrong address)."""
+
+
+class ConnectionLost(P4RuntimeError):
+    """The switch's stream ended or an RPC found it unavailable (stopped or restarted)."""
+
+
+class ArbitrationError(P4RuntimeError):
+    """This controller could not become the switch's primary."""
+
+
+@dataclass(frozen=True)
+class UpdateFailure:
+    """One refused update of a Write: its position in the batch, the update, code and message."""
+
+    index: int
+    update: p4runtime_pb2.Update
+    code: int
+    message: str
+
+    @property
+    def code_name(self) -> str:
+        return code_name(self.code)
+
+
+class WriteError(P4RuntimeError):
+    """Some updates of a Write were refused; the others (`succeeded`, by index) were applied."""
+
+    def __init__(
+        self,
+        switch: str,
+        failures: Sequence[UpdateFailure],
+        succeeded: Sequence[int],
+        describe: Callable[[p4runtime_pb2.Entity], str] | None = None,
+    ) -> None:
+        self.switch = switch
+        self.failures = tuple(failures)
+        self.succeeded = tuple(succeeded)
+        total = len(self.failures) + len(self.succeeded)
+        lines = [f"switch {switch} refused {len(self.failures)} of {total} updates:"]
+        for f in self.failures:
+            kind = p4runtime_pb2.Update.Type.Name(f.update.type)
+            what = describe(f.update.entity) if describe else f.update.entity.WhichOneof("entity")
+            lines.append(f"  #{f.index} {kind} {what}: {f.code_name}: {f.message}")
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class PacketIn:
+    payload: bytes
+    metadata: Mapping[str, int] = field(default_factory=dict)
+
+
+class SwitchConnection:
+    """A controller's connection to one P4Runtime device (default role)."""
+
+    def __init__(
+        self,
+        name: str,
+        address: str,
+        device_id: int,
+        election_id: tuple[int, int] = (0, 1),
+        *,
+        rpc_timeout: float = 30.0,
+    ) -> None:
+        self.name = name
+        self.address = address
+        self.device_id = device_id
+        self.election_id = election_id
+        self.rpc_timeout = rpc_timeout
+        self.packet_ins: queue.Queue[PacketIn] = queue.Queue(PACKET_IN_BACKLOG)
+        self.schema: Schema | None = None  # known once a pipeline is set or fetched
+        self._channel: grpc.Channel | None = None
+        self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
+        self._requests: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
+        self._arbitration: queue.Queue[p4runtime_pb2.MasterArbitrationUpdate | None] = queue.Queue()
+        self._alive = threading.Event()
+        self._primary = threading.Event()
+        self._stream_error: grpc.RpcError | None = None
+        self._reader: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"SwitchConnection({self.name!r}, {self.address!r}, device_id={self.device_id})"
+
+    # --- life cycle -------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        """True while the stream channel is open (False after the switch stopped or restarted)."""
+        return self._alive.is_set()
+
+    @property
+    def primary(self) -> bool:
+        return self._alive.is_set() and self._primary.is_set()
+
+    def connect(self, deadline: float) -> None:
+        """Open a channel and a StreamChannel, and become primary; raise if that fails."""
+        if self._channel is not None:
+            raise P4RuntimeError(f"switch {self.name}: already connected; close() it first")
+        channel = grpc.insecure_channel(
+            self.address,
+            options=[
+                ("grpc.max_receive_message_length", _MAX_MESSAGE),
+                ("grpc.max_send_message_length", _MAX_MESSAGE),
+            ],
+        )
+        try:
+            grpc.channel_ready_future(channel).result(timeout=max(0.0, deadline - time.monotonic()))
+        except grpc.FutureTimeoutError:
+            channel.close()
+            raise SwitchUnreachable(
+                f"switch {self.name}: no P4Runtime server answers at {self.address}; "
+                "is the switch running and listening there?"
+            ) from None
+        self._channel = channel
+        self._stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        self._open_stream()
+        try:
+            self._arbitrate(deadline)
+        except BaseException:
+            self.close()
+            raise
+
+    def reconnect(self, deadline: float) -> None:
+        """Drop the current channel and connect again, retrying until `deadline`."""
+        self.close()
+        while True:
+            try:
+                self.connect(deadline)
+                log.info("switch %s: reconnected to %s", self.name, self.address)
+                return
+            except (SwitchUnreachable, ConnectionLost) as err:
+                if time.monotonic() >= deadline:
+                    raise SwitchUnreachable(
+                        f"switch {self.name}: could not reconnect to {self.address} "
+                        f"before the deadline: {err}"
+                    ) from err
+                self.close()
+                time.sleep(0.05)  # back-off between attempts, not a readiness wait
+
+    def close(self) -> None:
+        """End the stream and the channel (idempotent)."""
+        self._alive.clear()
+        self._requests.put(None)
+        if self._channel is not None:
+            self._channel.close()
+        if self._reader is not None:
+            self._reader.join(5.0)
+        self._channel, self._stub, self._reader = None, None, None
+        self._requests = queue.Queue()
+        self._alive.clear()
+        self._primary.clear()
+
+    def __enter__(self) -> SwitchConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- stream -----------------------------------------------------------------------------
+
+    def _open_stream(self) -> None:
+        assert self._stub is not None
+        requests = self._requests
+        arbitration: queue.Queue[p4runtime_pb2.MasterArbitrationUpdate | None] = queue.Queue()
+        self._arbitration = arbitration
+        self._stream_error = None
+
+        def outgoing() -> Iterator[p4runtime_pb2.StreamMessageRequest]:
+            while (item := requests.get()) is not None:
+                yield item
+
+        stream = self._stub.StreamChannel(outgoing())
+        self._alive.set()
+
+        def read() -> None:
+            try:
+                for msg in stream:
+                    self._dispatch(msg, arbitration)
+            except grpc.RpcError as err:
+                self._stream_error = err
+            finally:
+                was_alive = self._alive.is_set()
+                self._alive.clear()
+                self._primary.clear()
+                arbitration.put(None)
+                if was_alive and self._channel is not None:
+                    log.warning("switch %s: stream channel ended (%s)", self.name, self._ended())
+
+        self._reader = threading.Thread(target=read, name=f"p4rt-{self.name}", daemon=True)
+        self._reader.start()
+
+    def _dispatch(
+        self,
+        msg: p4runtime_pb2.StreamMessageResponse,
+        arbitration: queue.Queue[p4runtime_pb2.MasterArbitrationUpdate | None],
+    ) -> None:
+        kind = msg.WhichOneof("update")
+        if kind == "arbitration":
+            if msg.arbitration.status.code == code_pb2.OK:
+                self._primary.set()
+            else:
+                if self._primary.is_set():
+                    log.warning("switch %s: this controller is no longer primary", self.name)
+                self._primary.clear()
+            arbitration.put(msg.arbitration)
+        elif kind == "packet":
+            meta = (
+                self.schema.packet_metadata_names("packet_in", msg.packet.metadata)
+                if self.schema is not None
+                else {
+                    str(m.metadata_id): int.from_bytes(m.value, "big") for m in msg.packet.metadata
+                }
+            )
+            try:
+                self.packet_ins.put_nowait(PacketIn(msg.packet.payload, meta))
+            except queue.Full:
+                log.warning("switch %s: packet-in dropped, %d unread", self.name, PACKET_IN_BACKLOG)
+        elif kind == "error":
+            err = msg.error
+            log.warning(
+                "switch %s: stream error %s: %s",
+                self.name,
+                code_name(err.canonical_code),
+                err.message,
+            )
+
+    def _ended(self) -> str:
+        err = self._stream_error
+        if err is None:
+            return "closed by the switch"
+        return f"{err.code().name}: {err.details()}"
+
+    def _arbitrate(self, deadline: float) -> None:
+        high, low = self.election_id
+        update = p4runtime_pb2.MasterArbitrationUpdate(device_id=self.device_id)
+        update.election_id.high, update.election_id.low = high, low
+        self._requests.put(p4runtime_pb2.StreamMessageRequest(arbitration=update))
+        try:
+            reply = self._arbitration.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise ArbitrationError(
+                f"switch {self.name}: no arbitration answer from {self.address} before the deadline"
+            ) from None
+        ours = (high << 64) | low
+        if reply is None:
+            raise ArbitrationError(
+                f"switch {self.name}: the switch ended the stream while arbitrating election id "
+                f"{ours} ({self._ended()}); another live controller may use the same election id "
+                "or the device id is wrong"
+            )
+        highest = (reply.election_id.high << 64) | reply.election_id.low
+        if reply.status.code == code_pb2.OK:
+            log.info("switch %s: primary with election id %d", self.name, ours)
+            return
+        if reply.status.code == code_pb2.ALREADY_EXISTS:
+            raise ArbitrationError(
+                f"switch {self.name}: another controller is primary with election id {highest} "
+                f"(ours is {ours}); stop it or connect with a higher election id"
+            )
+        raise ArbitrationError(
+            f"switch {self.name}: not primary ({code_name(reply.status.code)}): election id "
+            f"{ours} is below the highest the device has seen ({highest}); use at least {highest}"
+        )
+
+    # --- RPCs -------------------------------------------------------------------------------
+
+    def _rpc_stub(self) -> p4runtime_pb2_grpc.P4RuntimeStub:
+        if self._stub is None:
+            raise ConnectionLost(f"switch {self.name}: not connected; call connect() first")
+        return self._stub
+
+    def _failed(self, what: str, err: grpc.RpcError) -> P4RuntimeError:
+        code = err.code()
+        text = f"switch {self.name}: {what} failed: {code.name}: {err.details()}"
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+            return ConnectionLost(text + " (the switch stopped or restarted: reconnect)")
+        if code == grpc.StatusCode.PERMISSION_DENIED:
+            return ArbitrationError(text + " (this controller is not primary)")
+        return P4RuntimeError(text)
+
+    def _election(self) -> p4runtime_pb2.Uint128:
+        return p4runtime_pb2.Uint128(high=self.election_id[0], low=self.election_id[1])
+
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
+        """SetForwardingPipelineConfig with VERIFY_AND_COMMIT: the switch starts empty."""
+        request = _SetRequest(
+            device_id=self.device_id,
+            election_id=self._election(),
+            action=_SetRequest.VERIFY_AND_COMMIT,
+        )
+        request.config.p4info.CopyFrom(p4info)
+        request.config.p4_device_config = device_config
+        try:
+            self._rpc_stub().SetForwardingPipelineConfig(request, timeout=self.rpc_timeout)
+        except grpc.RpcError as err:
+            raise self._failed("setting the pipeline", err) from None
+        self.schema = Schema(p4info)
+        log.info("switch %s: pipeline set", self.name)
+
+    def get_p4info(self) -> p4info_pb2.P4Info | None:
+        """The P4Info of the switch's pipeline, or None before any pipeline is set."""
+        request = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE,
+        )
+        try:
+            reply = self._rpc_stub().GetForwardingPipelineConfig(request, timeout=self.rpc_timeout)
+        except grpc.RpcError as err:
+            raise self._failed("reading the pipeline", err) from None
+        if not reply.HasField("config") or not reply.config.HasField("p4info"):
+            return None
+        self.schema = Schema(reply.config.p4info)
+        return reply.config.p4info
+
+    def write(self, updates: Sequence[p4runtime_pb2.Update], atomic: bool = False) -> None:
+        """Apply updates in order; WriteError lists each refused one with its code.
+
+        `atomic` asks for ROLLBACK_ON_ERROR (the switch undoes the batch at the first failure;
+        BMv2 does not implement it); otherwise CONTINUE_ON_ERROR applies what it can.
+        """
+        if not updates:
+            return
+        atomicity = (
+            p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR
+            if atomic
+            else p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
+        )
+        request = p4runtime_pb2.WriteRequest(
+            device_id=self.device_id, election_id=self._election(), atomicity=atomicity
+        )
+        request.updates.extend(updates)
+        try:
+            self._rpc_stub().Write(request, timeout=self.rpc_timeout)
+        except grpc.RpcError as err:
+            errors = _detail_errors(err)
+            if err.code() != grpc.StatusCode.UNKNOWN or errors is None:
+                raise self._failed(f"a write of {len(updates)} updates", err) from None
+            failures, succeeded = [], []
+            for index, (update, error) in enumerate(zip(updates, errors, strict=False)):
+                if error.canonical_code == code_pb2.OK:
+                    succeeded.append(index)
+                else:
+                    failures.append(
+                        UpdateFailure(index, update, error.canonical_code, error.message)
+                    )
+            describe = self.schema.describe if self.schema is not None else None
+            raise WriteError(self.name, failures, succeeded, describe) from None
+
+    def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+        """Every entity matching the given (wildcard) entities, gathered from the reply stream."""
+        request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        request.entities.extend(entities)
+        try:
+            stream = self._rpc_stub().Read(request, timeout=self.rpc_timeout)
+            return [entity for reply in stream for entity in reply.entities]
+        except grpc.RpcError as err:
+            errors = _detail_errors(err)
+            if errors is None:
+                raise self._failed("a read", err) from None
+            bad = "; ".join(
+                f"#{i}: {code_name(e.canonical_code)}: {e.message}"
+                for i, e in enumerate(errors)
+                if e.canonical_code != code_pb2.OK
+            )
+            raise P4RuntimeError(f"switch {self.name}: read refused: {bad}") from None
+
+    def packet_out(self, payload: bytes, metadata: Mapping[str, Value] | None = None) -> None:
+        """Send a PacketOut on the stream; `metadata` by packet_out header field name."""
+        if not self.alive:
+            raise ConnectionLost(f"switch {self.name}: the stream is closed; reconnect first")
+        packet = p4runtime_pb2.PacketOut(payload=payload)
+        if metadata:
+            if self.schema is None:
+                raise P4RuntimeError(f"switch {self.name}: set or fetch the pipeline first")
+            packet.metadata.extend(self.schema.packet_metadata_values("packet_out", metadata))
+        self._requests.put(p4runtime_pb2.StreamMessageRequest(packet=packet))
+
+
+def _detail_errors(err: grpc.RpcError) -> list[p4runtime_pb2.Error] | None:
+    """The p4.v1.Error of each update or request, from the grpc-status-details-bin trailer."""
+    trailers = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
+    for key, value in trailers or ():
+        if key == "grpc-status-details-bin":
+            status = status_pb2.Status.FromString(value)
+            errors = []
+            for detail in status.details:
+                error = p4runtime_pb2.Error()
+                if not detail.Unpack(error):
+                    return None
+                errors.append(error)
+            return errors
+    return None

@@ -1,0 +1,401 @@
+"""What the controller installs for innet.p4, and the driver that plays a schedule's rounds.
+
+The pure part turns (WAN, round, job, round number, hosts) into entries per edge switch, by
+name, following docs/protocol.md and docs/controller.md:
+
+    base = base_plan(wan, Addressing.default(wan.n, hosts_per_island=2))   # once per switch
+    r7 = round_plan(wan, schedule.round_at(7), job=1, number=7, hosts_per_island=2)
+    changes = install_changes(r7, present=[base])      # {city: (Change, ...)}
+    updates = to_updates(schema, changes[0])           # P4Runtime updates for city 0's edge
+
+Port convention: the edge of city u has ports 1..W for its W hosts, then port W+1+k for the
+link to its k-th neighbour in `wan.neighbours(u)` (ascending city index). The island id in
+innet packets is the city index.
+
+Multicast group ids encode their port set: id = 2 * mask + h, where bit k of mask is the link
+to the k-th neighbour and h = 1 adds every host port (replica id 1; WAN replicas have id 0).
+The island's local group is therefore id 1, and two rounds that replicate to the same ports
+share a group. `RoundDriver` (the impure part) installs, awaits and retires rounds on a Fabric.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from p4.v1 import p4runtime_pb2
+
+from controller.p4rt.fabric import Fabric
+from controller.p4rt.schema import Lpm, Match, Schema, delete, insert
+from controller.planner.schedule import Round, Schedule
+from topo.wan import Wan
+
+log = logging.getLogger(__name__)
+
+MAX_ISLANDS = 32  # the contributor bitmap
+HOST_RID, WAN_RID = 1, 0
+LOCAL_GRP = 1
+MAX_NEIGHBOURS = 15  # 2 * (2**15 - 1) + 1 is the largest group id below 2**16
+
+MEMBERSHIP, TREE = "InnetIngress.membership", "InnetIngress.tree"
+HOST_PORT, IPV4_LPM = "InnetEgress.host_port", "InnetIngress.ipv4_lpm"
+
+
+class RoundPlanError(ValueError):
+    """A round, WAN or addressing that innet.p4 cannot carry."""
+
+
+class RoundTimeout(TimeoutError):
+    """Islands that did not report a round done before the deadline."""
+
+    def __init__(self, number: int, missing: Sequence[int], names: Sequence[str]) -> None:
+        self.number = number
+        self.missing = tuple(missing)
+        who = ", ".join(f"{names[i]} ({i})" for i in missing)
+        super().__init__(f"round {number}: no done report before the deadline from {who}")
+
+
+# --- entries by name ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableWrite:
+    """One table entry, by P4Info names."""
+
+    table: str
+    match: tuple[tuple[str, Match], ...]
+    action: str
+    params: tuple[tuple[str, int | str], ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupWrite:
+    """One multicast group: (egress port, replica id) pairs."""
+
+    group_id: int
+    replicas: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class SwitchEntries:
+    tables: tuple[TableWrite, ...] = ()
+    groups: tuple[GroupWrite, ...] = ()
+
+
+@dataclass(frozen=True)
+class Change:
+    op: Literal["insert", "delete"]
+    item: TableWrite | GroupWrite
+
+
+Plan = Mapping[int, SwitchEntries]  # city index -> what its edge holds
+
+
+# --- addresses and ports -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostAddress:
+    mac: str
+    ip: str
+
+
+@dataclass(frozen=True)
+class Addressing:
+    """Hosts of every island in port order, each edge's own address and MAC, island prefixes."""
+
+    hosts: tuple[tuple[HostAddress, ...], ...]
+    gateways: tuple[str, ...]  # the edge's address on its island's subnet
+    edge_macs: tuple[str, ...]  # what a neighbouring edge puts as destination MAC
+    prefixes: tuple[tuple[str, int], ...]  # each island's host prefix
+
+    @classmethod
+    def default(cls, n: int, hosts_per_island: int) -> Addressing:
+        """Island i is 10.0.i.0/24, host k (1-based) 10.0.i.k with MAC 02:00:0a:00:ii:kk, its
+        edge 10.0.i.254 with MAC 02:00:0a:00:ii:fe."""
+        if not 1 <= hosts_per_island <= 253 or not 1 <= n <= 256:
+            raise RoundPlanError(f"no default addressing for {n} islands of {hosts_per_island}")
+        hosts = tuple(
+            tuple(HostAddress(f"02:00:0a:00:{i:02x}:{k:02x}", f"10.0.{i}.{k}")
+                  for k in range(1, hosts_per_island + 1))
+            for i in range(n)
+        )  # fmt: skip
+        return cls(
+            hosts=hosts,
+            gateways=tuple(f"10.0.{i}.254" for i in range(n)),
+            edge_macs=tuple(f"02:00:0a:00:{i:02x}:fe" for i in range(n)),
+            prefixes=tuple((f"10.0.{i}.0", 24) for i in range(n)),
+        )
+
+    @property
+    def hosts_per_island(self) -> int:
+        sizes = {len(h) for h in self.hosts}
+        if len(sizes) != 1:
+            raise RoundPlanError(f"islands have different numbers of hosts: {sorted(sizes)}")
+        return sizes.pop()
+
+
+def host_ports(hosts_per_island: int) -> tuple[int, ...]:
+    return tuple(range(1, hosts_per_island + 1))
+
+
+def wan_port(wan: Wan, u: int, v: int, hosts_per_island: int) -> int:
+    """The port of u's edge on the link to neighbour v."""
+    neighbours = wan.neighbours(u)
+    if v not in neighbours:
+        raise RoundPlanError(f"{wan.names[v]} is not a neighbour of {wan.names[u]}")
+    return hosts_per_island + 1 + neighbours.index(v)
+
+
+def group_id(wan: Wan, u: int, children: Iterable[int], with_hosts: bool) -> int:
+    """The multicast group of u's edge replicating to these neighbours (and its hosts)."""
+    neighbours = wan.neighbours(u)
+    if len(neighbours) > MAX_NEIGHBOURS:
+        raise RoundPlanError(
+            f"{wan.names[u]} has {len(neighbours)} links; group ids encode at most {MAX_NEIGHBOURS}"
+        )
+    mask = sum(1 << neighbours.index(v) for v in set(children))
+    return 2 * mask + int(with_hosts)
+
+
+def group_entry(wan: Wan, u: int, gid: int, hosts_per_island: int) -> GroupWrite:
+    """The replicas a group id stands for at u's edge (WAN ports first, ascending)."""
+    neighbours = wan.neighbours(u)
+    mask, with_hosts = gid >> 1, gid & 1
+    wan_ports = [(wan_port(wan, u, v, hosts_per_island), WAN_RID)
+                 for k, v in enumerate(neighbours) if mask >> k & 1]  # fmt: skip
+    hosts = [(p, HOST_RID) for p in host_ports(hosts_per_island)] if with_hosts else []
+    return GroupWrite(gid, tuple(wan_ports + hosts))
+
+
+# --- plans -------------------------------------------------------------------------------------
+
+
+def base_plan(wan: Wan, addressing: Addressing) -> dict[int, SwitchEntries]:
+    """Once per edge: host_port per host, the local group, IPv4 routes to every island."""
+    if len(addressing.hosts) != wan.n:
+        raise RoundPlanError(f"addressing covers {len(addressing.hosts)} islands, WAN has {wan.n}")
+    w = addressing.hosts_per_island
+    plan = {}
+    for u in range(wan.n):
+        tables = [
+            TableWrite(HOST_PORT, (("standard_metadata.egress_port", port),), "InnetEgress.to_host",
+                       (("mac", h.mac), ("ip", h.ip), ("gateway", addressing.gateways[u])))
+            for port, h in zip(host_ports(w), addressing.hosts[u], strict=True)
+        ]  # fmt: skip
+        for port, h in zip(host_ports(w), addressing.hosts[u], strict=True):
+            tables.append(_route(Lpm(h.ip, 32), port, h.mac))
+        for v in range(wan.n):
+            if v != u:
+                hop = wan.path(u, v)[1]
+                prefix, length = addressing.prefixes[v]
+                tables.append(
+                    _route(Lpm(prefix, length), wan_port(wan, u, hop, w), addressing.edge_macs[hop])
+                )
+        plan[u] = SwitchEntries(tuple(tables), (group_entry(wan, u, LOCAL_GRP, w),))
+    return plan
+
+
+def _route(prefix: Lpm, port: int, dmac: str) -> TableWrite:
+    return TableWrite(IPV4_LPM, (("hdr.ipv4.dstAddr", prefix),), "InnetIngress.forward",
+                      (("port", port), ("dmac", dmac)))  # fmt: skip
+
+
+def round_plan(
+    wan: Wan, rnd: Round, *, job: int, number: int, hosts_per_island: int
+) -> dict[int, SwitchEntries]:
+    """Membership, transit and tree entries of one round, with the groups they use, per edge."""
+    if wan.n > MAX_ISLANDS:
+        raise RoundPlanError(f"innet carries at most {MAX_ISLANDS} islands, the WAN has {wan.n}")
+    if not 0 <= job < 1 << 16 or not 0 <= number < 1 << 16:
+        raise RoundPlanError(f"job {job} and round {number} must fit in 16 bits")
+    if len(rnd.groups) > 256:
+        raise RoundPlanError(f"a round has at most 256 groups, this one {len(rnd.groups)}")
+    rnd.check(wan.n)
+    tables: dict[int, list[TableWrite]] = {}
+    groups: dict[int, dict[int, GroupWrite]] = {}
+    for g, members in enumerate(rnd.groups):
+        key = (("hdr.innet.job", job), ("hdr.innet.round", number), ("hdr.innet.group", g))
+        expected = sum(1 << m for m in members)
+        on_tree: set[int] = set()
+        trees = []
+        for src in members:
+            edges = wan.tree(src, [m for m in members if m != src])
+            on_tree.update(x for edge in edges for x in edge)
+            trees.append((src, edges))
+        for u in members:
+            params = (("expected", expected), ("my_bit", 1 << u), ("local_grp", LOCAL_GRP))
+            tables.setdefault(u, []).append(
+                TableWrite(MEMBERSHIP, key, "InnetIngress.member", params)
+            )
+            groups.setdefault(u, {})[LOCAL_GRP] = group_entry(wan, u, LOCAL_GRP, hosts_per_island)
+        for u in sorted(on_tree - set(members)):
+            tables.setdefault(u, []).append(TableWrite(MEMBERSHIP, key, "InnetIngress.transit"))
+        for src, edges in trees:
+            children: dict[int, list[int]] = {}
+            for parent, child in edges:
+                children.setdefault(parent, []).append(child)
+            for u in sorted(children):
+                wan_grp = group_id(wan, u, children[u], with_hosts=False)
+                local = group_id(wan, u, children[u], with_hosts=True) if u in members else wan_grp
+                for gid in {wan_grp, local}:
+                    groups.setdefault(u, {})[gid] = group_entry(wan, u, gid, hosts_per_island)
+                params = (("wan_grp", wan_grp), ("wan_local_grp", local))
+                entry = TableWrite(TREE, (*key, ("hdr.innet.src", src)), "InnetIngress.replicate",
+                                   params)  # fmt: skip
+                tables.setdefault(u, []).append(entry)
+    return {
+        u: SwitchEntries(tuple(tables[u]), tuple(sorted(groups.get(u, {}).values(),
+                                                        key=lambda e: e.group_id)))
+        for u in sorted(tables)
+    }  # fmt: skip
+
+
+def _groups_of(plans: Iterable[Plan], u: int) -> set[int]:
+    return {e.group_id for plan in plans if u in plan for e in plan[u].groups}
+
+
+def install_changes(plan: Plan, present: Iterable[Plan] = ()) -> dict[int, tuple[Change, ...]]:
+    """Inserts putting `plan` on top of the installed plans: new groups first, then tables."""
+    present = list(present)
+    out = {}
+    for u, entries in plan.items():
+        have = _groups_of(present, u)
+        new_groups = [Change("insert", g) for g in entries.groups if g.group_id not in have]
+        out[u] = (*new_groups, *(Change("insert", t) for t in entries.tables))
+    return out
+
+
+def retire_changes(plan: Plan, remaining: Iterable[Plan] = ()) -> dict[int, tuple[Change, ...]]:
+    """Deletes removing `plan`: its tables first, then the groups no remaining plan uses."""
+    remaining = list(remaining)
+    out = {}
+    for u, entries in plan.items():
+        keep = _groups_of(remaining, u)
+        old_groups = [
+            Change("delete", g) for g in reversed(entries.groups) if g.group_id not in keep
+        ]
+        out[u] = (*(Change("delete", t) for t in reversed(entries.tables)), *old_groups)
+    return out
+
+
+def to_updates(schema: Schema, changes: Iterable[Change]) -> list[p4runtime_pb2.Update]:
+    """P4Runtime updates for changes, with ids and widths from the P4Info."""
+    updates = []
+    for change in changes:
+        item = change.item
+        if isinstance(item, GroupWrite):
+            entity = schema.multicast_group(item.group_id, item.replicas)
+        elif change.op == "insert":
+            entity = schema.table_entry(
+                item.table, dict(item.match), item.action, dict(item.params)
+            )
+        else:
+            entity = schema.table_entry(item.table, dict(item.match))
+        updates.append(insert(entity) if change.op == "insert" else delete(entity))
+    return updates
+
+
+# --- the driver --------------------------------------------------------------------------------
+
+
+class RoundDriver:
+    """Installs a schedule's rounds on a Fabric, collects done reports, retires rounds.
+
+    Round `number` plays `schedule.round_at(number)`; innet packets carry `number % 2**16`.
+    `switches[u]` is the fabric's name for city u's edge (default: the fabric's order).
+    """
+
+    def __init__(
+        self,
+        fabric: Fabric,
+        wan: Wan,
+        schedule: Schedule,
+        *,
+        job: int,
+        addressing: Addressing,
+        switches: Sequence[str] | None = None,
+    ) -> None:
+        if schedule.n != wan.n:
+            raise RoundPlanError(f"the schedule has {schedule.n} islands, the WAN {wan.n}")
+        self.fabric, self.wan, self.schedule, self.job = fabric, wan, schedule, job
+        self.addressing = addressing
+        self.switches = tuple(switches) if switches is not None else fabric.names
+        if len(self.switches) != wan.n:
+            raise RoundPlanError(f"{len(self.switches)} switch names for {wan.n} cities")
+        self._base: dict[int, SwitchEntries] | None = None
+        self._installed: dict[int, dict[int, SwitchEntries]] = {}
+        self._done: dict[int, set[int]] = {}
+        self._cond = threading.Condition()
+
+    @property
+    def installed(self) -> tuple[int, ...]:
+        return tuple(self._installed)
+
+    def _apply(self, changes: Mapping[int, Sequence[Change]]) -> None:
+        schema = self.fabric.schema
+        self.fabric.install(
+            {self.switches[u]: to_updates(schema, c) for u, c in sorted(changes.items()) if c}
+        )
+
+    def setup(self) -> None:
+        """Install the once-per-switch entries (host ports, local group, routes)."""
+        if self._base is not None:
+            return
+        base = base_plan(self.wan, self.addressing)
+        self._apply(install_changes(base))
+        self._base = base
+
+    def install(self, number: int) -> Round:
+        """Install round `number` (others may stay installed); returns the round played."""
+        self.setup()
+        assert self._base is not None
+        wire = number % (1 << 16)
+        clash = [n for n in self._installed if n % (1 << 16) == wire]
+        if clash:
+            raise RoundPlanError(f"round {number} would reuse the keys of installed round {clash}")
+        rnd = self.schedule.round_at(number)
+        plan = round_plan(self.wan, rnd, job=self.job, number=wire,
+                          hosts_per_island=self.addressing.hosts_per_island)  # fmt: skip
+        self._apply(install_changes(plan, [self._base, *self._installed.values()]))
+        self._installed[number] = plan
+        log.info("round %d installed: groups %s", number, rnd.groups)
+        return rnd
+
+    def report_done(self, island: int, number: int) -> None:
+        """A leader says its island finished round `number` (any thread)."""
+        with self._cond:
+            self._done.setdefault(number, set()).add(island)
+            self._cond.notify_all()
+
+    def wait_done(
+        self, number: int, deadline: float, expected: Iterable[int] | None = None
+    ) -> None:
+        """Block until every island (or `expected`) reported `number` done, or RoundTimeout.
+
+        `deadline` is an absolute time.monotonic() value."""
+        want = set(range(self.wan.n) if expected is None else expected)
+        with self._cond:
+            while not want <= self._done.get(number, set()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    missing = sorted(want - self._done.get(number, set()))
+                    raise RoundTimeout(number, missing, self.wan.names)
+                self._cond.wait(left)
+
+    def retire(self, number: int) -> None:
+        """Delete round `number`'s entries and the groups no other installed round uses."""
+        if number not in self._installed:
+            raise RoundPlanError(f"round {number} is not installed (installed: {self.installed})")
+        plan = self._installed[number]
+        others = [p for n, p in self._installed.items() if n != number]
+        assert self._base is not None
+        self._apply(retire_changes(plan, [self._base, *others]))
+        del self._installed[number]
+        with self._cond:
+            self._done.pop(number, None)
+        log.info("round %d retired", number)
