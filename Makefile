@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-DEBIAN_PACKAGES := iproute2 iputils-ping ethtool cpp
+DEBIAN_PACKAGES := iproute2 iputils-ping ethtool cpp mininet
 SWEEP_ARGS ?= --memory 1MB..8GB --update-size 1GB --bandwidth 10Gbps
 
 .PHONY: setup system-packages demo test bench lint clean

@@ -1,0 +1,195 @@
+"""The Mininet testbed on the nine-city WAN: p4switch edges running innet.p4, programmed with the
+controller's base plan over P4Runtime; every pair of cities pings with the WAN's round-trip time.
+
+Needs root, Mininet (the Python package) and mnexec; skipped with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.netns
+
+SLOTS = 64
+RTT_TOLERANCE = 0.10
+PINGS = 10
+
+
+def _why_unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (Mininet builds namespaces and veth pairs); run the tests as root"
+    if importlib.util.find_spec("mininet") is None:
+        return "needs the Python package mininet (pip install mininet==2.3.0.dev6)"
+    for tool in ("mnexec", "ip", "tc", "ethtool", "ping"):
+        if shutil.which(tool) is None:
+            return f"needs the {tool!r} command (Debian: mininet, iproute2, ethtool, iputils-ping)"
+    return None
+
+
+_REASON = _why_unavailable()
+if _REASON is not None:
+    pytest.skip(f"Mininet testbed test skipped: {_REASON}", allow_module_level=True)
+
+from controller.p4rt import Fabric, SwitchConnection, deadline_after  # noqa: E402
+from controller.rounds import Addressing, base_plan, install_changes, to_updates  # noqa: E402
+from controller.rounds import wan_port as controller_wan_port  # noqa: E402
+from p4switch.program import compile_file  # noqa: E402
+from topo.loader import default_wan  # noqa: E402
+from topo.mininet_net import (  # noqa: E402
+    DEFAULT_PROGRAM,
+    TestbedNet,
+    build_network,
+    gateway,
+    host_specs,
+    wan_ports,
+)
+from topo.p4node import IFNAMSIZ  # noqa: E402
+from topo.shaping import ShapingError, netem_available  # noqa: E402
+from topo.wan import Wan  # noqa: E402
+
+W = 1
+
+
+@pytest.fixture(scope="module")
+def wan() -> Wan:
+    return default_wan()
+
+
+@pytest.fixture(scope="module")
+def testbed(wan: Wan, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestbedNet]:
+    workdir = tmp_path_factory.mktemp("mn")
+    started = time.monotonic()
+    net = build_network(wan, hosts_per_city=W, workdir=workdir, slots=SLOTS, shaping="auto")
+    print(f"\nnine-city testbed up in {time.monotonic() - started:.1f} s ({net.shaping} shaping)")
+    try:
+        yield net
+    finally:
+        net.stop()
+
+
+@pytest.fixture(scope="module")
+def programmed(testbed: TestbedNet, wan: Wan) -> TestbedNet:
+    """The controller's base plan (host ports, local group, IPv4 routes) on every edge."""
+    program = compile_file(DEFAULT_PROGRAM, defines={"SLOTS": str(SLOTS)})
+    connections = [
+        SwitchConnection(sw.name, address, device_id)
+        for sw, address, device_id in zip(
+            testbed.switches, testbed.grpc_addresses, testbed.device_ids, strict=True
+        )
+    ]
+    fabric = Fabric(connections, program.p4info, DEFAULT_PROGRAM.read_bytes())
+    started = time.monotonic()
+    fabric.connect(deadline_after(60))
+    plan = base_plan(wan, Addressing.default(wan.n, W))
+    changes = install_changes(plan)
+    fabric.install(
+        {testbed.switches[u].name: to_updates(fabric.schema, c) for u, c in changes.items()}
+    )
+    print(f"base plan installed over P4Runtime in {time.monotonic() - started:.1f} s")
+    fabric.close()
+    return testbed
+
+
+def test_addresses_and_ports_follow_the_controller(wan: Wan) -> None:
+    addressing = Addressing.default(wan.n, 3)
+    for u in range(wan.n):
+        specs = host_specs(u, 3)
+        assert [(h.ip, h.mac) for h in specs] == [(h.ip, h.mac) for h in addressing.hosts[u]]
+        assert [h.port for h in specs] == [1, 2, 3]
+        assert gateway(u) == (addressing.gateways[u], addressing.edge_macs[u])
+        for v, port in wan_ports(wan, u, 3).items():
+            assert port == controller_wan_port(wan, u, v, 3)
+
+
+def test_shaping_mode_is_recorded_and_never_silent(
+    testbed: TestbedNet, wan: Wan, tmp_path: Path
+) -> None:
+    assert testbed.shaping == ("kernel" if netem_available() else "switch")
+    if testbed.shaping == "kernel":
+        return
+    for u, sw in enumerate(testbed.switches):  # every WAN port delays and rate-limits
+        assert set(sw.shapes) == set(wan_ports(wan, u, W).values())
+        for v, port in wan_ports(wan, u, W).items():
+            assert f"delay={wan.link(u, v).delay_s:g}s," in sw.shapes[port]
+            assert f"rate={wan.link(u, v).capacity_bps:.0f}bit" in sw.shapes[port]
+    with pytest.raises(ShapingError, match="netem"):  # no kernel shaping without netem
+        build_network(wan, hosts_per_city=W, workdir=tmp_path, shaping="kernel")
+
+
+def test_ports_and_interface_names(testbed: TestbedNet, wan: Wan) -> None:
+    for u, sw in enumerate(testbed.switches):
+        ports = sw.port_interfaces()
+        expected = {k: f"{sw.name}-eth{k}" for k in range(1, W + len(wan.neighbours(u)) + 1)}
+        assert ports == expected
+        assert all(len(name) <= IFNAMSIZ for name in ports.values())
+        for v, port in wan_ports(wan, u, W).items():  # the link on port W+1+k reaches v's edge
+            intf = next(i for i, p in sw.ports.items() if p == port)
+            peer = intf.link.intf2 if intf.link.intf1 is intf else intf.link.intf1
+            assert peer.node is testbed.switches[v]
+            assert peer.node.ports[peer] == wan_ports(wan, v, W)[u]
+    for hosts in testbed.hosts:
+        assert all(len(h.defaultIntf().name) <= IFNAMSIZ for h in hosts)
+
+
+def _ping(net: TestbedNet, a: int, b: int) -> subprocess.Popen[bytes]:
+    target = host_specs(b, W)[0].ip
+    return net.leader(a).popen(["ping", "-n", "-q", "-c", str(PINGS), "-i", "0.2", "-W", "3",
+                                target])  # fmt: skip
+
+
+def test_every_pair_of_cities_pings_with_the_wan_rtt(programmed: TestbedNet, wan: Wan) -> None:
+    pairs = list(combinations(range(wan.n), 2))
+    started = time.monotonic()
+    procs = {pair: _ping(programmed, *pair) for pair in pairs}  # all at once: RTTs overlap
+    failures, rows = [], []
+    for (a, b), proc in procs.items():
+        out, err = proc.communicate(timeout=60)
+        match = re.search(rb"= ([\d.]+)/([\d.]+)/([\d.]+)/", out)
+        if proc.returncode != 0 or match is None:
+            failures.append(f"{wan.names[a]} -> {wan.names[b]}: {out.decode()} {err.decode()}")
+            continue
+        measured = float(match.group(1)) / 1e3  # the minimum: queueing only adds
+        expected = 2 * float(wan.delay[a, b])
+        rows.append((measured / expected - 1, wan.names[a], wan.names[b], measured, expected))
+    print(f"{len(pairs)} pairs pinged in {time.monotonic() - started:.1f} s")
+    for error, na, nb, measured, expected in sorted(rows, key=lambda r: -abs(r[0]))[:5]:
+        print(f"  {na}-{nb}: min RTT {measured * 1e3:.2f} ms, "
+              f"model {expected * 1e3:.2f} ms ({error:+.2%})")  # fmt: skip
+    assert not failures, "\n".join(failures)
+    off = [r for r in rows if abs(r[0]) > RTT_TOLERANCE]
+    assert not off, f"RTTs off by more than {RTT_TOLERANCE:.0%}: {off}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def test_teardown_leaves_nothing_of_ours(testbed: TestbedNet) -> None:
+    switch_pids = [pid for pid in testbed.switch_pids if pid is not None]
+    node_pids = [n.pid for n in (*testbed.mininet.hosts, *testbed.mininet.switches)]
+    names = [i.name for sw in testbed.switches for i in sw.intfList() if i.name != "lo"]
+    assert len(switch_pids) == len(testbed.switches) and all(map(_alive, switch_pids))
+    testbed.stop()
+    testbed.stop()  # idempotent
+    deadline = time.monotonic() + 10
+    while any(map(_alive, switch_pids + node_pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in switch_pids if _alive(p)] == [], "p4switch processes left running"
+    assert [p for p in node_pids if _alive(p)] == [], "Mininet node shells (namespaces) left"
+    assert [n for n in names if Path("/sys/class/net", n).exists()] == []
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"innet-netem-{os.getpid()}" not in netns

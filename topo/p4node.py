@@ -1,0 +1,215 @@
+"""A Mininet switch that is one `p4switch` process running a P4 program.
+
+The switch node lives in the root network namespace, like Mininet's other user-space switches:
+its interfaces (`s3-eth5`: switch s3, port 5) are veth ends there, the p4switch process binds
+each port to its interface with AF_PACKET, and its P4Runtime server listens on a loopback
+address every controller in the root namespace reaches. Each switch has a control socket and a
+log file in the run directory it is given.
+
+The node remembers the one process it started and stops exactly that one (SIGTERM, then SIGKILL
+after a grace period); nothing is ever looked up or killed by name.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from mininet.node import Switch
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 5.0
+STARTUP_TIMEOUT_S = 60.0
+UNIX_PATH_MAX = 107  # sun_path holds 108 bytes, the last one a NUL
+IFNAMSIZ = 15
+
+
+class P4SwitchError(RuntimeError):
+    """A p4switch process that could not start, exited early, or did not become ready."""
+
+
+def _log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def control_ping(path: Path, timeout: float = 1.0) -> bool:
+    """True when a p4switch answers `ping` on its control socket (docs/p4switch-process.md)."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(os.fspath(path))
+            sock.sendall(b'{"cmd": "ping"}\n')
+            with sock.makefile("rb") as replies:
+                reply = json.loads(replies.readline(4096) or b"null")
+    except (OSError, ValueError):
+        return False
+    return isinstance(reply, dict) and reply.get("ok") is True
+
+
+class P4Switch(Switch):
+    """Mininet switch backed by one p4switch process.
+
+    Parameters (given to `Mininet.addSwitch`): `program` (P4 source), `rundir` (control socket
+    and log), `grpc_addr`, `device_id`, `defines` (preprocessor `-D`), `shapes` (port -> egress
+    spec text, p4switch's `--shape` syntax), `startup_timeout`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        program: Path,
+        rundir: Path,
+        grpc_addr: str,
+        device_id: int,
+        defines: Mapping[str, str] | None = None,
+        shapes: Mapping[int, str] | None = None,
+        startup_timeout: float = STARTUP_TIMEOUT_S,
+        **params: object,
+    ) -> None:
+        params.setdefault("inNamespace", False)
+        super().__init__(name, **params)
+        self.program = Path(program)
+        self.rundir = Path(rundir)
+        self.grpc_addr = grpc_addr
+        self.device_id = device_id
+        self.defines = dict(defines or {})
+        self.shapes = dict(shapes or {})
+        self.startup_timeout = startup_timeout
+        self.control_path = self.rundir / f"{name}.sock"
+        self.log_path = self.rundir / f"{name}.log"
+        if len(os.fsencode(self.control_path)) > UNIX_PATH_MAX:
+            raise P4SwitchError(
+                f"control socket path {self.control_path} is longer than {UNIX_PATH_MAX} bytes; "
+                "give the testbed a shorter run directory"
+            )
+        self.process: subprocess.Popen[bytes] | None = None
+
+    # --- ports ------------------------------------------------------------------------------
+
+    def port_interfaces(self) -> dict[int, str]:
+        """Switch port number -> interface name (port 0, Mininet's control `lo`, left out)."""
+        return {port: intf.name for intf, port in self.ports.items() if port > 0}
+
+    def command(self) -> list[str]:
+        """The p4switch command line (an argument list, never a shell string)."""
+        argv = [sys.executable, "-m", "p4switch", "--p4", str(self.program)]
+        for name, value in sorted(self.defines.items()):
+            argv += ["-D", f"{name}={value}"]
+        for port, ifname in sorted(self.port_interfaces().items()):
+            argv += ["-i", f"{port}@{ifname}"]
+        for port, spec in sorted(self.shapes.items()):
+            argv += ["--shape", f"{port}:{spec}"]
+        argv += ["--grpc-addr", self.grpc_addr, "--device-id", str(self.device_id)]
+        argv += ["--control", str(self.control_path), "--log-level", "info"]
+        return argv
+
+    # --- life cycle -------------------------------------------------------------------------
+
+    def start(self, controllers: Sequence[object]) -> None:
+        """Start the p4switch process (no waiting: `wait_ready` or `batchStartup` does that)."""
+        if self.process is not None and self.process.poll() is None:
+            return
+        for ifname in self.port_interfaces().values():
+            _disable_ipv6(ifname)  # the root namespace would otherwise send ND/MLD out of it
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        argv = self.command()
+        log.info("%s: starting %s", self.name, " ".join(argv))
+        with self.log_path.open("ab") as out:
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a Ctrl-C in Mininet's CLI is not meant for it
+            )
+
+    @property
+    def switch_pid(self) -> int | None:
+        """PID of the p4switch process this node started (None before start)."""
+        return self.process.pid if self.process is not None else None
+
+    def ready(self) -> bool:
+        """True once the process answers on its control socket; raises if it has exited."""
+        if self.process is None:
+            raise P4SwitchError(f"{self.name}: p4switch was never started")
+        code = self.process.poll()
+        if code is not None:
+            raise P4SwitchError(
+                f"{self.name}: p4switch exited with status {code} "
+                f"(log {self.log_path}):\n{_log_tail(self.log_path)}"
+            )
+        return control_ping(self.control_path)
+
+    def wait_ready(self, deadline: float) -> None:
+        """Poll until ready or until `deadline` (a time.monotonic() value)."""
+        wait_all_ready([self], deadline)
+
+    @classmethod
+    def batchStartup(cls, switches: Sequence[P4Switch]) -> Sequence[P4Switch]:
+        """Mininet's hook after every switch's start(): wait for them all, together."""
+        timeout = max((s.startup_timeout for s in switches), default=0.0)
+        wait_all_ready(switches, time.monotonic() + timeout)
+        return switches
+
+    def stop_process(self, grace: float = STOP_GRACE_S) -> int | None:
+        """Stop the process this node started (idempotent); returns its exit status."""
+        proc = self.process
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                log.warning("%s: p4switch %d ignored SIGTERM for %g s, killing it",
+                            self.name, proc.pid, grace)  # fmt: skip
+                proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        self.stop_process()
+        super().stop(deleteIntfs)
+
+    @classmethod
+    def batchShutdown(cls, switches: Sequence[P4Switch]) -> Sequence[P4Switch]:
+        """Mininet's hook at net.stop(): signal every process first, then wait for each."""
+        for sw in switches:
+            if sw.process is not None and sw.process.poll() is None:
+                sw.process.send_signal(signal.SIGTERM)
+        for sw in switches:
+            sw.stop()
+        return switches
+
+
+def wait_all_ready(switches: Sequence[P4Switch], deadline: float) -> None:
+    """Poll every switch until all answer, or raise naming those that did not by `deadline`."""
+    waiting = list(switches)
+    while waiting:
+        waiting = [sw for sw in waiting if not sw.ready()]
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            names = ", ".join(sw.name for sw in waiting)
+            tails = "\n".join(f"--- {sw.log_path}\n{_log_tail(sw.log_path)}" for sw in waiting)
+            raise P4SwitchError(f"p4switch of {names} not ready before the deadline:\n{tails}")
+        time.sleep(0.1)  # polling interval between readiness checks
+
+
+def _disable_ipv6(ifname: str) -> None:
+    path = Path("/proc/sys/net/ipv6/conf") / ifname / "disable_ipv6"
+    if path.exists():
+        path.write_text("1\n")

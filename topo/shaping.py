@@ -1,0 +1,106 @@
+"""How the testbed gives WAN links their delay and rate: in the kernel (netem + HTB) or in p4switch.
+
+Mininet's `TCLink` shapes delay with netem. Where the kernel has no netem, Mininet prints an
+error and carries on with links of zero delay; innet never does that. `netem_available()` tries
+netem once, in a throwaway network namespace it creates and deletes, and `choose_shaping` turns
+the requested mode into the one used:
+
+- `kernel`: netem delay + HTB rate on both ends of every WAN link (Mininet's `TCLink`);
+- `switch`: every WAN port of every p4switch shapes its egress (`--shape PORT:delay=..,rate=..`);
+- `auto`: `kernel` when netem works, else `switch`.
+
+Either way a frame crossing link (u, v) is delayed by the link's one-way delay once, and the
+rate is the link's capacity divided by the emulation scale.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import subprocess
+from decimal import Decimal
+from typing import Literal
+
+from topo.wan import WanLink
+
+log = logging.getLogger(__name__)
+
+ShapingMode = Literal["kernel", "switch"]
+SHAPING_REQUESTS = ("auto", "kernel", "switch")
+HTB_MAX_MBIT = 1000  # Mininet's TCIntf refuses (and then ignores) higher bw figures
+
+
+class ShapingError(RuntimeError):
+    """A shaping mode that cannot be honoured here, or link figures it cannot carry."""
+
+
+@functools.cache
+def netem_available() -> bool:
+    """True when this kernel runs netem; tried once per process in a namespace made for it."""
+    probe = f"innet-netem-{os.getpid()}"
+    added = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if added.returncode != 0:
+        raise ShapingError(
+            f"cannot create a network namespace to try netem: {added.stderr.strip()}"
+        )
+    try:
+        tried = subprocess.run(
+            ["ip", "netns", "exec", probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
+             "delay", "1ms"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+    finally:
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True, check=False)
+    if tried.returncode != 0:
+        log.info("netem is not available here (%s): shaping in the switches", tried.stderr.strip())
+    return tried.returncode == 0
+
+
+def choose_shaping(requested: str) -> ShapingMode:
+    """The shaping mode to use for a request of `auto`, `kernel` or `switch`."""
+    if requested not in SHAPING_REQUESTS:
+        raise ShapingError(
+            f"shaping must be one of {', '.join(SHAPING_REQUESTS)}, not {requested!r}"
+        )
+    if requested == "switch":
+        return "switch"
+    if netem_available():
+        return "kernel"
+    if requested == "kernel":
+        raise ShapingError(
+            "shaping='kernel' needs netem, which this kernel does not have (tc refuses the "
+            "netem qdisc): links would carry no delay. Use shaping='switch' (or 'auto'), which "
+            "has every p4switch delay and rate-limit its WAN ports itself."
+        )
+    return "switch"
+
+
+def _plain(value: float) -> str:
+    """A number without exponent or lost digits: 0.035, 100000000000."""
+    return format(Decimal(repr(float(value))).normalize(), "f")
+
+
+def link_rate_bps(link: WanLink, scale: float) -> float:
+    """The emulated rate of a link: its capacity divided by the scale."""
+    if not scale > 0:
+        raise ShapingError(f"scale must be positive, got {scale!r}")
+    return link.capacity_bps / scale
+
+
+def switch_shape(link: WanLink, scale: float) -> str:
+    """p4switch's egress spec for a port on `link` (`--shape PORT:<this>`): delay, rate / scale."""
+    rate = round(link_rate_bps(link, scale))
+    return f"delay={_plain(round(link.delay_s, 9))}s,rate={_plain(rate)}bit"
+
+
+def kernel_link_params(link: WanLink, scale: float) -> dict[str, float | str]:
+    """Mininet `TCLink` parameters (both ends) for `link`: netem delay, HTB rate in Mbit/s."""
+    mbit = link_rate_bps(link, scale) / 1e6
+    if mbit > HTB_MAX_MBIT:
+        raise ShapingError(
+            f"link {link.a}-{link.b}: {mbit:g} Mbit/s after scaling is above the {HTB_MAX_MBIT} "
+            f"Mbit/s Mininet's HTB links accept; use a scale of at least "
+            f"{link.capacity_bps / (HTB_MAX_MBIT * 1e6):g} or shaping='switch'"
+        )
+    return {"delay": f"{_plain(link.delay_s * 1e3)}ms", "bw": mbit}
