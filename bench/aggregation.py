@@ -14,9 +14,7 @@ leader keeps at most one bank of slots unanswered) and with rate pacing.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the namespace
 from controller.planner.cost import CostModel, CostParams
 from controller.planner.schedule import Round
 from tests.netns import islands
-from tests.netns.harness import REPO
 from tests.netns.topology import destroy
 from topo.units import format_rate, parse_duration, parse_rate
 from topo.wan import City, Wan, WanLink
@@ -61,37 +58,7 @@ def run(net: islands.Islands, workdir: Path, floats: int, slots: int, rate_bps: 
     edges = islands.start_edges(net, workdir, slots=slots, shapes=shapes)
     try:
         islands.program(net, job=1, rnd=1, group=0, members=[0, 1, 2])
-        procs = [
-            subprocess.Popen(
-                [
-                    "ip",
-                    "netns",
-                    "exec",
-                    net.host(i),
-                    sys.executable,
-                    "-m",
-                    "tests.netns.innet_worker",
-                    str(i),
-                    str(floats),
-                    "0,1,2",
-                    str(slots),
-                    "1",
-                    str(rate_bps * 0.97),
-                ],
-                cwd=REPO,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for i in islands.ISLANDS
-        ]
-        reports = []
-        for proc in procs:
-            out, err = proc.communicate(timeout=600)
-            if proc.returncode != 0:
-                raise SystemExit(f"worker failed: {err[-2000:]}")
-            reports.append(json.loads(out.strip().splitlines()[0]))
-        return reports
+        return islands.run_workers(net, floats, slots, rate_bps=rate_bps * 0.97)
     finally:
         for edge in edges:
             edge.stop()

@@ -171,3 +171,47 @@ def program(net: Islands, job: int, rnd: int, group: int, members: Sequence[int]
             cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
+
+
+class WorkerFailed(RuntimeError):
+    """A leader's worker process exited with an error; the message ends with its stderr."""
+
+
+def run_workers(
+    net: Islands,
+    floats: int,
+    window: int,
+    seed: int = 1,
+    rate_bps: float | None = None,
+    timeout: float = 600.0,
+) -> list[dict]:
+    """Every island's leader runs one group sum (tests/netns/innet_worker.py) at the same time;
+    their JSON reports, in island order."""
+    args = [str(floats), ",".join(map(str, ISLANDS)), str(window), str(seed), str(rate_bps or 0)]
+    procs = [
+        subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                net.host(i),
+                sys.executable,
+                "-m",
+                "tests.netns.innet_worker",
+                str(i),
+                *args,
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in ISLANDS
+    ]
+    reports = []
+    for i, proc in enumerate(procs):
+        out, err = proc.communicate(timeout=timeout)
+        if proc.returncode != 0:
+            raise WorkerFailed(f"island {i}'s worker exited with {proc.returncode}: {err[-3000:]}")
+        reports.append(json.loads(out.strip().splitlines()[0]))
+    return reports

@@ -84,35 +84,7 @@ FLOATS = 100_000
 
 def workers(net: islands.Islands, window: int, seed: int = 1) -> list[dict]:
     """Every island's leader runs one group sum with the worker library; their reports."""
-    procs = [
-        subprocess.Popen(
-            [
-                "ip",
-                "netns",
-                "exec",
-                net.host(i),
-                sys.executable,
-                "-m",
-                "tests.netns.innet_worker",
-                str(i),
-                str(FLOATS),
-                "0,1,2",
-                str(window),
-                str(seed),
-            ],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in islands.ISLANDS
-    ]
-    reports = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=150)
-        assert proc.returncode == 0, err[-3000:]
-        reports.append(json.loads(out.strip().splitlines()[0]))
-    return reports
+    return islands.run_workers(net, FLOATS, window, seed, timeout=150)
 
 
 def expected_digest(seed: int = 1) -> str:
