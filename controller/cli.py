@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from controller.cli_net import SERVICE_COMMANDS, BadInput, NotRunning
+from controller.cli_net import run as run_service_command
 from controller.planner.cost import DEFAULT_SLOT_BYTES, CostParams, PlanError
 from controller.planner.optimise import DEFAULT_EPSILON, Planner
 from controller.planner.schedule import ScheduleError
@@ -123,6 +125,9 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     )
     topo = sub.add_parser("topo", help="show a topology and how well it fits measured RTTs")
     topo.add_argument("topology", nargs="?", type=Path, help="topology YAML (default: nine cities)")
+    from controller.cli_net import add_commands
+
+    add_commands(sub)
     return {"main": main, "sweep": sweep, "simulate": sim}
 
 
@@ -147,9 +152,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             _sweep(args)
         elif command == "simulate":
             _simulate(args)
-    except (*USER_ERRORS, CliError) as err:
+        elif command in SERVICE_COMMANDS:
+            run_service_command(command, args)
+    except (*USER_ERRORS, CliError, BadInput) as err:
         print(f"innet: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    except NotRunning as err:
+        print(f"innet: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,0 +1,221 @@
+"""The REST API over a real Testbed: the controller and real p4switch P4Runtime servers running
+innet.p4 in this process (conftest.py), without Mininet or ports. No root needed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from controller.api import create_app
+from controller.planner.cost import CostParams
+from controller.planner.schedule import Round, Schedule
+from controller.testbed import SwitchSite, Testbed
+from tests.unit.controller.conftest import DEVICE_ID, Switch, triangle
+
+W = 2
+MEMBERSHIP = "InnetIngress.membership"
+PARAMS = CostParams(update_bytes=10**8, memory_bytes=2**20, access_bps=1e9)
+# round 0: A and B together, C alone; round 1: all three
+PAIRS_THEN_ALL = Schedule("test", 3, (Round.of([[0, 1], [2]]), Round.of([[0, 1, 2]])))
+
+
+class InProcessNetwork:
+    """conftest's P4Runtime servers as a testbed Network (no processes, no control channel)."""
+
+    def __init__(self, switches: list[Switch]) -> None:
+        self.switches = switches
+        self.hosts_per_city = W
+        self.sites = tuple(
+            SwitchSite(i, sw.name, sw.address, DEVICE_ID, None) for i, sw in enumerate(switches)
+        )
+        self.stopped = False
+
+    def process_alive(self, city: int) -> bool:
+        return self.switches[city].server is not None
+
+    def restart(self, city: int, deadline: float) -> None:
+        if self.switches[city].server is None:
+            self.switches[city].start()
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+@pytest.fixture
+def testbed(switches: list[Switch]) -> Iterator[Testbed]:
+    tb = Testbed.start(
+        triangle(), InProcessNetwork(switches), PARAMS, slots=64, schedule=PAIRS_THEN_ALL
+    )
+    try:
+        yield tb
+    finally:
+        tb.close()
+
+
+@pytest.fixture
+def client(testbed: Testbed) -> TestClient:
+    return TestClient(create_app(testbed))
+
+
+def members(sw: Switch) -> int:
+    return len(list(sw.state.tables[MEMBERSHIP].entries()))
+
+
+def test_health_and_topology(client: TestClient, testbed: Testbed) -> None:
+    health = client.get("/health").json()
+    assert health["ok"] is True
+    assert [s["city"] for s in health["switches"]] == ["A", "B", "C"]
+    assert all(s["p4runtime"] and s["process"] and s["control"] is None for s in health["switches"])
+    topo = client.get("/topology").json()
+    assert [c["name"] for c in topo["cities"]] == ["A", "B", "C"]
+    assert topo["hosts_per_city"] == W and len(topo["links"]) == 3
+    assert client.get("/openapi.json").json()["info"]["title"] == "innet testbed"
+    assert client.get("/docs").status_code == 200
+
+
+def test_bearer_token(testbed: Testbed) -> None:
+    client = TestClient(create_app(testbed, token="s3cret"))
+    assert client.get("/health").status_code == 401
+    assert client.get("/health", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert client.post("/rounds/advance").status_code == 401
+    assert client.get("/health", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_unknown_city_in_schedule_is_422_naming_field_and_city(
+    client: TestClient, switches: list[Switch]
+) -> None:
+    reply = client.put("/schedule", json={"rounds": [[["A", "Paris"], ["C"]]]})
+    assert reply.status_code == 422
+    (error,) = reply.json()["detail"]
+    assert error["loc"] == ["body", "rounds", 0, 0, 1]
+    assert "Paris" in error["msg"] and "known: A, B, C" in error["msg"]
+    assert client.get("/schedule").json()["family"] == "test"  # unchanged
+
+
+@pytest.mark.parametrize(
+    ("body", "loc", "reason"),
+    [
+        ({"rounds": "A,B,C"}, ["body", "rounds"], "list"),
+        ({"rounds": []}, ["body", "rounds"], "at least 1"),
+        ({"rounds": [[["A", "B"]]]}, ["body", "rounds", 0], "leaves out C"),
+        ({"rounds": [[["A", "B"], ["B", "C"]]]}, ["body", "rounds", 0, 1, 0], "two groups"),
+        ({"rounds": [[["A", "B"], []]]}, ["body", "rounds", 0, 1], "at least one city"),
+        ({}, ["body", "rounds"], "required"),
+    ],
+)
+def test_malformed_schedule_is_422(
+    client: TestClient, body: dict[str, object], loc: list[object], reason: str
+) -> None:
+    reply = client.put("/schedule", json=body)
+    assert reply.status_code == 422
+    errors = reply.json()["detail"]
+    assert any(e["loc"][: len(loc)] == loc and reason in e["msg"] for e in errors), errors
+
+
+def test_set_schedule_plays_from_next_round(client: TestClient, switches: list[Switch]) -> None:
+    reply = client.put("/schedule", json={"name": "all", "rounds": [[["A", "B", "C"]]]})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["family"] == "api:all"
+    assert client.get("/schedule").json()["rounds"] == [[["A", "B", "C"]]]
+    current = client.post("/rounds/advance").json()
+    assert current["groups"] == [["A", "B", "C"]]
+    assert [members(sw) for sw in switches] == [1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "reason"),
+    [
+        ({"memory": -5}, "memory", "positive"),
+        ({"memory": "lots"}, "memory", ""),
+        ({"memory": "10B"}, "memory", "below one slot"),
+        ({"bandwidth": "fast"}, "bandwidth", ""),
+        ({"epsilon": 2}, "epsilon", "less than 1"),
+        ({"families": ["cliques-99"]}, "families", "unknown schedule family"),
+    ],
+)
+def test_bad_plan_parameters_are_422(
+    client: TestClient, body: dict[str, object], field: str, reason: str
+) -> None:
+    reply = client.post("/schedule/plan", json=body)
+    assert reply.status_code == 422
+    errors = reply.json()["detail"]
+    assert any(e["loc"][:2] == ["body", field] and reason in e["msg"] for e in errors), errors
+    assert client.get("/schedule").json()["family"] == "test"
+
+
+def test_plan_chooses_and_sets_a_schedule(client: TestClient) -> None:
+    reply = client.post("/schedule/plan", json={"memory": "64MB", "update_size": 10**9})
+    assert reply.status_code == 200, reply.text
+    out = reply.json()
+    assert {f["family"] for f in out["plan"]} >= {"all-to-all", "ring-pairs"}
+    best = min(out["plan"], key=lambda f: f["time_s"])
+    assert out["family"] == best["family"]
+    assert out["params"]["memory_bytes"] == 64 * 10**6
+
+
+def test_advance_installs_every_switch_and_retires_the_one_before_previous(
+    client: TestClient, switches: list[Switch]
+) -> None:
+    assert client.get("/rounds/current").json() is None
+    assert [members(sw) for sw in switches] == [0, 0, 0]
+    r0 = client.post("/rounds/advance").json()
+    assert r0["number"] == 0 and r0["groups"] == [["A", "B"], ["C"]]
+    assert [members(sw) for sw in switches] == [1, 1, 1]  # A and B in one group, C alone
+    r1 = client.post("/rounds/advance").json()
+    assert r1["number"] == 1 and r1["installed"] == [0, 1]
+    assert [members(sw) for sw in switches] == [2, 2, 2]  # round 1 beside round 0
+    r2 = client.post("/rounds/advance").json()
+    assert r2["installed"] == [1, 2] and r2["groups"] == [["A", "B"], ["C"]]
+    assert [members(sw) for sw in switches] == [2, 2, 2]  # round 0 retired
+    history = client.get("/rounds/history").json()
+    assert [h["number"] for h in history] == [0, 1, 2]
+    assert history[0]["retired_at"] is not None and history[1]["retired_at"] is None
+    assert client.get("/rounds/current").json()["number"] == 2
+
+
+def test_a_round_is_installed_on_all_switches_or_none(
+    client: TestClient, switches: list[Switch], testbed: Testbed
+) -> None:
+    client.post("/rounds/advance")
+    before = [members(sw) for sw in switches[:2]]
+    switches[2].stop()  # C's switch is gone: round 1 cannot reach it
+    deadline = time.monotonic() + 10
+    while testbed.fabric.connection("s2").alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+    reply = client.post("/rounds/advance")
+    assert reply.status_code == 503
+    assert "s2" in reply.json()["detail"]
+    assert [members(sw) for sw in switches[:2]] == before  # nothing half-installed
+    assert client.get("/rounds/current").json()["number"] == 0
+    health = client.get("/health").json()
+    assert health["ok"] is False and health["switches"][2]["process"] is False
+
+
+def test_heal_reinstalls_a_restarted_switch(
+    client: TestClient, switches: list[Switch], testbed: Testbed
+) -> None:
+    client.post("/rounds/advance")
+    switches[1].restart()  # empty tables, stream ended
+    deadline = time.monotonic() + 10
+    while testbed.fabric.connection("s1").alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert members(switches[1]) == 0
+    assert testbed.heal() == ["B"]
+    assert members(switches[1]) == 1
+    assert client.get("/health").json()["ok"] is True
+    assert client.post("/rounds/advance").status_code == 200
+
+
+def test_counters(client: TestClient) -> None:
+    reply = client.get("/counters/B")
+    assert reply.status_code == 200
+    body = reply.json()
+    assert body["city"] == "B" and body["ports"] is None
+    assert set(body["stats"]) >= {"contribution", "completed", "unknown", "ipv4_forwarded"}
+    assert all(v == 0 for v in body["stats"].values())
+    assert [c["city"] for c in client.get("/counters").json()] == ["A", "B", "C"]
+    missing = client.get("/counters/Paris")
+    assert missing.status_code == 404 and "known: A, B, C" in missing.json()["detail"]
