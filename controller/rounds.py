@@ -34,6 +34,22 @@ from controller.p4rt.schema import Lpm, Match, Schema, delete, insert
 from controller.planner.schedule import Round, Schedule
 from topo.wan import Wan
 
+# innet.p4's indexed statistics counter and the meaning of its indices (docs/protocol.md)
+STATS_COUNTER = "InnetIngress.stats"
+STATS = (
+    "contribution",
+    "completed",
+    "duplicate",
+    "slot_conflict",
+    "malformed",
+    "unknown",
+    "not_member",
+    "result_resent",
+    "nack_or_recover",
+    "ipv4_forwarded",
+    "dropped_other",
+)
+
 log = logging.getLogger(__name__)
 
 MAX_ISLANDS = 32  # the contributor bitmap

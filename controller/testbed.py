@@ -25,7 +25,7 @@ from controller.p4rt import Fabric, P4RuntimeError, SwitchConnection, deadline_a
 from controller.planner.cost import CostParams
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
 from controller.planner.schedule import Round, Schedule, ScheduleError
-from controller.rounds import Addressing, RoundDriver
+from controller.rounds import STATS, STATS_COUNTER, Addressing, RoundDriver
 from p4switch.control import ControlError, control_request
 from p4switch.program import compile_file
 
@@ -36,21 +36,6 @@ INNET_P4 = REPO / "p4src" / "innet.p4"
 JOB = 1
 # the controller's election id: above any shell started read-only with `innet shell` (0, 1)
 ELECTION_ID = (2, 0)
-STATS_COUNTER = "InnetIngress.stats"
-# indices of innet.p4's `stats` counter (docs/protocol.md, "Counters")
-STATS = (
-    "contribution",
-    "completed",
-    "duplicate",
-    "slot_conflict",
-    "malformed",
-    "unknown",
-    "not_member",
-    "result_resent",
-    "nack_or_recover",
-    "ipv4_forwarded",
-    "dropped_other",
-)
 
 
 class TestbedError(RuntimeError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from p4switch import ir
 from p4switch.compiler.layout import Layout, Path, path_of
+from p4switch.compiler.support import CompilerBug
 
 _LOCAL = str.maketrans({"$": "_0"})
 
@@ -81,7 +82,7 @@ class ExprCompiler:
             nbytes = (e.type.width + 7) // 8
             shift = nbytes * 8 - e.type.width
             return self.lookahead.format(nbytes, shift, e.type.mask)
-        raise NotImplementedError(f"cannot compile {type(e).__name__}")
+        raise CompilerBug(f"no code for expression {type(e).__name__}")
 
     def _cast(self, e: ir.Cast) -> str:
         value = self.expr(e.expr)
@@ -143,7 +144,7 @@ class ExprCompiler:
             return f"({a} >> {b})"
         if op in ("|+|", "|-|"):
             return self._saturating(op, a, b, t)
-        raise NotImplementedError(f"operator {op}")
+        raise CompilerBug(f"no code for operator {op}")
 
     def _saturating(self, op: str, a: str, b: str, t: ir.BitT) -> str:
         sign = "+" if op == "|+|" else "-"

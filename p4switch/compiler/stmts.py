@@ -17,6 +17,7 @@ from p4switch.compiler.layout import (
     path_of,
 )
 from p4switch.compiler.source import Source
+from p4switch.compiler.support import CompilerBug
 
 
 @dataclass
@@ -117,7 +118,7 @@ class StmtCompiler:
             lo, hi = self._simple(st.lo), self._simple(st.hi)
             self.store(st.dest, f"(RNG.randint({lo}, {hi}) if {lo} < {hi} else {lo})")
         else:
-            raise NotImplementedError(f"cannot compile {type(st).__name__}")
+            raise CompilerBug(f"no code for statement {type(st).__name__}")
 
     # --- assignments --------------------------------------------------------------------------
 

@@ -6,6 +6,13 @@ import struct
 import zlib
 
 
+class CompilerBug(RuntimeError):
+    """The code generator met IR the type checker should have refused: a p4switch bug."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"internal error in the p4switch compiler: {what}; please report it")
+
+
 class Reject(Exception):
     """The parser reached `reject`: `code` is the error, `offset` where parsing stopped."""
 

@@ -10,10 +10,7 @@ import sys
 
 import p4runtime_sh.shell as sh
 
-STATS = (
-    "contribution", "completed", "duplicate", "slot_conflict", "malformed", "unknown",
-    "not_member", "result_resent", "nack_or_recover", "ipv4_forwarded", "dropped_other",
-)  # fmt: skip
+from controller.rounds import STATS, STATS_COUNTER
 
 
 def main() -> int:
@@ -21,7 +18,7 @@ def main() -> int:
     try:
         packets = {
             e.msg().index.index: e.msg().data.packet_count
-            for e in sh.CounterEntry("InnetIngress.stats").read()
+            for e in sh.CounterEntry(STATS_COUNTER).read()
         }
     finally:
         sh.teardown()

@@ -6,10 +6,8 @@ Needs root, Mininet (the Python package) and mnexec; skipped with the reason oth
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.netns.topology import why_no_mininet
+
 pytestmark = pytest.mark.netns
 
 SLOTS = 64
@@ -25,18 +25,7 @@ RTT_TOLERANCE = 0.10
 PINGS = 10
 
 
-def _why_unavailable() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (Mininet builds namespaces and veth pairs); run the tests as root"
-    if importlib.util.find_spec("mininet") is None:
-        return "needs the Python package mininet (pip install mininet==2.3.0.dev6)"
-    for tool in ("mnexec", "ip", "tc", "ethtool", "ping"):
-        if shutil.which(tool) is None:
-            return f"needs the {tool!r} command (Debian: mininet, iproute2, ethtool, iputils-ping)"
-    return None
-
-
-_REASON = _why_unavailable()
+_REASON = why_no_mininet(("ip", "tc", "ethtool", "ping"))
 if _REASON is not None:
     pytest.skip(f"Mininet testbed test skipped: {_REASON}", allow_module_level=True)
 

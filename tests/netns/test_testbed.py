@@ -6,10 +6,8 @@ Needs root, Mininet (the Python package), mnexec and nsenter; skipped with the r
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -18,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.netns.topology import why_no_mininet
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -29,18 +29,7 @@ ROUND1_GROUP0 = (0, 3, 7)
 OUTSIDER = 1  # Singapore: in another group of round 1
 
 
-def _why_unavailable() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (Mininet builds namespaces and veth pairs); run the tests as root"
-    if importlib.util.find_spec("mininet") is None:
-        return "needs the Python package mininet (pip install mininet==2.3.0.dev6)"
-    for tool in ("mnexec", "ip", "tc", "ethtool", "nsenter"):
-        if shutil.which(tool) is None:
-            return f"needs the {tool!r} command (Debian: mininet, iproute2, ethtool, util-linux)"
-    return None
-
-
-_REASON = _why_unavailable()
+_REASON = why_no_mininet(("ip", "tc", "ethtool", "nsenter"))
 if _REASON is not None:
     pytest.skip(f"innet service test skipped: {_REASON}", allow_module_level=True)
 

@@ -105,3 +105,19 @@ def destroy(namespaces: Sequence[str]) -> None:
 def rx_packets(namespace: str, interface: str) -> int:
     """The kernel's receive counter of `interface` (no user-space receiver needed)."""
     return int(in_ns(namespace, "cat", f"/sys/class/net/{interface}/statistics/rx_packets"))
+
+
+def why_no_mininet(tools: Sequence[str]) -> str | None:
+    """Why a Mininet test cannot run here (None if it can): root, the package, the commands."""
+    import importlib.util
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return "needs root (Mininet builds namespaces and veth pairs); run the tests as root"
+    if importlib.util.find_spec("mininet") is None:
+        return "needs the Python package mininet (pip install mininet==2.3.0.dev6)"
+    for tool in ("mnexec", *tools):
+        if shutil.which(tool) is None:
+            return f"needs the {tool!r} command (make setup installs the Debian packages)"
+    return None

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller.rounds import STATS, STATS_COUNTER
 from p4switch import runtime as rt
 from p4switch.compiler import Pipeline
 from p4switch.program import CompiledProgram, compile_file
@@ -38,20 +39,6 @@ N = 32
 CONTRIBUTION, RESULT, NACK, RECOVER = 1, 2, 3, 4
 WAN, LOCAL, RETRANSMIT = 0x01, 0x02, 0x04
 
-# Indices of InnetIngress.stats, in order.
-STATS = (
-    "contribution",
-    "completed",
-    "duplicate",
-    "slot_conflict",
-    "malformed",
-    "unknown",
-    "not_member",
-    "result_resent",
-    "nack_or_recover",
-    "ipv4_forwarded",
-    "dropped_other",
-)
 
 _ETH = struct.Struct("!6s6sH")
 _IPV4 = struct.Struct("!BBHHHBBH4s4s")
@@ -296,7 +283,7 @@ class Triangle:
         return [parse_delivered(f) for f in frames]
 
     def stats(self, island: int) -> dict[str, int]:
-        packets = self.edges[island].state.counter("InnetIngress.stats").packets
+        packets = self.edges[island].state.counter(STATS_COUNTER).packets
         return {name: packets[i] for i, name in enumerate(STATS)}
 
     def register(self, island: int, name: str) -> list[int]:
