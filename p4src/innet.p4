@@ -273,7 +273,9 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
 
         /* CONTRIBUTION: the slot operation at a member edge asked to merge. */
         bool accounted = false;
-        if (meta.role == ROLE_MEMBER && (hdr.innet.flags & FLAG_LOCAL) != 0) {
+        bool merge_here = (hdr.innet.flags & FLAG_LOCAL) != 0
+            || ((hdr.innet.flags & FLAG_REMOTE) != 0 && src_bit != meta.my_bit);
+        if (meta.role == ROLE_MEMBER && merge_here) {
             accounted = true;
             bit<32> chunk = hdr.innet.chunk;
             bit<32> index = ((chunk >> LOG_SLOTS) & 1) * SLOTS + (chunk & (SLOTS - 1));

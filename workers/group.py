@@ -91,8 +91,13 @@ class GroupSpec:
 class SendPolicy:
     """How a leader streams its chunks and recovers loss (times in seconds of the clock given)."""
 
-    window: int  # chunks sent beyond the lowest unanswered one; must be <= the switch's SLOTS
+    window: int  # chunks sent beyond the lowest unanswered one (<= SLOTS: loss-safe, see protocol)
     rate_bps: float | None = None  # pace chunks (186-byte frames) at this rate; None: window only
+    start_s: float = 0.0  # the planner's send offset: the first chunk leaves this long after begin
+    # None: each chunk goes out once, WAN|LOCAL. A number: the chunk goes out WAN only, and a
+    # LOCAL-only copy follows this long after it (negative: before it), so that the own
+    # contribution enters the own edge's slot when the first remote one arrives (just in time).
+    local_lag_s: float | None = None
     timeout_s: float
     backoff: float = 2.0
     max_timeout_s: float
@@ -105,6 +110,10 @@ class SendPolicy:
             raise PolicyError(f"window {self.window}: at least one chunk must be in flight")
         if self.rate_bps is not None and not self.rate_bps > 0:
             raise PolicyError(f"rate_bps {self.rate_bps} must be positive (or None: unpaced)")
+        if not self.start_s >= 0.0:
+            raise PolicyError(f"start_s {self.start_s} must be >= 0 (an offset after begin)")
+        if self.local_lag_s is not None and self.rate_bps is None:
+            raise PolicyError("local_lag_s needs rate_bps: a just-in-time copy follows a schedule")
         if not 0 < self.timeout_s <= self.max_timeout_s:
             raise PolicyError(
                 f"need 0 < timeout_s ({self.timeout_s}) <= max_timeout_s ({self.max_timeout_s})"

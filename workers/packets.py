@@ -33,6 +33,7 @@ class Flag(enum.IntFlag):
     WAN = 1  # replicate along the source's multicast tree
     LOCAL = 2  # merge at this edge
     RETRANSMIT = 4  # a resend
+    REMOTE = 8  # merge at the members' edges but the source's own (its copy comes just in time)
 
 
 class PacketError(ValueError):

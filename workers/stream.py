@@ -5,8 +5,13 @@ that arrived, and answers with the packets to send. The rules it follows (docs/p
 
 - **Window.** Chunk i is sent only while i < low + window, where `low` is the lowest chunk
   without a sum: chunk c + SLOTS waits for the result of c when window <= SLOTS.
-- **Pacing.** With `rate_bps`, chunk sends are spaced by one 186-byte frame time; a burst after
-  the window reopens is not caught up.
+- **Pacing.** With `rate_bps`, chunk sends are spaced by one 186-byte frame time, the first
+  `start_s` after the stream begins (the planner's offset); a burst after the window reopens is
+  not caught up.
+- **Just in time.** With `local_lag_s`, a fresh chunk goes out twice: `WAN|REMOTE` on the
+  schedule (merged at the other members' edges), and `LOCAL` alone `local_lag_s` later (merged
+  at the own edge, when the first remote copy is due there), each on its own paced schedule.
+  A chunk counts as sent (a pending timeout, a RECOVER-able contribution) from its first copy.
 - **Resend.** No sum after `timeout_s`: the own contribution again with WAN|LOCAL|RETRANSMIT,
   the timeout multiplied by `backoff` up to `max_timeout_s`, `nack_after` times.
 - **NACK.** After that, a NACK (WAN) on every further timeout, until the chunk is done.
@@ -75,8 +80,11 @@ class ChunkStream:
         self.low = 0  # lowest chunk index without a sum
         self.next = 0  # next chunk index to send
         self.pending: dict[int, _Pending] = {}
+        self.next_local = 0  # next chunk whose just-in-time LOCAL copy is due (split sends)
+        self._split = policy.local_lag_s is not None
         self._interval = FRAME_BITS / policy.rate_bps if policy.rate_bps else 0.0
-        self._next_send_at = now
+        self._next_send_at = now + policy.start_s
+        self._local_at = self._next_send_at + (policy.local_lag_s or 0.0)
         self._earliest_due = float("inf")
 
     # --- queries
@@ -100,8 +108,11 @@ class ChunkStream:
     def next_wakeup(self) -> float:
         """The earliest time `pump` has something to do without a packet arriving."""
         wake = self._earliest_due
-        if self.next < min(self.size, self.low + self.policy.window):
+        end = min(self.size, self.low + self.policy.window)
+        if self.next < end:
             wake = min(wake, self._next_send_at)
+        if self._split and self.next_local < end:
+            wake = min(wake, self._local_at)
         return wake
 
     # --- packets out
@@ -119,20 +130,50 @@ class ChunkStream:
         if now >= self._earliest_due:
             out.extend(self._timeouts(now))
         window_end = min(self.size, self.low + self.policy.window)
-        while self.next < window_end:
-            if self._interval and now < self._next_send_at:
-                return out
-            i = self.next
-            me, fresh = self.group.me, Flag.WAN | Flag.LOCAL
-            out.append(self._packet(PacketType.CONTRIBUTION, fresh, me, i, self.chunks[i]))
-            self.stats.sent += 1
-            timeout = self.policy.timeout_s
-            self.pending[i] = _Pending(due=now + timeout, timeout=timeout)
-            self._earliest_due = min(self._earliest_due, now + timeout)
-            self.next += 1
-            self._next_send_at += self._interval
-        self._next_send_at = max(self._next_send_at, now)  # blocked by the window: no burst
+        while True:
+            wan_open = self.next < window_end
+            local_open = self._split and self.next_local < window_end
+            if wan_open and (not local_open or self._next_send_at <= self._local_at):
+                if now < self._next_send_at:
+                    break
+                out.append(self._send_fresh(now))
+            elif local_open:
+                if now < self._local_at:
+                    break
+                i = self.next_local
+                out.append(self._packet(PacketType.CONTRIBUTION, Flag.LOCAL, self.group.me, i,
+                                        self.chunks[i]))  # fmt: skip
+                self._sent_once(i, now)
+                self.next_local += 1
+                self._local_at += self._interval
+            else:
+                break
+        # A cursor blocked by the window resumes from now: no burst to catch up.
+        if self.next >= window_end:
+            self._next_send_at = max(self._next_send_at, now)
+        if self._split and self.next_local >= window_end:
+            self._local_at = max(self._local_at, now)
         return out
+
+    def _send_fresh(self, now: float) -> InnetPacket:
+        """Chunk `next` on the paced schedule: WAN|LOCAL, or WAN|REMOTE when split."""
+        i = self.next
+        flags = Flag.WAN | (Flag.REMOTE if self._split else Flag.LOCAL)
+        packet = self._packet(PacketType.CONTRIBUTION, flags, self.group.me, i, self.chunks[i])
+        self.stats.sent += 1
+        self._sent_once(i, now)
+        self.next += 1
+        self._next_send_at += self._interval
+        return packet
+
+    def _sent_once(self, i: int, now: float) -> None:
+        """Start chunk i's timeout at its first copy, allowing for the other copy's lag."""
+        if i in self.pending or self.done_mask[i]:
+            return
+        timeout = self.policy.timeout_s
+        due = now + abs(self.policy.local_lag_s or 0.0) + timeout
+        self.pending[i] = _Pending(due=due, timeout=timeout)
+        self._earliest_due = min(self._earliest_due, due)
 
     def _timeouts(self, now: float) -> list[InnetPacket]:
         out: list[InnetPacket] = []

@@ -21,6 +21,7 @@ const bit<4> TYPE_RECOVER      = 4;
 const bit<8> FLAG_WAN        = 0x01;  /* replicate along the source's tree */
 const bit<8> FLAG_LOCAL      = 0x02;  /* merge at a member edge */
 const bit<8> FLAG_RETRANSMIT = 0x04;  /* a resend (on a RESULT: the result emitted again) */
+const bit<8> FLAG_REMOTE     = 0x08;  /* merge at member edges other than the source's own */
 
 /* The island ids a group bitmap can hold. */
 const bit<8> MAX_ISLANDS = 32;

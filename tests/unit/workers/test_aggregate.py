@@ -201,3 +201,41 @@ def test_a_second_allreduce_waits_for_the_first() -> None:
     assert not session.step()
     with pytest.raises(AggregationError, match="unfinished"):
         agg.begin(np.zeros(4, dtype=np.int32))
+
+
+@pytest.mark.parametrize(("start_s", "lag_s"), [(0.0, 0.02), (0.01, -0.005)])
+def test_split_sends_merge_the_own_copy_just_in_time(start_s: float, lag_s: float) -> None:
+    """WAN|REMOTE copies merge at the other edges only; the LOCAL copy completes the own slot."""
+    n = 100  # chunks
+    rng = np.random.default_rng(11)
+    values = rng.integers(-1000, 1000, size=(len(MEMBERS), n * 32), dtype=np.int32)
+    net = HarnessNetwork(1024, JOB, ROUND, GROUP)
+    clock = FakeClock()
+    policy = fast_policy(
+        window=1024, rate_bps=186 * 8 * 10_000, start_s=start_s, local_lag_s=lag_s
+    )  # 10 chunks per 1 ms tick
+    aggs = {
+        i: Aggregator(net.transport(i), GroupSpec(JOB, ROUND, GROUP, i, MEMBERS), policy, clock)
+        for i in MEMBERS
+    }
+    for i, agg in aggs.items():
+        agg.begin(values[i])
+    run = run_round_robin(aggs, clock)
+    assert run.errors == {}
+    # the last chunk's own copy leaves at start + 10 ticks + max(lag, 0): no result before it
+    assert run.steps >= round((start_s + max(lag_s, 0.0)) * 1000) + 10
+    total = values.astype(np.int64).sum(axis=0).astype(np.int32)
+    for i, agg in aggs.items():
+        assert np.array_equal(agg.result(), total)
+        assert agg.stats.retransmitted == agg.stats.nacks_sent == 0
+        edge = net.stats(i)
+        # a REMOTE copy merged at its own edge would make the LOCAL copy a duplicate
+        assert edge["contribution"] == 3 * n and edge["completed"] == n
+        assert edge["duplicate"] == edge["slot_conflict"] == 0
+
+
+def test_a_just_in_time_copy_needs_a_paced_schedule() -> None:
+    with pytest.raises(PolicyError, match="local_lag_s needs rate_bps"):
+        fast_policy(window=4, local_lag_s=0.01)
+    with pytest.raises(PolicyError, match="start_s"):
+        fast_policy(window=4, start_s=-1.0)
