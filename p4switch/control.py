@@ -5,6 +5,7 @@ line per request line:
 
     {"cmd": "ping"}                                             -> {"ok": true, "reply": "pong"}
     {"cmd": "stats"}                                            -> {"ok": true, "stats": {...}}
+    {"cmd": "stats", "reset_peaks": true}   the same, then each port's lateness_max_s restarts
     {"cmd": "shape", "port": 3, "spec": "delay=70ms,rate=10Mbit"} -> {"ok": true, "port": 3, ...}
 
 A request that cannot be served gets {"ok": false, "error": "..."}; nothing a client sends stops
@@ -50,7 +51,7 @@ class Controllable(Protocol):
 
     def shape(self, port: int, spec: ShapeSpec) -> None: ...
 
-    def stats(self) -> dict[str, Any]: ...
+    def stats(self, reset_peaks: bool = False) -> dict[str, Any]: ...
 
 
 def _error(message: str) -> dict[str, Any]:
@@ -70,7 +71,10 @@ def handle_request(target: Controllable, line: bytes | str) -> dict[str, Any]:
         if cmd == "ping":
             return {"ok": True, "reply": "pong"}
         if cmd == "stats":
-            return {"ok": True, "stats": target.stats()}
+            reset = request.get("reset_peaks", False)
+            if not isinstance(reset, bool):
+                return _error(f"reset_peaks must be true or false, got {reset!r}")
+            return {"ok": True, "stats": target.stats(reset_peaks=reset)}
         if cmd == "shape":
             return _shape(target, request)
     except Exception as err:  # the switch must outlive any request

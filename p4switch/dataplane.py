@@ -216,8 +216,12 @@ class Switch:
         except OSError:
             pass  # closed: nothing to wake
 
-    def stats(self) -> dict[str, Any]:
-        """Counters per port and for the CPU port, shaping, queue depth and lateness."""
+    def stats(self, reset_peaks: bool = False) -> dict[str, Any]:
+        """Counters per port and for the CPU port, shaping, queue depth and lateness.
+
+        `reset_peaks` restarts each port's `lateness_max_s` after reading it, so that a caller
+        can measure the switch's worst processing lag over an interval (one training round).
+        """
         now = time.monotonic()
         ports: dict[int, dict[str, Any]] = {}
         with self._lock:
@@ -230,6 +234,8 @@ class Switch:
             entry["queue_depth"] = state.queue.backlog(now)
             entry["queue_held"] = len(state.queue)
             entry["lateness_max_s"] = state.queue.lateness_max_s
+            if reset_peaks:
+                state.queue.lateness_max_s = 0.0
             entry["shape"] = pending.get(number, state.queue.spec).as_dict()
             ports[number] = entry
         cpu = None

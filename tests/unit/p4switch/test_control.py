@@ -27,15 +27,17 @@ class FakeSwitch:
     def __init__(self) -> None:
         self.shaped: list[tuple[int, ShapeSpec]] = []
         self.fail_stats = False
+        self.resets = 0
 
     def shape(self, port: int, spec: ShapeSpec) -> None:
         if port not in (1, 2):
             raise UnknownPortError(f"port {port} is not a switch port (ports: [1, 2])")
         self.shaped.append((port, spec))
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self, reset_peaks: bool = False) -> dict[str, Any]:
         if self.fail_stats:
             raise RuntimeError("counters exploded")
+        self.resets += reset_peaks
         return {"ports": {1: {"rx_packets": 5}}, "cpu": None}
 
 
@@ -61,6 +63,15 @@ def test_stats(switch):
     reply = handle_request(switch, '{"cmd": "stats"}')
     assert reply["ok"] is True
     assert reply["stats"]["ports"][1]["rx_packets"] == 5
+
+
+def test_stats_can_restart_the_lateness_peaks(switch):
+    assert handle_request(switch, '{"cmd": "stats", "reset_peaks": true}')["ok"] is True
+    assert handle_request(switch, '{"cmd": "stats"}')["ok"] is True
+    assert switch.resets == 1
+    reply = handle_request(switch, '{"cmd": "stats", "reset_peaks": "yes"}')
+    assert reply == {"ok": False, "error": "reset_peaks must be true or false, got 'yes'"}
+    assert switch.resets == 1
 
 
 def test_shape_reaches_the_switch(switch):
