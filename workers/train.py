@@ -1,0 +1,431 @@
+"""The training side of the experiment: a small MLP on scikit-learn's digits, DiLoCo-style rounds.
+
+Pure computation, no network and no processes: island processes call it between aggregation
+rounds, and `run_in_process` plays a whole experiment in one process as the reference.
+
+**One round.** Every worker starts from its island's parameters `theta`, takes H AdamW steps on
+its shard (`WorkerTrainer.local_phase`; the inner optimiser keeps its state across rounds, as in
+DiLoCo), and the island averages its workers' results exactly into `theta_local_mean`. The island
+then takes its own outer step (`IslandState.propose`): pseudo-gradient `delta = theta -
+theta_local_mean`, Nesterov momentum `m = mu * m + delta`, proposal `x = theta - lr * (delta + mu
+* m)`. The islands of a group average their proposals, and each accepts the mean as its new
+`theta` (`IslandState.accept`).
+
+**Why the group averages proposals, not pseudo-gradients.** With all islands in one group
+(all-to-all) this is exactly DiLoCo's outer step on the averaged pseudo-gradient: every island
+holds the same `theta`, the momentum update is linear and every buffer starts at zero, so the
+mean of the islands' buffers is the buffer DiLoCo would keep for the mean pseudo-gradient, and
+the mean of the proposals is `theta - lr * nesterov(mean delta)`. With groups that rotate from
+round to round the islands' models differ; averaging parameters is then gossip averaging: it
+applies every member's step and also pulls together models that drifted apart in earlier
+rounds, which averaging pseudo-gradients alone would never do.
+
+**On the wire.** The network sums int32 values. A member sends `x - theta0` (theta0: the
+parameters every island started from), clipped to +-2**E and quantised with the group's shared
+scale (`workers.quantise`); the group's mean comes back as theta0 + the dequantised sum / the
+group's size (`encode`, `decode`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+from sklearn.datasets import load_digits
+from torch import nn
+
+from workers.quantise import quantise, scale_for
+
+log = logging.getLogger(__name__)
+
+FEATURES = 64  # 8 x 8 pixels
+CLASSES = 10
+DEFAULT_BOUND_EXPONENT = 3  # |x - theta0| <= 8: far above how far the parameters move
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Samples as float32 features (n, 64) and int64 labels (n,)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+
+    def __post_init__(self) -> None:
+        if self.x.shape[0] != self.y.shape[0]:
+            raise ValueError(f"{self.x.shape[0]} feature rows but {self.y.shape[0]} labels")
+
+    def __len__(self) -> int:
+        return int(self.y.shape[0])
+
+
+@dataclass(frozen=True)
+class DigitsSplit:
+    """A held-out test set shared by everyone, and each island's worker shards."""
+
+    test: Dataset
+    islands: tuple[tuple[Dataset, ...], ...]
+
+
+def split_digits(
+    islands: int, workers_per_island: int, seed: int, test_fraction: float = 0.25
+) -> DigitsSplit:
+    """Digits split into a test set and islands x workers shards, deterministic in `seed`.
+
+    Each class is shuffled and split into test and training parts in the same proportion; the
+    training samples, ordered by class, are dealt round-robin to the shards, so every shard has
+    about the same class mix. Features are standardised with the training part's statistics.
+    """
+    if islands < 1:
+        raise ValueError(f"islands must be >= 1, got {islands}")
+    if workers_per_island < 1:
+        raise ValueError(f"workers_per_island must be >= 1, got {workers_per_island}")
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be strictly between 0 and 1, got {test_fraction}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    digits = load_digits()
+    features = np.asarray(digits.data, dtype=np.float64)
+    labels = np.asarray(digits.target, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    test_idx: list[np.ndarray] = []
+    train_idx: list[np.ndarray] = []
+    for c in range(CLASSES):
+        members = rng.permutation(np.flatnonzero(labels == c))
+        n_test = round(test_fraction * members.size)
+        test_idx.append(members[:n_test])
+        train_idx.append(members[n_test:])
+    train = np.concatenate(train_idx)  # ordered by class, shuffled within each class
+    test = rng.permutation(np.concatenate(test_idx))
+    shards = islands * workers_per_island
+    if shards > train.size:
+        raise ValueError(
+            f"{islands} islands x {workers_per_island} workers need {shards} shards, but the "
+            f"training part holds only {train.size} samples (test_fraction={test_fraction}); "
+            "use fewer islands or workers, or a smaller test_fraction"
+        )
+    mean = features[train].mean(axis=0)
+    std = features[train].std(axis=0)
+    std[std == 0.0] = 1.0  # pixels that are blank in every training image
+
+    def dataset(idx: np.ndarray) -> Dataset:
+        x = (features[idx] - mean) / std
+        return Dataset(torch.from_numpy(x.astype(np.float32)), torch.from_numpy(labels[idx]))
+
+    dealt = [dataset(rng.permutation(train[s::shards])) for s in range(shards)]
+    return DigitsSplit(
+        test=dataset(test),
+        islands=tuple(
+            tuple(dealt[i * workers_per_island : (i + 1) * workers_per_island])
+            for i in range(islands)
+        ),
+    )
+
+
+def make_model(hidden: int, seed: int) -> nn.Module:
+    """MLP 64 -> hidden -> 10 with ReLU, initialised from `seed` (the global RNG is untouched)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, CLASSES))
+
+
+def flatten(model: nn.Module) -> np.ndarray:
+    """All parameters as one flat float32 vector (a copy)."""
+    with torch.no_grad():
+        parts = [p.detach().reshape(-1) for p in model.parameters()]
+        return torch.cat(parts).numpy().astype(np.float32, copy=True)
+
+
+def load_flat(model: nn.Module, vec: np.ndarray) -> None:
+    """Copy a flat vector into the model's parameters (in place: optimisers keep their state)."""
+    params = list(model.parameters())
+    size = sum(p.numel() for p in params)
+    vec = np.asarray(vec)
+    if vec.shape != (size,):
+        raise ValueError(f"the model has {size} parameters; got a vector of shape {vec.shape}")
+    flat = torch.from_numpy(vec.astype(np.float32))
+    offset = 0
+    with torch.no_grad():
+        for p in params:
+            p.copy_(flat[offset : offset + p.numel()].view_as(p))
+            offset += p.numel()
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Model size, inner (AdamW) and outer (Nesterov SGD) optimisers, and the seed."""
+
+    hidden: int = 32
+    inner_steps: int = 20  # H
+    batch_size: int = 32
+    inner_lr: float = 3e-3
+    weight_decay: float = 0.0
+    outer_lr: float = 0.7
+    outer_momentum: float = 0.9
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{f.name} must be finite, got {value}")
+        for name in ("hidden", "inner_steps", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("inner_lr", "outer_lr"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if not 0.0 <= self.outer_momentum < 1.0:
+            raise ValueError(f"outer_momentum must be in [0, 1), got {self.outer_momentum}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
+
+
+def worker_seed(seed: int, island: int, worker: int) -> int:
+    """The minibatch seed of one worker, the same in every process that derives it."""
+    return int(np.random.SeedSequence([seed, island, worker]).generate_state(1)[0])
+
+
+class WorkerTrainer:
+    """One worker: its shard, a model and an AdamW optimiser whose state persists across rounds."""
+
+    def __init__(self, shard: Dataset, config: TrainConfig, worker_seed: int) -> None:
+        if len(shard) == 0:
+            raise ValueError("a worker needs a non-empty shard")
+        torch.set_num_threads(1)  # many small processes share two cores
+        self.shard = shard
+        self.config = config
+        self.model = make_model(config.hidden, config.seed)
+        self.optimiser = torch.optim.AdamW(
+            self.model.parameters(), lr=config.inner_lr, weight_decay=config.weight_decay
+        )
+        self.generator = torch.Generator().manual_seed(worker_seed)
+
+    def local_phase(self, theta: np.ndarray) -> tuple[np.ndarray, float]:
+        """H AdamW steps from `theta`: (the parameters reached, the mean minibatch loss)."""
+        load_flat(self.model, theta)
+        n = len(self.shard)
+        batch = min(self.config.batch_size, n)
+        total = 0.0
+        for _ in range(self.config.inner_steps):
+            idx = torch.randperm(n, generator=self.generator)[:batch]
+            loss = nn.functional.cross_entropy(self.model(self.shard.x[idx]), self.shard.y[idx])
+            self.optimiser.zero_grad()
+            loss.backward()
+            self.optimiser.step()
+            total += loss.item()
+        return flatten(self.model), total / self.config.inner_steps
+
+
+class IslandState:
+    """An island's outer state: its parameters and its Nesterov momentum buffer.
+
+    Each round: `propose` once, then `accept` the group's mean proposal (an island alone in a
+    round accepts its own).
+    """
+
+    def __init__(self, theta0: np.ndarray, config: TrainConfig) -> None:
+        self.theta = np.array(theta0, dtype=np.float32).ravel()
+        self.momentum = np.zeros(self.theta.shape, dtype=np.float64)
+        self.config = config
+        self._proposed = False
+
+    def propose(self, theta_local_mean: np.ndarray) -> np.ndarray:
+        """Outer Nesterov step on delta = theta - theta_local_mean; `theta` does not change."""
+        if self._proposed:
+            raise RuntimeError("propose was called twice in one round; accept the group's mean")
+        local = np.asarray(theta_local_mean, dtype=np.float64)
+        if local.shape != self.theta.shape:
+            raise ValueError(f"theta_local_mean has shape {local.shape}, theta {self.theta.shape}")
+        mu = self.config.outer_momentum
+        delta = self.theta.astype(np.float64) - local
+        self.momentum = mu * self.momentum + delta
+        step = delta + mu * self.momentum
+        self._proposed = True
+        return (self.theta - self.config.outer_lr * step).astype(np.float32)
+
+    def accept(self, x_group_mean: np.ndarray) -> None:
+        """The group's average proposal becomes this island's parameters."""
+        if not self._proposed:
+            raise RuntimeError("accept before propose: each round proposes first")
+        x = np.asarray(x_group_mean, dtype=np.float32)
+        if x.shape != self.theta.shape:
+            raise ValueError(f"the group mean has shape {x.shape}, theta {self.theta.shape}")
+        self.theta = x.copy()
+        self._proposed = False
+
+
+def evaluate(theta: np.ndarray, config: TrainConfig, test: Dataset) -> tuple[float, float]:
+    """(cross-entropy loss, accuracy) of the parameters `theta` on `test`."""
+    model = make_model(config.hidden, config.seed)
+    load_flat(model, theta)
+    with torch.no_grad():
+        logits = model(test.x)
+        loss = float(nn.functional.cross_entropy(logits, test.y))
+        accuracy = float((logits.argmax(dim=1) == test.y).float().mean())
+    return loss, accuracy
+
+
+def encode(
+    x: np.ndarray, theta0: np.ndarray, bound_exponent: int, contributors: int
+) -> tuple[np.ndarray, int]:
+    """`x - theta0` clipped to +-2**bound_exponent, as int32 for a sum of `contributors`.
+
+    Returns the int32 values and how many were clipped.
+    """
+    bound = 2.0**bound_exponent
+    diff = np.asarray(x, dtype=np.float64) - np.asarray(theta0, dtype=np.float64)
+    clipped = int(np.count_nonzero(np.abs(diff) > bound))
+    diff = np.clip(diff, -bound, bound)
+    return quantise(diff, scale_for(bound_exponent, contributors), contributors), clipped
+
+
+def decode(
+    int_sum: np.ndarray,
+    theta0: np.ndarray,
+    bound_exponent: int,
+    contributors: int,
+    group_size: int,
+) -> np.ndarray:
+    """The group's mean parameters from the int32 sum of its members' encodings (float32)."""
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+    scale = scale_for(bound_exponent, contributors)
+    mean_diff = np.asarray(int_sum, dtype=np.int64) / scale / group_size
+    return (np.asarray(theta0, dtype=np.float64) + mean_diff).astype(np.float32)
+
+
+def check_groups(groups: Sequence[Sequence[int]], islands: int, index: int) -> None:
+    """Refuse a round whose groups name unknown islands or share one."""
+    seen: set[int] = set()
+    for group in groups:
+        if not group:
+            raise ValueError(f"round {index}: a group is empty; leave an idle island out instead")
+        for i in group:
+            if not 0 <= i < islands:
+                raise ValueError(f"round {index}: island {i} is not in 0..{islands - 1}")
+            if i in seen:
+                raise ValueError(f"round {index}: island {i} is in more than one group")
+            seen.add(i)
+
+
+def group_mean(
+    proposals: list[np.ndarray], theta0: np.ndarray, quantised: bool, bound_exponent: int
+) -> tuple[np.ndarray, int]:
+    """The mean of a group's proposals, exact or through int32 sums; and the clipped count."""
+    k = len(proposals)
+    if not quantised:
+        return np.mean(np.asarray(proposals, dtype=np.float64), axis=0).astype(np.float32), 0
+    total = np.zeros(theta0.shape, dtype=np.int32)
+    clipped = 0
+    for x in proposals:
+        q, c = encode(x, theta0, bound_exponent, k)
+        total += q  # int32 with wraparound, as the switch adds
+        clipped += c
+    return decode(total, theta0, bound_exponent, k, k), clipped
+
+
+def spread(thetas: Sequence[np.ndarray]) -> float:
+    """The largest L2 distance between two islands' parameters."""
+    stack = np.asarray(thetas, dtype=np.float64)
+    gaps = stack[:, None, :] - stack[None, :, :]
+    return float(np.sqrt((gaps**2).sum(axis=2)).max())
+
+
+def run_in_process(
+    split: DigitsSplit,
+    config: TrainConfig,
+    rounds: Sequence[Sequence[Sequence[int]]],
+    workers_per_island: int,
+    num_rounds: int,
+    quantised: bool = False,
+    bound_exponent: int = DEFAULT_BOUND_EXPONENT,
+) -> list[dict[str, float | int]]:
+    """The whole experiment in one process; one dict of figures per round (round 0 first).
+
+    `rounds` lists each round's groups of island indices and is cycled for `num_rounds`; an
+    island in no group of a round keeps its own proposal. Groups average exactly, or with
+    `quantised` through encode, an int32 sum and decode, as the network does. Figures: the
+    islands' mean training loss, the test loss and accuracy of the islands' average model, the
+    worst island's accuracy, the spread between islands and how many values were clipped.
+    """
+    history, _ = run_with_models(
+        split, config, rounds, workers_per_island, num_rounds, quantised, bound_exponent
+    )
+    return history
+
+
+def run_with_models(
+    split: DigitsSplit,
+    config: TrainConfig,
+    rounds: Sequence[Sequence[Sequence[int]]],
+    workers_per_island: int,
+    num_rounds: int,
+    quantised: bool = False,
+    bound_exponent: int = DEFAULT_BOUND_EXPONENT,
+) -> tuple[list[dict[str, float | int]], list[np.ndarray]]:
+    """`run_in_process`, also returning every island's final parameters."""
+    n = len(split.islands)
+    if num_rounds < 1:
+        raise ValueError(f"num_rounds must be >= 1, got {num_rounds}")
+    if not rounds:
+        raise ValueError("rounds is empty: give at least one round of groups")
+    for i, shards in enumerate(split.islands):
+        if len(shards) != workers_per_island:
+            raise ValueError(
+                f"island {i} has {len(shards)} shards in the split, not {workers_per_island}"
+            )
+    for index, groups in enumerate(rounds):
+        check_groups(groups, n, index)
+    theta0 = flatten(make_model(config.hidden, config.seed))
+    trainers = [
+        [WorkerTrainer(shard, config, worker_seed(config.seed, i, w)) for w, shard in enumerate(s)]
+        for i, s in enumerate(split.islands)
+    ]
+    states = [IslandState(theta0, config) for _ in range(n)]
+    history: list[dict[str, float | int]] = []
+    for r in range(num_rounds):
+        proposals: list[np.ndarray] = []
+        losses: list[float] = []
+        for state, workers in zip(states, trainers, strict=True):
+            results = [w.local_phase(state.theta) for w in workers]
+            local_mean = np.mean(np.asarray([t for t, _ in results], dtype=np.float64), axis=0)
+            losses.append(float(np.mean([loss for _, loss in results])))
+            proposals.append(state.propose(local_mean))
+        accepted = list(proposals)  # an island in no group keeps its own
+        clipped = 0
+        for group in rounds[r % len(rounds)]:
+            mean, c = group_mean([proposals[i] for i in group], theta0, quantised, bound_exponent)
+            clipped += c
+            for i in group:
+                accepted[i] = mean
+        for state, x in zip(states, accepted, strict=True):
+            state.accept(x)
+        thetas = [s.theta for s in states]
+        average = np.mean(np.asarray(thetas, dtype=np.float64), axis=0).astype(np.float32)
+        test_loss, accuracy = evaluate(average, config, split.test)
+        figures = {
+            "round": r,
+            "train_loss": float(np.mean(losses)),
+            "test_loss": test_loss,
+            "accuracy": accuracy,
+            "accuracy_min": min(evaluate(t, config, split.test)[1] for t in thetas),
+            "spread": spread(thetas),
+            "clipped": clipped,
+        }
+        log.info("round %d: %s", r, figures)
+        history.append(figures)
+    return history, [s.theta.copy() for s in states]
+
+
+def baseline(
+    split: DigitsSplit, config: TrainConfig, num_rounds: int, workers_per_island: int
+) -> list[dict[str, float | int]]:
+    """What the experiment compares with: DiLoCo, all islands in one group, exact averaging."""
+    everyone = [list(range(len(split.islands)))]
+    return run_in_process(split, config, [everyone], workers_per_island, num_rounds)
