@@ -1,0 +1,430 @@
+"""What `innet run SCENARIO` emulates: a YAML scenario, checked in full before anything starts.
+
+    name: nine-cities                 # [a-z0-9-]+, names the results folder
+    topology: nine-cities             # a built-in WAN (topo/data/NAME.yaml) or a path to a
+                                      # WAN file, relative to the scenario file
+    hosts: 2                          # hosts per island (a leader and workers), 1..8
+    scale: 100000                     # the emulation divides rates, memory and the update by it
+    bandwidth: 10Gbps                 # each island's access rate
+    wan_bandwidth: null               # overrides every WAN link's capacity when given
+    memory: [25.6MB, 1.6GB]           # aggregator memory per site; the run repeats for each
+    update_size: model                # the model's own size, or a size at least as large
+    schedules: [all-to-all, cliques-3]   # planner families, compared in this order
+    training: {rounds: 12, inner_steps: 20, hidden: 32, batch_size: 32,
+               inner_lr: 0.003, outer_lr: 0.7, outer_momentum: 0.9}
+    round_deadline: 60s               # a round still running after this has failed
+    seed: 1
+
+Sizes and rates are full-scale figures; delays are kept, so round times are those of the
+full-size system. Only `name` is required; `schedules` defaults to every family the planner
+knows for the topology. Every mistake raises `ScenarioError`: "file:line: key: what is wrong".
+
+Memory maps to innet.p4's slot pool: two banks of SLOTS slots of 128 bytes, SLOTS a power of
+two with 2 x SLOTS x 128 B <= memory / scale. `Scenario.slots_for` gives SLOTS and
+`Scenario.effective_memory` the full-scale memory those slots stand for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib.resources
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from controller.planner.cost import DEFAULT_SLOT_BYTES, PlanError
+from controller.planner.optimise import Planner
+from topo.loader import TopologyError, load_wan, parse_wan
+from topo.units import UnitError, format_size, parse_duration, parse_rate, parse_size
+from topo.wan import Wan
+
+T = TypeVar("T")
+
+SLOT_BYTES = DEFAULT_SLOT_BYTES  # one slot: the partial sums of one chunk of 32 int32 values
+BANKS = 2
+MAX_SLOTS = 65536  # the largest SLOTS innet.p4 compiles with
+MAX_HOSTS = 8
+NAME_PATTERN = re.compile(r"[a-z0-9-]+")
+DEFAULT_TOPOLOGY = "nine-cities"
+
+_KEYS = (
+    "name", "topology", "hosts", "scale", "bandwidth", "wan_bandwidth", "memory",
+    "update_size", "schedules", "training", "round_deadline", "seed",
+)  # fmt: skip
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run; str() is "{path}:{line}: {key}: {what is wrong}"."""
+
+    def __init__(self, path: Path | str, line: int | None, key: str, what: str) -> None:
+        where = f"{path}:{line}" if line is not None else f"{path}"
+        super().__init__(f"{where}: {key}: {what}" if key else f"{where}: {what}")
+        self.path, self.line, self.key, self.what = path, line, key, what
+
+
+@dataclass(frozen=True)
+class Training:
+    """The training run of each schedule: DiLoCo-style inner steps between outer rounds."""
+
+    rounds: int = 12
+    inner_steps: int = 20
+    hidden: int = 32
+    batch_size: int = 32
+    inner_lr: float = 0.003
+    outer_lr: float = 0.7
+    outer_momentum: float = 0.9
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    topology: str  # a built-in name, or the absolute path of a WAN file
+    hosts: int
+    scale: float
+    bandwidth_bps: float
+    wan_bandwidth_bps: float | None
+    memory_bytes: tuple[int, ...]  # full scale, one run per entry
+    update_bytes: int | None  # full scale; None: the model's own size
+    schedules: tuple[str, ...]
+    training: Training
+    round_deadline_s: float
+    seed: int
+    wan: Wan = field(compare=False, repr=False)
+    path: Path | None = field(default=None, compare=False)  # the file it was loaded from
+
+    @property
+    def islands(self) -> tuple[str, ...]:
+        """City names of the islands, in the topology's order."""
+        return self.wan.names
+
+    def slots_for(self, memory_bytes: int) -> int:
+        """Slots per bank for this full-scale memory: the largest power of two that fits."""
+        return slots_per_bank(memory_bytes, self.scale)
+
+    def effective_memory(self, memory_bytes: int) -> int:
+        """The full-scale memory the emulated slot pool stands for (at most `memory_bytes`)."""
+        return round(BANKS * self.slots_for(memory_bytes) * SLOT_BYTES * self.scale)
+
+    def update_bytes_for(self, model_bytes: int) -> int:
+        """The full-scale update size for a model of `model_bytes`; refuses one below it."""
+        if self.update_bytes is None:
+            return model_bytes
+        if self.update_bytes < model_bytes:
+            raise ScenarioError(
+                self.path or "<scenario>",
+                None,
+                "update_size",
+                f"{format_size(self.update_bytes)} is below the model's size "
+                f"({model_bytes} B); give 'model' or at least {model_bytes}B",
+            )
+        return self.update_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved scenario as YAML-ready data; loading it again gives an equal Scenario."""
+        wan_bw = self.wan_bandwidth_bps
+        return {
+            "name": self.name,
+            "topology": self.topology,
+            "hosts": self.hosts,
+            "scale": int(self.scale) if self.scale.is_integer() else self.scale,
+            "bandwidth": _rate_text(self.bandwidth_bps),
+            "wan_bandwidth": None if wan_bw is None else _rate_text(wan_bw),
+            "memory": [_size_text(m) for m in self.memory_bytes],
+            "update_size": "model" if self.update_bytes is None else _size_text(self.update_bytes),
+            "schedules": list(self.schedules),
+            "training": dataclasses.asdict(self.training),
+            "round_deadline": f"{self.round_deadline_s:.15g}s",
+            "seed": self.seed,
+        }
+
+
+def slots_per_bank(memory_bytes: int, scale: float) -> int:
+    """The largest power of two SLOTS with BANKS x SLOTS x SLOT_BYTES <= memory / scale."""
+    fits = Fraction(memory_bytes) / (Fraction(scale) * BANKS * SLOT_BYTES)
+    if fits < 1:
+        raise ValueError(
+            f"{format_size(memory_bytes)} at scale {scale:g} is below one slot per bank; "
+            f"the smallest is {format_size(smallest_memory(scale))}"
+        )
+    return 1 << (math.floor(fits).bit_length() - 1)
+
+
+def smallest_memory(scale: float) -> int:
+    """The smallest full-scale memory that holds one slot in each bank after scaling."""
+    return math.ceil(Fraction(scale) * BANKS * SLOT_BYTES)
+
+
+def builtin_topologies() -> tuple[str, ...]:
+    data = importlib.resources.files("topo.data")
+    return tuple(
+        sorted(p.name[: -len(".yaml")] for p in data.iterdir() if p.name.endswith(".yaml"))
+    )
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    """Load and check the scenario in a YAML file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ScenarioError(path, None, "", f"cannot read scenario: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise ScenarioError(path, None, "", f"not a UTF-8 text file ({err.reason})") from err
+    return parse_scenario(text, path)
+
+
+def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
+    """Parse and check scenario YAML; a relative topology path is resolved beside `path`."""
+    doc = _Reader(path)
+    root = doc.compose(text)
+    top = doc.mapping(root, "", _KEYS)
+    if "name" not in top:
+        raise doc.fail(root, "name", "missing; name the scenario (letters a-z, digits, '-')")
+    name = doc.text(top["name"], "name")
+    if not NAME_PATTERN.fullmatch(name):
+        raise doc.fail(top["name"], "name", f"{name!r} may only use a-z, 0-9 and '-'")
+    topology, wan = _topology(doc, top.get("topology"), path)
+    hosts = doc.integer(top.get("hosts"), "hosts", 2, low=1, high=MAX_HOSTS)
+    scale = doc.number(top.get("scale"), "scale", 100000.0, low=1.0)
+    bandwidth = doc.quantity(top.get("bandwidth"), "bandwidth", parse_rate, "10Gbps")
+    wan_bandwidth = None
+    if "wan_bandwidth" in top:
+        wan_bandwidth = doc.quantity(top["wan_bandwidth"], "wan_bandwidth", parse_rate)
+    memory = _memory(doc, top.get("memory"), scale)
+    update = None
+    if "update_size" in top and doc.scalar(top["update_size"]) != "model":
+        update = doc.quantity(top["update_size"], "update_size", parse_size)
+    schedules = _schedules(doc, top.get("schedules"), wan)
+    training = _training(doc, top.get("training"))
+    deadline = doc.quantity(top.get("round_deadline"), "round_deadline", parse_duration, "60s")
+    seed = doc.integer(top.get("seed"), "seed", 1, low=0)
+    return Scenario(
+        name, topology, hosts, scale, bandwidth, wan_bandwidth, memory, update, schedules,
+        training, deadline, seed, wan, Path(path),
+    )  # fmt: skip
+
+
+def _topology(doc: _Reader, node: yaml.Node | None, path: Path | str) -> tuple[str, Wan]:
+    name = DEFAULT_TOPOLOGY if node is None else doc.text(node, "topology")
+    builtin = builtin_topologies()
+    try:
+        if "/" not in name and not name.endswith((".yaml", ".yml")):
+            if name not in builtin:
+                raise doc.fail(
+                    node,
+                    "topology",
+                    f"unknown topology {name!r}; built-in: {', '.join(builtin)}, "
+                    "or give the path of a WAN file (ending in .yaml)",
+                )
+            resource = importlib.resources.files("topo.data") / f"{name}.yaml"
+            return name, parse_wan(resource.read_text(encoding="utf-8"), f"topo/data/{name}.yaml")
+        file = (Path(path).parent / name).resolve()
+        if not file.is_file():
+            raise doc.fail(
+                node, "topology", f"no WAN file {file}; built-in topologies: {', '.join(builtin)}"
+            )
+        return str(file), load_wan(file)
+    except TopologyError as err:
+        raise doc.fail(node, "topology", f"cannot load {name!r}: {err}") from None
+
+
+def _memory(doc: _Reader, node: yaml.Node | None, scale: float) -> tuple[int, ...]:
+    if node is None:
+        return (parse_size("1.6GB"),)
+    items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+    if not items:
+        raise doc.fail(node, "memory", "an empty list; give one size or a list of sizes")
+    memory: list[int] = []
+    smallest = smallest_memory(scale)
+    for i, item in enumerate(items):
+        key = f"memory[{i}]" if isinstance(node, yaml.SequenceNode) else "memory"
+        size = doc.quantity(item, key, parse_size)
+        if size < smallest:
+            raise doc.fail(
+                item,
+                key,
+                f"{format_size(size)} is {format_size(size / scale)} after scale {scale:g}, below "
+                f"one aggregation slot in each of {BANKS} banks ({BANKS} x {SLOT_BYTES} B); "
+                f"the smallest memory at this scale is {format_size(smallest)} ({smallest}B)",
+            )
+        if slots_per_bank(size, scale) > MAX_SLOTS:
+            least = math.floor(Fraction(size) / (BANKS * SLOT_BYTES * 2 * MAX_SLOTS)) + 1
+            raise doc.fail(
+                item,
+                key,
+                f"{format_size(size)} after scale {scale:g} is more than innet.p4's largest "
+                f"pool ({BANKS} banks of {MAX_SLOTS} slots); raise scale to at least {least}",
+            )
+        if size in memory:
+            raise doc.fail(item, key, f"{format_size(size)} is listed twice")
+        memory.append(size)
+    return tuple(memory)
+
+
+def _schedules(doc: _Reader, node: yaml.Node | None, wan: Wan) -> tuple[str, ...]:
+    planner = Planner(wan)
+    if node is None:
+        return tuple(planner.default_families())
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        raise doc.fail(node, "schedules", "must be a non-empty list of schedule families")
+    names: list[str] = []
+    for i, item in enumerate(node.value):
+        family = doc.text(item, f"schedules[{i}]")
+        try:
+            planner.check_family(family)
+        except PlanError as err:
+            raise doc.fail(item, f"schedules[{i}]", str(err)) from None
+        if family in names:
+            raise doc.fail(item, f"schedules[{i}]", f"{family!r} is listed twice")
+        names.append(family)
+    return tuple(names)
+
+
+def _training(doc: _Reader, node: yaml.Node | None) -> Training:
+    if node is None:
+        return Training()
+    known = tuple(f.name for f in dataclasses.fields(Training))
+    items = doc.mapping(node, "training", known)
+    default = Training()
+    values: dict[str, Any] = {}
+    for key in ("rounds", "inner_steps", "hidden", "batch_size"):
+        values[key] = doc.integer(items.get(key), f"training.{key}", getattr(default, key), low=1)
+    for key in ("inner_lr", "outer_lr"):
+        values[key] = doc.number(
+            items.get(key), f"training.{key}", getattr(default, key), low=0.0, open_low=True
+        )
+    momentum = doc.number(items.get("outer_momentum"), "training.outer_momentum",
+                          default.outer_momentum, low=0.0)  # fmt: skip
+    if momentum >= 1.0:
+        raise doc.fail(items["outer_momentum"], "training.outer_momentum", "must be below 1")
+    return Training(**values, outer_momentum=momentum)
+
+
+@dataclass(frozen=True)
+class _Reader:
+    """Typed access to composed YAML nodes; a failure names the node's line and the key path."""
+
+    path: Path | str
+
+    def fail(self, node: yaml.Node | None, key: str, what: str) -> ScenarioError:
+        line = int(node.start_mark.line) + 1 if node is not None else None
+        return ScenarioError(self.path, line, key, what)
+
+    def compose(self, text: str) -> yaml.Node:
+        try:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = mark.line + 1 if mark is not None else 1
+            what = f"malformed YAML: {exc.problem or exc.context}"
+            raise ScenarioError(self.path, line, "", what) from None
+        except yaml.YAMLError as exc:
+            raise ScenarioError(self.path, 1, "", f"malformed YAML: {exc}") from None
+        if root is None:
+            raise ScenarioError(self.path, 1, "", "empty file; a scenario needs at least a name")
+        return root
+
+    def mapping(self, node: yaml.Node, key: str, known: tuple[str, ...]) -> dict[str, yaml.Node]:
+        """The mapping at node, key -> value node, leaving out keys whose value is null (null
+        stands for the default); an unknown key is answered with the closest known one."""
+        if not isinstance(node, yaml.MappingNode):
+            what = "must be a mapping" if key else "the scenario must be a mapping"
+            raise self.fail(node, key, f"{what} with keys {', '.join(known)}")
+        items: dict[str, yaml.Node] = {}
+        lines: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            name = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
+            path = f"{key}.{name}" if key else name
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise self.fail(key_node, path, f"unknown key; {hint}(known: {', '.join(known)})")
+            if name in items:
+                raise self.fail(key_node, path, f"given twice (first at line {lines[name]})")
+            items[name] = value_node
+            lines[name] = int(key_node.start_mark.line) + 1
+        return {name: value for name, value in items.items() if self.scalar(value) is not None}
+
+    def scalar(self, node: yaml.Node) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            return node
+        return yaml.constructor.SafeConstructor().construct_object(node)
+
+    def text(self, node: yaml.Node, key: str) -> str:
+        value = self.scalar(node)
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(node, key, f"must be a non-empty string, got {_shown(node)}")
+        return value
+
+    def integer(
+        self, node: yaml.Node | None, key: str, default: int, low: int, high: int | None = None
+    ) -> int:
+        if node is None:
+            return default
+        value = self.scalar(node)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(node, key, f"must be a whole number, got {_shown(node)}")
+        if value < low or (high is not None and value > high):
+            bound = f"from {low} to {high}" if high is not None else f"at least {low}"
+            raise self.fail(node, key, f"must be {bound}, got {value}")
+        return value
+
+    def number(
+        self,
+        node: yaml.Node | None,
+        key: str,
+        default: float,
+        low: float,
+        open_low: bool = False,
+    ) -> float:
+        if node is None:
+            return default
+        value = self.scalar(node)
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise self.fail(node, key, f"must be a number, got {_shown(node)}")
+        if math.isinf(value) or value < low or (open_low and value == low):
+            bound = f"above {low:g}" if open_low else f"at least {low:g}"
+            raise self.fail(node, key, f"must be finite and {bound}, got {value:g}")
+        return float(value)
+
+    def quantity(
+        self, node: yaml.Node | None, key: str, parse: Callable[[str], T], default: str = ""
+    ) -> T:
+        """A size, rate or duration; parsed from `default` when the key is absent."""
+        if node is None:
+            return parse(default)
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, key, "must be a single value with a unit, such as 10Gbps")
+        try:
+            return parse(node.value)
+        except UnitError as err:
+            raise self.fail(node, key, str(err)) from None
+
+
+def _shown(node: yaml.Node) -> str:
+    if isinstance(node, yaml.ScalarNode):
+        return repr(node.value)
+    return "a list" if isinstance(node, yaml.SequenceNode) else "a mapping"
+
+
+def _size_text(n: int) -> str:
+    """Exact size text in the largest SI unit: 25600000 -> "25.6MB"."""
+    for unit, factor in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= factor:
+            return f"{(Decimal(n) / factor).normalize():f}{unit}"
+    return f"{n}B"
+
+
+def _rate_text(bps: float) -> str:
+    for unit, factor in (("Tbps", 1e12), ("Gbps", 1e9), ("Mbps", 1e6), ("Kbps", 1e3)):
+        if bps >= factor:
+            return f"{bps / factor:.15g}{unit}"
+    return f"{bps:.15g}bps"

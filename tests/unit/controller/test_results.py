@@ -1,0 +1,294 @@
+"""The results folder: records survive, the summary's arithmetic, the plots, the table."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controller.results import (
+    RECORD_KEYS,
+    SUMMARY_COLUMNS,
+    ResultsWriter,
+    collect_versions,
+    format_table,
+    read_records,
+    summarise,
+)
+
+MB = 10**6
+SCENARIO = {"name": "tiny", "memory": ["25.6MB", "1.6GB"], "schedules": ["all-to-all"]}
+VERSIONS = {"innet": "0.1.0", "python": "3.11"}
+
+
+def rec(memory: int, schedule: str, index: int, time_s: float | None, **over: Any) -> dict:
+    """A round record; predicted is 10 s unless given, status ok unless given."""
+    base: dict[str, Any] = {
+        "memory": memory,
+        "slots": 1 if memory < 100 * MB else 32,
+        "schedule": schedule,
+        "round": index,
+        "groups": [["Tokyo", "London"], ["New York"]],
+        "started": 1_700_000_000.0 + index,
+        "time_s": time_s,
+        "predicted_s": 10.0,
+        "wall_s": 12.0 * (index + 1),
+        "wan_bytes": {"Tokyo->London": 1000, "London->Tokyo": 500},
+        "drops": {"slot_conflict": 0},
+        "retransmissions": 2,
+        "nacks": 1,
+        "slot_conflicts": 3,
+        "slots_needed": 4,
+        "train_loss": 2.0 - 0.1 * index,
+        "test_loss": 2.1 - 0.1 * index,
+        "accuracy": 0.5 + 0.01 * index,
+        "cpu_lag_ms": 1.5,
+        "cpu_bound": False,
+        "status": "ok",
+    }
+    base.update(over)
+    return base
+
+
+def test_writer_starts_the_folder_with_scenario_and_versions(tmp_path: Path) -> None:
+    folder = tmp_path / "results" / "tiny-20260101-120000"
+    with ResultsWriter(folder, SCENARIO, VERSIONS):
+        pass
+    assert yaml.safe_load((folder / "scenario.yaml").read_text()) == SCENARIO
+    assert json.loads((folder / "versions.json").read_text()) == VERSIONS
+    assert (folder / "rounds.jsonl").read_text() == ""
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+def test_a_folder_with_rounds_is_not_reused(tmp_path: Path) -> None:
+    ResultsWriter(tmp_path, SCENARIO, VERSIONS).close()
+    with pytest.raises(FileExistsError, match="results of another run"):
+        ResultsWriter(tmp_path, SCENARIO, VERSIONS)
+
+
+def test_records_round_trip_through_rounds_jsonl(tmp_path: Path) -> None:
+    records = [rec(25_600_000, "all-to-all", i, 9.5 + i) for i in range(3)]
+    with ResultsWriter(tmp_path, SCENARIO, VERSIONS) as writer:
+        for r in records:
+            writer.record(r)
+    assert read_records(tmp_path) == records
+    assert len((tmp_path / "rounds.jsonl").read_text().splitlines()) == 3
+
+
+def crashing_round(writer: ResultsWriter, first: dict[str, Any]) -> None:
+    """Records one round, then fails as a run would."""
+    writer.record(first)
+    raise RuntimeError("switch died")
+
+
+def test_a_record_written_before_an_exception_is_intact(tmp_path: Path) -> None:
+    first = rec(25_600_000, "cliques-3", 0, 8.0)
+    writer = ResultsWriter(tmp_path, SCENARIO, VERSIONS)
+    with pytest.raises(RuntimeError, match="switch died"):
+        crashing_round(writer, first)
+    assert read_records(tmp_path) == [first]  # on disk while the writer still holds the file
+    writer.close()
+    assert read_records(tmp_path) == [first]
+
+
+def test_a_line_cut_short_by_a_crash_is_left_out(tmp_path: Path) -> None:
+    with ResultsWriter(tmp_path, SCENARIO, VERSIONS) as writer:
+        writer.record(rec(25_600_000, "all-to-all", 0, 9.0))
+    with (tmp_path / "rounds.jsonl").open("a") as f:
+        f.write('{"memory": 256')
+    assert [r["round"] for r in read_records(tmp_path)] == [0]
+
+
+def test_records_must_have_every_key_and_a_known_status(tmp_path: Path) -> None:
+    with ResultsWriter(tmp_path, SCENARIO, VERSIONS) as writer:
+        incomplete = rec(25_600_000, "all-to-all", 0, 9.0)
+        del incomplete["nacks"], incomplete["drops"]
+        with pytest.raises(ValueError, match="without drops, nacks"):
+            writer.record(incomplete)
+        with pytest.raises(ValueError, match="'ok' or 'failed: <reason>'"):
+            writer.record(rec(25_600_000, "all-to-all", 0, 9.0, status="broken"))
+    assert read_records(tmp_path) == []
+
+
+def test_non_finite_numbers_are_written_as_null(tmp_path: Path) -> None:
+    with ResultsWriter(tmp_path, SCENARIO, VERSIONS) as writer:
+        writer.record(
+            rec(25_600_000, "all-to-all", 0, 9.0, train_loss=math.nan, test_loss=math.inf)
+        )
+    (back,) = read_records(tmp_path)
+    assert back["train_loss"] is None and back["test_loss"] is None
+
+
+def test_no_round_is_recorded_after_finish(tmp_path: Path) -> None:
+    writer = ResultsWriter(tmp_path, SCENARIO, VERSIONS)
+    writer.finish([], None)
+    with pytest.raises(RuntimeError, match="finished"):
+        writer.record(rec(25_600_000, "all-to-all", 0, 9.0))
+
+
+def hand_made() -> list[dict[str, Any]]:
+    """Two memory points (given large first) x two schedules; cliques-3 has a 3-round cycle."""
+    big, small = 1_600_000_000, 25_600_000
+    return [
+        *(rec(big, "all-to-all", i, 5.0 + i, predicted_s=5.0) for i in range(2)),
+        rec(big, "cliques-3", 0, 2.0, predicted_s=2.0),
+        rec(big, "cliques-3", 1, 3.0, predicted_s=2.5),
+        rec(big, "cliques-3", 2, 4.0, predicted_s=3.0),
+        rec(big, "cliques-3", 3, 4.0, predicted_s=2.0),  # position 0 again: mean 3.0
+        rec(small, "cliques-3", 0, 20.0, predicted_s=10.0, cpu_bound=True),
+        rec(
+            small,
+            "cliques-3",
+            1,
+            None,
+            predicted_s=10.0,
+            train_loss=None,
+            status="failed: deadline 60 s passed; Tokyo not done",
+        ),
+        rec(small, "cliques-3", 2, 30.0, predicted_s=20.0, cpu_bound=True),
+        rec(small, "all-to-all", 0, 12.0, predicted_s=10.0),
+    ]
+
+
+def test_summarise_arithmetic() -> None:
+    rows = summarise(hand_made(), {"all-to-all": 1, "cliques-3": 3})
+    keys = [(r["memory"], r["schedule"]) for r in rows]
+    assert keys == [
+        (25_600_000, "all-to-all"),
+        (25_600_000, "cliques-3"),
+        (1_600_000_000, "all-to-all"),
+        (1_600_000_000, "cliques-3"),
+    ]  # memory ascending, schedules in the order they first ran
+    small_all, small_cliques, big_all, big_cliques = rows
+    assert set(big_all) == set(SUMMARY_COLUMNS)
+
+    assert big_all["rounds"] == 2 and big_all["slots"] == 32
+    assert big_all["mean_time_s"] == pytest.approx(5.5)
+    assert big_all["mean_predicted_s"] == pytest.approx(5.0)
+    assert big_all["ratio"] == pytest.approx(1.1)
+    assert big_all["consensus_s"] == pytest.approx(5.5)  # one-round cycle: the mean round
+    assert big_all["consensus_predicted_s"] == pytest.approx(5.0)
+
+    assert big_cliques["mean_time_s"] == pytest.approx(13.0 / 4)
+    assert big_cliques["mean_predicted_s"] == pytest.approx(9.5 / 4)
+    assert big_cliques["consensus_s"] == pytest.approx(3.0 + 3.0 + 4.0)
+    assert big_cliques["consensus_predicted_s"] == pytest.approx(2.0 + 2.5 + 3.0)
+    assert big_cliques["final_train_loss"] == pytest.approx(1.7)
+    assert big_cliques["final_test_loss"] == pytest.approx(1.8)
+    assert big_cliques["final_accuracy"] == pytest.approx(0.53)
+    assert big_cliques["wan_bytes"] == 4 * 1500
+    assert big_cliques["retransmissions"] == 4 * 2
+    assert big_cliques["slot_conflicts"] == 4 * 3
+    assert big_cliques["status"] == "ok"
+
+    # the failed round counts in the totals, not in the means; its position has no time
+    assert small_cliques["rounds"] == 3
+    assert small_cliques["mean_time_s"] == pytest.approx(25.0)
+    assert small_cliques["mean_predicted_s"] == pytest.approx(15.0)
+    assert small_cliques["ratio"] == pytest.approx(25.0 / 15.0)
+    assert small_cliques["consensus_s"] is None
+    assert small_cliques["consensus_predicted_s"] == pytest.approx(40.0)
+    assert small_cliques["final_accuracy"] == pytest.approx(0.52)
+    assert small_cliques["cpu_bound_rounds"] == 2
+    assert small_cliques["wan_bytes"] == 3 * 1500
+    assert small_cliques["status"] == (
+        "1 of 3 rounds failed (round 1: deadline 60 s passed; Tokyo not done)"
+    )
+    assert small_all["consensus_s"] == pytest.approx(12.0)
+
+
+def test_summarise_needs_every_cycle_length() -> None:
+    with pytest.raises(ValueError, match="'cliques-3'"):
+        summarise(hand_made(), {"all-to-all": 1})
+
+
+def test_summarise_with_too_few_rounds_for_a_cycle() -> None:
+    (row,) = summarise([rec(25_600_000, "ring-pairs", 0, 4.0)], {"ring-pairs": 2})
+    assert row["consensus_s"] is None and row["consensus_predicted_s"] is None
+    assert row["mean_time_s"] == 4.0
+
+
+def test_finish_writes_the_summary_and_the_plots(tmp_path: Path) -> None:
+    records = hand_made()
+    with ResultsWriter(tmp_path, SCENARIO, VERSIONS) as writer:
+        for r in records:
+            writer.record(r)
+        rows = summarise(writer.records, {"all-to-all": 1, "cliques-3": 3})
+        writer.finish(rows, {"train_loss": 1.2, "test_loss": 1.3, "accuracy": 0.61})
+    with (tmp_path / "summary.csv").open() as f:
+        table = list(csv.DictReader(f))
+    assert tuple(table[0]) == SUMMARY_COLUMNS
+    assert [(r["memory"], r["schedule"]) for r in table] == [
+        ("25600000", "all-to-all"),
+        ("25600000", "cliques-3"),
+        ("1600000000", "all-to-all"),
+        ("1600000000", "cliques-3"),
+    ]
+    assert {r["baseline_accuracy"] for r in table} == {"0.61"}
+    assert table[1]["consensus_s"] == ""  # None is an empty cell
+    assert float(table[3]["consensus_s"]) == pytest.approx(10.0)
+    for name in ("round-time.png", "loss.png", "predicted-vs-measured.png"):
+        png = (tmp_path / name).read_bytes()
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000, name
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_finish_without_rounds_or_baseline_still_writes_everything(tmp_path: Path) -> None:
+    ResultsWriter(tmp_path, SCENARIO, VERSIONS).finish([], None)
+    assert (tmp_path / "summary.csv").read_text().splitlines() == [",".join(SUMMARY_COLUMNS)]
+    for name in ("round-time.png", "loss.png", "predicted-vs-measured.png"):
+        assert (tmp_path / name).stat().st_size > 0
+
+
+def test_format_table_names_the_first_to_consensus_per_memory() -> None:
+    rows = summarise(hand_made(), {"all-to-all": 1, "cliques-3": 3})
+    table = format_table(rows)
+    lines = table.splitlines()
+    assert lines[0].split() == [
+        "memory", "schedule", "consensus", "predicted", "ratio", "accuracy", "status"
+    ]  # fmt: skip
+    marked = [line for line in lines[1:-1] if " * " in line]
+    # at 25.6 MB cliques-3 never finished a whole cycle; at 1.6 GB all-to-all's 5.5 s beats
+    # the cliques' 10 s
+    assert len(marked) == 2
+    assert marked[0].startswith("25.6 MB (1 slot/bank)") and "all-to-all" in marked[0]
+    assert marked[1].startswith("1.6 GB (32 slots/bank)") and "all-to-all" in marked[1]
+    assert "1 of 3 rounds failed" in table
+    assert "10.0 s" in table and "7.50 s" in table and "1.10" in table and "53.0%" in table
+    assert lines[-1].startswith("* reached consensus first")
+
+
+def test_format_table_marks_a_schedule_that_beats_all_to_all() -> None:
+    records = [
+        rec(25_600_000, "all-to-all", 0, 30.0),
+        *(rec(25_600_000, "cliques-3", i, 6.0) for i in range(3)),
+    ]
+    table = format_table(summarise(records, {"all-to-all": 1, "cliques-3": 3}))
+    (marked,) = [line for line in table.splitlines() if " * " in line]
+    assert "cliques-3" in marked and "18.0 s" in marked
+
+
+def test_collect_versions_has_the_keys() -> None:
+    versions = collect_versions()
+    for key in ("innet", "python", "torch", "numpy", "platform", "git_commit", "git_dirty"):
+        assert key in versions
+    assert versions["python"].count(".") == 2
+    assert versions["numpy"] and versions["platform"]
+    assert versions["git_commit"] is None or len(versions["git_commit"]) == 40
+    json.dumps(versions)
+
+
+def test_collect_versions_without_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    versions = collect_versions()
+    assert versions["git_commit"] is None and versions["git_dirty"] is None
+
+
+def test_record_keys_are_the_documented_ones() -> None:
+    assert set(rec(1, "x", 0, 1.0)) == set(RECORD_KEYS)
+    assert len(RECORD_KEYS) == 21
