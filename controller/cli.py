@@ -15,6 +15,7 @@ from controller.planner.cost import DEFAULT_SLOT_BYTES, CostParams, PlanError
 from controller.planner.optimise import DEFAULT_EPSILON, Planner
 from controller.planner.schedule import ScheduleError
 from controller.planner.schedule_file import ScheduleFileError, load_schedule
+from controller.scenario import ScenarioError
 from topo.loader import TopologyError, default_wan, load_wan
 from topo.units import (
     UnitError,
@@ -26,7 +27,14 @@ from topo.units import (
 )
 from topo.wan import Wan
 
-USER_ERRORS = (UnitError, TopologyError, ScheduleFileError, ScheduleError, PlanError)
+USER_ERRORS = (
+    UnitError,
+    TopologyError,
+    ScheduleFileError,
+    ScheduleError,
+    PlanError,
+    ScenarioError,
+)
 
 
 class CliError(Exception):
@@ -126,8 +134,10 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     topo = sub.add_parser("topo", help="show a topology and how well it fits measured RTTs")
     topo.add_argument("topology", nargs="?", type=Path, help="topology YAML (default: nine cities)")
     from controller.cli_net import add_commands
+    from controller.cli_run import add_command as add_run_command
 
     add_commands(sub)
+    add_run_command(sub)
     return {"main": main, "sweep": sweep, "simulate": sim}
 
 
@@ -154,6 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _simulate(args)
         elif command in SERVICE_COMMANDS:
             run_service_command(command, args)
+        elif command == "run":
+            from controller.cli_run import run as run_experiment
+
+            return run_experiment(args)
     except (*USER_ERRORS, CliError, BadInput) as err:
         print(f"innet: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2

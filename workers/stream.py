@@ -86,6 +86,7 @@ class ChunkStream:
         self._next_send_at = now + policy.start_s
         self._local_at = self._next_send_at + (policy.local_lag_s or 0.0)
         self._earliest_due = float("inf")
+        self.pacing_lag_s = 0.0  # the most a fresh copy left after its paced time (a busy CPU)
 
     # --- queries
 
@@ -162,6 +163,7 @@ class ChunkStream:
         packet = self._packet(PacketType.CONTRIBUTION, flags, self.group.me, i, self.chunks[i])
         self.stats.sent += 1
         self._sent_once(i, now)
+        self.pacing_lag_s = max(self.pacing_lag_s, now - self._next_send_at)
         self.next += 1
         self._next_send_at += self._interval
         return packet

@@ -1,0 +1,135 @@
+"""`innet run [SCENARIO]`: the experiment from the command line, with a progress bar.
+
+    innet run                                   # scenarios/nine-cities.yaml
+    innet run scenarios/memory-sweep.yaml --out results/sweep
+    innet run SCENARIO --check                  # validate, print the plan; build nothing
+
+Exit status: 0 when every schedule ran to the end, 1 when one failed (the results folder says
+which round and island), 2 for bad input (the scenario is refused before anything starts), 130
+after Ctrl-C (the network is torn down first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_SCENARIO = REPO / "scenarios" / "nine-cities.yaml"
+
+
+def add_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="train through the emulated WAN with every schedule of a scenario",
+        description="Build the network for each memory size of the scenario, train with each "
+        "schedule, tear down, and write a results folder (rounds.jsonl, summary.csv, plots).",
+    )
+    p.add_argument(
+        "scenario",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_SCENARIO,
+        help="scenario YAML (default scenarios/nine-cities.yaml)",
+    )
+    p.add_argument("--out", type=Path, help="results folder (default results/NAME-YYYYmmdd-HHMMSS)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="validate the scenario and print the predictions; build nothing",
+    )
+    p.add_argument("--shaping", choices=["auto", "kernel", "switch"], default="auto")
+    p.add_argument("--run-dir", type=Path, help="state directory (as for innet net up)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _interrupt(signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from controller.experiment import ExperimentError, Run, predictions
+    from controller.results import format_table
+    from controller.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario)  # ScenarioError: refused before anything starts
+    if args.check:
+        for line in predictions(scenario):
+            print(line)
+        return 0
+    if os.geteuid() != 0:
+        print(
+            "innet: error: innet run needs root (Mininet builds namespaces and veth pairs)",
+            file=sys.stderr,
+        )
+        return 2
+    folder = args.out or REPO / "results" / f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if folder.exists() and any(folder.iterdir()):
+        print(
+            f"innet: error: {folder} exists and is not empty: choose another --out", file=sys.stderr
+        )
+        return 2
+    signal.signal(signal.SIGTERM, _interrupt)
+    with _progress(args.no_progress) as progress:
+        experiment = Run(
+            scenario, folder, progress=progress, run_dir=args.run_dir, shaping=args.shaping
+        )
+        try:
+            experiment.execute()
+        except KeyboardInterrupt:
+            print(
+                f"\ninnet: interrupted; network torn down; results so far in {folder}",
+                file=sys.stderr,
+            )
+            return 130
+        except ExperimentError as err:
+            print(f"innet: error: {err}", file=sys.stderr)
+            return 1
+    print(format_table(experiment.summary))
+    print(f"results: {folder}")
+    for failure in experiment.failures:
+        print(f"innet: failed: {failure}", file=sys.stderr)
+    return 1 if experiment.failures else 0
+
+
+class _progress:
+    """A rich progress bar (or nothing), called as progress(label, done, total)."""
+
+    def __init__(self, off: bool) -> None:
+        self.off = off or not sys.stderr.isatty()
+        self.bar = None
+        self.task = None
+
+    def __enter__(self) -> _progress:
+        if not self.off:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            self.bar = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                transient=False,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("starting", total=None)
+        return self
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, description=label, completed=done, total=total)
+        else:
+            print(f"[{done}/{total}] {label}", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,368 @@
+"""One island in an experiment: its leader (the host that talks to the edge) or another worker.
+
+    python -m workers.island CONFIG.json --island U --host K
+
+Runs in host K of island U (a Mininet host namespace); CONFIG is what the experiment runner
+wrote (`IslandConfig`). Host 1 is the leader: it takes commands on stdin and answers on stdout,
+one JSON object a line (logging goes to stderr):
+
+    {"cmd": "reset"}                      fresh model and optimisers  -> {"event": "reset"}
+    {"cmd": "prepare", "round": r}        every worker's local phase -> {"event": "prepared", ...}
+    {"cmd": "go", "round": r, "number": N, "group": g, "members": [...], "start_at": T,
+     "policy": {SendPolicy fields}}       the group average through the network
+                                          -> {"event": "done", ...} or {"event": "failed", ...}
+    {"cmd": "stop"}                       exit
+
+The other hosts (K > 1) are workers: they connect to the leader over TCP on the island's LAN
+(through the edge, routed), receive the island's model, run their local phase and send back
+their parameters; the leader averages the island's workers exactly (inside a data centre) before
+the round's group averages across the WAN. The round result reaches the workers as the model
+they get at the next `prepare`.
+
+Times are Unix times (every namespace shares the clock), so the runner can start all leaders of
+a round together at `start_at`; `elapsed_s` runs from `start_at` to the sum being in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import logging
+import socket
+import struct
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workers.aggregate import AggregationError, Aggregator, GroupSpec, SendPolicy
+from workers.quantise import scale_for
+from workers.transport import UdpTransport
+
+log = logging.getLogger("workers.island")
+
+WORKER_PORT = 20042  # the leader's TCP port for the island's other workers
+_HEADER = struct.Struct("!cI")  # kind, payload bytes
+CONNECT_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class IslandConfig:
+    """What every island process of one experiment shares (written by the runner as JSON)."""
+
+    islands: int
+    hosts: int
+    seed: int
+    training: dict[str, Any]  # workers.train.TrainConfig fields
+    update_floats: int  # values on the wire: the model's parameters, zero-padded to this
+    bound_exponent: int  # sends |x - theta0| <= 2**bound_exponent (clipped, counted)
+    job: int
+    linger_s: float  # after the sum: keep answering the group's NACKs this long
+
+    @classmethod
+    def read(cls, path: Path) -> IslandConfig:
+        return cls(**json.loads(Path(path).read_text()))
+
+    def write(self, path: Path) -> None:
+        Path(path).write_text(json.dumps(dataclasses.asdict(self), indent=1))
+
+
+def host_ip(island: int, host: int) -> str:
+    return f"10.0.{island}.{host}"
+
+
+def edge_ip(island: int) -> str:
+    return f"10.0.{island}.254"
+
+
+# --- framing between the leader and its island's workers ---------------------------------------
+
+
+def _send_frame(sock: socket.socket, kind: bytes, payload: bytes = b"") -> None:
+    sock.sendall(_HEADER.pack(kind, len(payload)) + payload)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    parts, got = [], 0
+    while got < n:
+        part = sock.recv(n - got)
+        if not part:
+            raise ConnectionError("the peer closed the connection")
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
+
+
+def _recv_frame(sock: socket.socket) -> tuple[bytes, bytes]:
+    kind, size = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
+    return kind, _recv_exact(sock, size)
+
+
+# --- the training side ---------------------------------------------------------------------------
+
+
+class IslandTraining:
+    """This host's share of the island's training (its shard and inner optimiser)."""
+
+    def __init__(self, config: IslandConfig, island: int, host: int) -> None:
+        from workers import train
+
+        self.train = train
+        self.cfg = train.TrainConfig(**config.training)
+        self.split = train.split_digits(config.islands, config.hosts, config.seed)
+        self.theta0 = train.flatten(train.make_model(self.cfg.hidden, config.seed))
+        self.shard = self.split.islands[island][host - 1]
+        self.worker_seed = train.worker_seed(config.seed, island, host - 1)
+        self.reset()
+
+    def reset(self) -> None:
+        self.trainer = self.train.WorkerTrainer(self.shard, self.cfg, self.worker_seed)
+
+
+def serve_worker(config: IslandConfig, island: int, host: int) -> int:
+    """A non-leader host: local phases on request until the leader says stop."""
+    training = IslandTraining(config, island, host)
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while True:
+        try:
+            sock = socket.create_connection((host_ip(island, 1), WORKER_PORT), timeout=5.0)
+            break
+        except OSError as err:
+            if time.monotonic() > deadline:
+                log.error("island %d host %d: cannot reach the leader: %s", island, host, err)
+                return 1
+            time.sleep(0.2)
+    sock.settimeout(None)
+    with sock:
+        _send_frame(sock, b"H", struct.pack("!I", host))
+        while True:
+            kind, payload = _recv_frame(sock)
+            if kind == b"Q":
+                return 0
+            if kind == b"R":
+                training.reset()
+                continue
+            theta = np.frombuffer(payload, dtype=np.float32).copy()
+            theta_local, loss = training.trainer.local_phase(theta)
+            reply = struct.pack("!d", loss) + np.asarray(theta_local, np.float32).tobytes()
+            _send_frame(sock, b"L", reply)
+
+
+class Leader:
+    """Host 1 of an island: the island's model, its workers, its edge."""
+
+    def __init__(self, config: IslandConfig, island: int) -> None:
+        self.config, self.island = config, island
+        self.training = IslandTraining(config, island, 1)
+        self.train = self.training.train
+        self.workers: list[socket.socket] = []
+        self.transport = UdpTransport(host_ip(island, 1), edge_ip(island))
+        self.reset()
+
+    def reset(self) -> None:
+        self.state = self.train.IslandState(self.training.theta0, self.training.cfg)
+        self.training.reset()
+        for sock in self.workers:
+            _send_frame(sock, b"R")
+        self.proposal: np.ndarray | None = None
+
+    def accept_workers(self) -> None:
+        """Wait for the island's other hosts to connect (each says which host it is)."""
+        wanted = self.config.hosts - 1
+        if not wanted:
+            return
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind((host_ip(self.island, 1), WORKER_PORT))
+        server.listen(wanted)
+        server.settimeout(CONNECT_TIMEOUT_S)
+        by_host: dict[int, socket.socket] = {}
+        with server:
+            while len(by_host) < wanted:
+                try:
+                    conn, _ = server.accept()
+                except TimeoutError:
+                    raise AggregationError(
+                        f"island {self.island}: {wanted - len(by_host)} worker(s) did not "
+                        f"connect within {CONNECT_TIMEOUT_S:.0f} s"
+                    ) from None
+                conn.settimeout(None)
+                _, payload = _recv_frame(conn)
+                by_host[struct.unpack("!I", payload)[0]] = conn
+        self.workers = [by_host[k] for k in sorted(by_host)]
+
+    def prepare(self) -> dict[str, Any]:
+        """Every worker's local phase from the island's model; the island's proposal."""
+        began = time.time()
+        theta = self.state.theta
+        for sock in self.workers:
+            _send_frame(sock, b"T", np.asarray(theta, np.float32).tobytes())
+        own, loss = self.training.trainer.local_phase(theta)
+        locals_, losses = [own], [loss]
+        for sock in self.workers:
+            _, payload = _recv_frame(sock)
+            losses.append(struct.unpack("!d", payload[:8])[0])
+            locals_.append(np.frombuffer(payload[8:], dtype=np.float32))
+        mean_local = np.mean(np.stack(locals_), axis=0, dtype=np.float64).astype(np.float32)
+        self.proposal = self.state.propose(mean_local)
+        return {"train_loss": float(np.mean(losses)), "compute_s": time.time() - began}
+
+    def go(self, command: dict[str, Any]) -> dict[str, Any]:
+        """The group average of the proposals through the edge, then the outer state's update."""
+        if self.proposal is None:
+            raise AggregationError("'go' before 'prepare': no proposal to send")
+        members = tuple(int(m) for m in command["members"])
+        k = len(members)
+        start_at = float(command["start_at"])
+        report: dict[str, Any] = {"clipped": 0, "pacing_lag_s": 0.0, "stats": {}}
+        if k == 1:
+            mean = self.proposal
+            done_at = start_at
+        else:
+            cfg = self.config
+            encoded, clipped = self.train.encode(
+                self.proposal, self.training.theta0, cfg.bound_exponent, k
+            )
+            values = np.zeros(cfg.update_floats, dtype=np.int32)
+            values[: encoded.size] = encoded
+            spec = GroupSpec(
+                cfg.job,
+                int(command["number"]) & 0xFFFF,
+                int(command["group"]),
+                self.island,
+                members,
+            )
+            policy = SendPolicy(**command["policy"])
+            aggregator = Aggregator(self.transport, spec, policy, clock=time.time)
+            _drain(self.transport)
+            _sleep_until(start_at)
+            int_sum = aggregator.allreduce_sum(values, scale_for(cfg.bound_exponent, k))
+            done_at = time.time()
+            mean = self.train.decode(
+                int_sum[: encoded.size], self.training.theta0, cfg.bound_exponent, k, k
+            )
+            stream = aggregator.active
+            report = {
+                "clipped": int(clipped),
+                "pacing_lag_s": stream.pacing_lag_s if stream is not None else 0.0,
+                "stats": dataclasses.asdict(aggregator.stats),
+            }
+            self._linger = (aggregator, policy.quiet_s)
+        self.state.accept(mean)
+        self.proposal = None
+        test_loss, accuracy = self.train.evaluate(
+            self.state.theta, self.training.cfg, self.training.split.test
+        )
+        return {
+            "elapsed_s": done_at - start_at,
+            "done_at": done_at,
+            "test_loss": float(test_loss),
+            "accuracy": float(accuracy),
+            **report,
+        }
+
+    def linger(self) -> None:
+        """After reporting: answer the group's NACKs for a while (someone may have lost one)."""
+        pending = getattr(self, "_linger", None)
+        self._linger = None
+        if pending is not None:
+            aggregator, quiet = pending
+            aggregator.serve(quiet)
+
+    def close(self) -> None:
+        for sock in self.workers:
+            with contextlib.suppress(OSError):
+                _send_frame(sock, b"Q")
+            sock.close()
+        self.transport.close()
+
+
+def _drain(transport: UdpTransport) -> None:
+    """Drop packets left from earlier rounds (late duplicates, NACKs for finished rounds)."""
+    while transport.recv(0.0) is not None:
+        pass
+
+
+def _sleep_until(t: float) -> None:
+    """Sleep until Unix time t; the last 2 ms are spent polling, for a precise start."""
+    while True:
+        left = t - time.time()
+        if left <= 0:
+            return
+        time.sleep(left - 0.002 if left > 0.003 else 0.0)
+
+
+def _emit(event: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def serve_leader(config: IslandConfig, island: int) -> int:
+    leader = Leader(config, island)
+    try:
+        leader.accept_workers()
+        _emit({"event": "ready", "island": island, "params": int(leader.training.theta0.size)})
+        for line in sys.stdin:
+            command = json.loads(line)
+            cmd = command.get("cmd")
+            if cmd == "stop":
+                return 0
+            if cmd == "reset":
+                leader.reset()
+                _emit({"event": "reset", "island": island})
+            elif cmd == "prepare":
+                _emit(
+                    {
+                        "event": "prepared",
+                        "island": island,
+                        "round": command["round"],
+                        **leader.prepare(),
+                    }
+                )
+            elif cmd == "go":
+                try:
+                    result = leader.go(command)
+                except AggregationError as err:
+                    _emit(
+                        {
+                            "event": "failed",
+                            "island": island,
+                            "round": command["round"],
+                            "error": str(err),
+                        }
+                    )
+                    continue
+                _emit({"event": "done", "island": island, "round": command["round"], **result})
+                leader.linger()
+            else:
+                _emit({"event": "error", "island": island, "error": f"unknown command {cmd!r}"})
+        return 0
+    finally:
+        leader.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workers.island", description=__doc__)
+    parser.add_argument("config", type=Path)
+    parser.add_argument("--island", type=int, required=True)
+    parser.add_argument("--host", type=int, required=True, help="1: the leader")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format=f"%(asctime)s island {args.island}.{args.host} %(message)s",
+    )
+    config = IslandConfig.read(args.config)
+    if args.host == 1:
+        return serve_leader(config, args.island)
+    return serve_worker(config, args.island, args.host)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
