@@ -62,9 +62,9 @@ def run(args: argparse.Namespace) -> int:
     from controller.scenario import load_scenario
 
     scenario = load_scenario(args.scenario)  # ScenarioError: refused before anything starts
+    plan = predictions(scenario)  # PlanError: a schedule this WAN cannot play, also before
     if args.check:
-        for line in predictions(scenario):
-            print(line)
+        print("\n".join(plan))
         return 0
     if os.geteuid() != 0:
         print(

@@ -401,71 +401,97 @@ class Run:
         slots: int,
         wan_ports: Callable[[int], dict[int, int]],
     ) -> list[dict[str, Any]]:
-        sc = self.scenario
-        wan = testbed.wan
         testbed.set_schedule(plan.schedule)
         islands.broadcast({"cmd": "reset"})
         islands.expect("reset", time.time() + PREPARE_TIMEOUT_S, "reset")
         began = time.time()
         records = []
-        chunks = self.update_floats // LANES
-        for r in range(sc.training.rounds):
-            rnd = plan.schedule.round_at(r)
-            cost = plan.costs[r % len(plan.costs)]
-            installed = testbed.advance()
-            number = installed["number"]
-            islands.broadcast({"cmd": "prepare", "round": r})
-            prepared = islands.expect(
-                "prepared", time.time() + PREPARE_TIMEOUT_S, f"round {r} local phase"
-            )
-            before = snapshot(testbed, wan_ports)
-            start_at = time.time() + START_MARGIN_S
-            for g, gc in enumerate(cost.groups):
-                members = tuple(gc.members)
-                for m, offset in zip(members, gc.offsets, strict=True):
-                    command: dict[str, Any] = {
-                        "cmd": "go",
-                        "round": r,
-                        "number": number,
-                        "group": g,
-                        "members": list(members),
-                        "start_at": start_at,
-                    }
-                    if len(members) > 1:
-                        rate = gc.rate_bps / sc.scale * FRAME_BITS / (LANES * 4 * 8)
-                        lag = local_lag(wan.delay, members, gc.offsets, m)
-                        command["policy"] = send_policy(
-                            rate, offset, lag, gc.span_s, chunks, sc.round_deadline_s
-                        )
-                    islands.leaders[m].send(command)
-            done = islands.expect("done", start_at + sc.round_deadline_s + 5.0, f"round {r}")
-            after = snapshot(testbed, wan_ports)
-            records.append(
-                self._record(
-                    testbed,
-                    rnd,
-                    r,
-                    memory,
-                    slots,
-                    plan,
-                    cost,
-                    began,
-                    start_at,
-                    prepared,
-                    done,
-                    before,
-                    after,
-                )
-            )
-            self.writer.record(records[-1])
-            failed = {u: e for u, e in done.items() if e["event"] != "done"}
+        for r in range(self.scenario.training.rounds):
+            try:
+                record = self._round(testbed, islands, plan, r, memory, slots, wan_ports, began)
+            except ExperimentError as err:
+                record = self._failed(testbed.wan, plan, r, memory, slots, began, str(err))
+                self.writer.record(record)
+                raise
+            records.append(record)
+            self.writer.record(record)
             self._done += 1
             self.progress(f"{plan.family} @ {memory / 1e6:g} MB", self._done, self._total)
-            if failed:
-                names = ", ".join(wan.names[u] for u in sorted(failed))
-                first = failed[min(failed)]["error"]
-                raise ExperimentError(f"round {r} failed at island(s) {names}: {first}")
+            if record["status"] != "ok":
+                raise ExperimentError(f"round {r}: {record['status']}")
         return records
+
+    def _round(
+        self,
+        testbed: Any,
+        islands: Islands,
+        plan: FamilyPlan,
+        r: int,
+        memory: int,
+        slots: int,
+        wan_ports: Callable[[int], dict[int, int]],
+        began: float,
+    ) -> dict[str, Any]:
+        """Install, local phase, the synchronised exchange; the round's record."""
+        sc = self.scenario
+        wan = testbed.wan
+        rnd = plan.schedule.round_at(r)
+        cost = plan.costs[r % len(plan.costs)]
+        installed = testbed.advance()
+        if [list(g) for g in installed["groups"]] != [
+            [wan.names[i] for i in g] for g in rnd.groups
+        ]:
+            raise ExperimentError(f"round {r}: the switches got {installed['groups']}, not {rnd}")
+        islands.broadcast({"cmd": "prepare", "round": r})
+        prepared = islands.expect("prepared", time.time() + PREPARE_TIMEOUT_S, f"round {r}")
+        refused = {u: e["error"] for u, e in prepared.items() if e["event"] != "prepared"}
+        if refused:
+            u = min(refused)
+            raise ExperimentError(f"round {r}: island {wan.names[u]}: {refused[u]}")
+        before = snapshot(testbed, wan_ports)
+        start_at = time.time() + START_MARGIN_S
+        chunks = self.update_floats // LANES
+        for g, gc in enumerate(cost.groups):
+            members = tuple(gc.members)
+            for m, offset in zip(members, gc.offsets, strict=True):
+                command: dict[str, Any] = {
+                    "cmd": "go",
+                    "round": r,
+                    "number": installed["number"],
+                    "group": g,
+                    "members": list(members),
+                    "start_at": start_at,
+                }
+                if len(members) > 1:
+                    rate = gc.rate_bps / sc.scale * FRAME_BITS / (LANES * 4 * 8)
+                    lag = local_lag(wan.delay, members, gc.offsets, m)
+                    command["policy"] = send_policy(
+                        rate, offset, lag, gc.span_s, chunks, sc.round_deadline_s
+                    )
+                islands.leaders[m].send(command)
+        done = islands.expect("done", start_at + sc.round_deadline_s + 5.0, f"round {r}")
+        after = snapshot(testbed, wan_ports)
+        return self._record(
+            testbed, rnd, r, memory, slots, plan, cost, began, start_at, prepared, done,
+            before, after,
+        )  # fmt: skip
+
+    def _failed(
+        self, wan: Any, plan: FamilyPlan, r: int, memory: int, slots: int, began: float,
+        reason: str,
+    ) -> dict[str, Any]:  # fmt: skip
+        """The record of a round that did not finish: what was planned, and why it failed."""
+        rnd = plan.schedule.round_at(r)
+        return {
+            "memory": memory, "slots": slots, "schedule": plan.family, "round": r,
+            "groups": [[wan.names[i] for i in g] for g in rnd.groups], "started": None,
+            "time_s": None, "predicted_s": plan.costs[r % len(plan.costs)].time_s,
+            "wall_s": time.time() - began, "wan_bytes": {}, "drops": {},
+            "retransmissions": None, "nacks": None, "slot_conflicts": None,
+            "slots_needed": None, "train_loss": None, "test_loss": None, "accuracy": None,
+            "cpu_lag_ms": None, "cpu_bound": None,
+            "status": f"failed: {' '.join(reason.split())}",
+        }  # fmt: skip
 
     def _record(
         self,
@@ -499,7 +525,11 @@ class Run:
         predicted = cost.time_s
         threshold = max(CPU_LAG_FLOOR_S, CPU_LAG_FRACTION * predicted)
         n = len(ok) or 1
-        failed = [wan.names[u] for u, e in done.items() if e["event"] != "done"]
+        failed = [
+            f"island {wan.names[u]}: {' '.join(str(e.get('error')).split())}"
+            for u, e in sorted(done.items())
+            if e["event"] != "done"
+        ]
         return {
             "memory": memory,
             "slots": slots,
@@ -521,7 +551,7 @@ class Run:
             "accuracy": sum(e.get("accuracy", 0.0) for e in ok.values()) / n,
             "cpu_lag_ms": lag * 1e3,
             "cpu_bound": lag > threshold,
-            "status": "ok" if not failed else f"failed: {', '.join(failed)}",
+            "status": "ok" if not failed else f"failed: {'; '.join(failed)}",
         }
 
 

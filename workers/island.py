@@ -317,14 +317,15 @@ def serve_leader(config: IslandConfig, island: int) -> int:
                 leader.reset()
                 _emit({"event": "reset", "island": island})
             elif cmd == "prepare":
-                _emit(
-                    {
-                        "event": "prepared",
-                        "island": island,
-                        "round": command["round"],
-                        **leader.prepare(),
-                    }
-                )
+                try:
+                    prepared = leader.prepare()
+                except (ConnectionError, OSError) as err:
+                    _emit({"event": "failed", "island": island, "round": command["round"],
+                           "error": f"a worker of the island is gone during its local phase: "
+                                    f"{err}"})  # fmt: skip
+                    return 1
+                _emit({"event": "prepared", "island": island, "round": command["round"],
+                       **prepared})  # fmt: skip
             elif cmd == "go":
                 try:
                     result = leader.go(command)

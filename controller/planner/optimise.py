@@ -186,8 +186,10 @@ def best_grid(model: CostModel, k: int, start: Sequence[int] | None = None) -> S
     dims = grid_dims(n, k)
     if dims is None:
         return cliques(n, k, start)  # no grid: approximate blocks along the given order
-    if len(dims) == 2 and dims[0] == dims[1] and _partition_count(n, k) <= EXACT_SEARCH_LIMIT:
-        return _branch_and_bound(model, k)
+    side = dims[0]  # groups are grid lines: of size at most k (9 islands, k = 4: lines of 3)
+    if len(dims) == 2 and side == dims[1] and _partition_count(n, side) <= EXACT_SEARCH_LIMIT:
+        square = _branch_and_bound(model, side)
+        return Schedule(f"cliques-{k}", n, square.rounds)
     return _local_search(model, k, dims, list(start) if start else list(range(n)))
 
 

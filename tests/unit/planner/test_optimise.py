@@ -113,3 +113,12 @@ def test_unknown_family_is_refused(nine):
     planner = Planner(nine)
     with pytest.raises(ValueError, match="unknown schedule family"):
         planner.plan(CostParams(GB, MB, 10e9), families=["hypercube"])
+
+
+def test_cliques_of_a_size_that_is_not_a_grid_side_use_the_grid_it_fits(nine):
+    """cliques-4 on nine islands: groups of at most 4 are the 3 x 3 grid's lines of three."""
+    model = Planner(nine).model(CostParams(GB, 64 * MB, 10e9))
+    schedule = best_grid(model, 4)
+    assert schedule.family == "cliques-4"
+    assert schedule.rounds == best_grid(model, 3).rounds
+    assert all(len(g) == 3 for r in schedule.rounds for g in r.groups)

@@ -1,0 +1,125 @@
+"""The experiment runner's pure parts: what leaders are told, sizes, predictions, refusals."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from controller.cli import main
+from controller.experiment import (
+    cost_params,
+    local_lag,
+    predictions,
+    send_policy,
+    train_config,
+    update_floats,
+)
+from controller.planner.optimise import Planner
+from controller.scenario import ScenarioError, load_scenario, parse_scenario
+from workers.group import SendPolicy
+from workers.stream import FRAME_BITS
+from workers.train import TrainConfig
+
+REPO = Path(__file__).resolve().parents[3]
+DEFAULT = REPO / "scenarios" / "nine-cities.yaml"
+
+
+def scenario(extra: str = ""):
+    return parse_scenario(f"name: t\nscale: 100000\nmemory: [25.6MB, 1.6GB]\n{extra}")
+
+
+def test_local_lag_is_the_first_remote_arrival_after_the_own_send() -> None:
+    delay = np.array([[0.0, 0.010, 0.050], [0.010, 0.0, 0.030], [0.050, 0.030, 0.0]])
+    members, offsets = (0, 1, 2), (0.0, 0.005, 0.020)
+    # at island 0: 1 arrives at 0.015, 2 at 0.070; own send at 0.0
+    assert local_lag(delay, members, offsets, 0) == pytest.approx(0.015)
+    # at island 2: 0 at 0.050, 1 at 0.035; own send at 0.020
+    assert local_lag(delay, members, offsets, 2) == pytest.approx(0.015)
+    # a remote copy due before the own WAN copy leaves: the lag is negative
+    assert local_lag(delay, members, (0.0, 0.0, 0.060), 2) == pytest.approx(-0.030)
+
+
+def test_a_leader_policy_is_rate_paced_with_the_whole_update_in_flight() -> None:
+    fields = send_policy(20_000.0, 0.012, -0.004, 0.14, 76, 60.0)
+    policy = SendPolicy(**fields)
+    assert policy.window == 76 and policy.rate_bps == 20_000.0
+    assert policy.start_s == pytest.approx(0.012) and policy.local_lag_s == pytest.approx(-0.004)
+    # a timeout shorter than the send-to-result time would resend every chunk
+    assert policy.timeout_s >= 2 * 0.14 and policy.deadline_s == 60.0
+    assert policy.max_timeout_s >= policy.timeout_s
+
+
+def test_sizes_at_scale() -> None:
+    sc = scenario()
+    floats = update_floats(sc)
+    assert floats == 2432  # the 2410 parameters of the 64-32-10 MLP in whole 32-value chunks
+    params = cost_params(sc, sc.memory_bytes[0], floats)
+    assert params.update_bytes == 2432 * 4 * 100_000
+    assert params.memory_bytes == 2 * 1 * 128 * 100_000  # 25.6 MB: one slot per bank
+    assert params.slot_bytes == 128 * 100_000  # one emulated slot at full scale
+    padded = scenario("update_size: 1GB\n")
+    assert update_floats(padded) == math.ceil(1e9 / 100_000 / 4 / 32) * 32
+    with pytest.raises(ScenarioError, match="update_size"):
+        update_floats(scenario("update_size: 100MB\n"))
+
+
+def test_the_training_section_becomes_the_trainers_config() -> None:
+    sc = scenario("seed: 7\ntraining: {rounds: 3, inner_steps: 5}\n")
+    cfg = TrainConfig(**train_config(sc))
+    assert cfg.inner_steps == 5 and cfg.seed == 7
+
+
+def test_the_default_scenario_predicts_the_crossover() -> None:
+    """What the emulation must reproduce: triples first at 25.6 MB, all-to-all at 1.6 GB."""
+    sc = load_scenario(DEFAULT)
+    floats = update_floats(sc)
+    planner = Planner(sc.wan)
+    times = {}
+    for memory in sc.memory_bytes:
+        params = cost_params(sc, memory, floats)
+        for family in ("all-to-all", "cliques-3"):
+            times[memory, family] = planner.plan(params, families=[family]).family(family).time_s
+    small, large = sc.memory_bytes
+    assert times[small, "cliques-3"] < times[small, "all-to-all"]
+    assert times[large, "all-to-all"] < times[large, "cliques-3"]
+    lines = predictions(sc)
+    assert len(lines) == 1 + len(sc.memory_bytes) * len(sc.schedules)
+    assert "1 slot(s)/bank" in lines[1]
+
+
+def test_run_check_prints_the_plan_without_building(capsys) -> None:
+    assert main(["run", str(DEFAULT), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "all-to-all" in out and "cliques-3" in out and "predicted" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("name: t\nmemroy: 1GB\n", ["memroy", "memory"]),
+        ("name: t\nmemory: 1KB\n", ["memory", "below one aggregation slot"]),
+        ("name: t\nschedules: [cliques-10]\n", ["schedules", "cliques-10"]),
+        ("name: t\nschedules: [stars]\n", ["schedules", "stars"]),
+        ("name: t\ntraining: {rounds: 0}\n", ["training.rounds"]),
+    ],
+)
+def test_run_refuses_a_bad_scenario_before_anything_starts(
+    tmp_path, capsys, text: str, words: list[str]
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("innet: error: ") and err.count("\n") == 1
+    for word in words:
+        assert word in err
+    assert not out.exists()
+
+
+def test_frames_carry_the_update_at_the_planned_rate() -> None:
+    """The pacing rate is the planned update rate times 186/128: headers ride above it."""
+    assert FRAME_BITS == 186 * 8
