@@ -46,6 +46,8 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shaping", choices=["auto", "kernel", "switch"], default="auto")
     p.add_argument("--run-dir", type=Path, help="state directory (as for innet net up)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--grpc-base-port", type=int, default=50000,
+                   help="P4Runtime port of the first city's switch (default 50000)")  # fmt: skip
 
 
 class Interrupted(Exception):
@@ -80,9 +82,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     signal.signal(signal.SIGTERM, _interrupt)
     with _progress(args.no_progress) as progress:
-        experiment = Run(
-            scenario, folder, progress=progress, run_dir=args.run_dir, shaping=args.shaping
-        )
+        experiment = Run(scenario, folder, progress=progress, run_dir=args.run_dir,
+                         shaping=args.shaping, grpc_base_port=args.grpc_base_port)  # fmt: skip
         try:
             experiment.execute()
         except KeyboardInterrupt:

@@ -240,31 +240,57 @@ def send_policy(
 
 @dataclass(frozen=True)
 class Snapshot:
-    tx_bytes: dict[tuple[int, int], int]  # WAN link u->v: bytes sent by u's port toward v
-    stats: dict[str, int]  # innet.p4 counters summed over the switches
+    """Every switch's counters at one moment; a switch that could not be read is left out."""
+
+    tx_bytes: dict[int, dict[int, int]]  # switch u -> neighbour v -> bytes sent toward v
+    stats: dict[int, dict[str, int]]  # switch u -> innet.p4 counters
     lag_s: float  # worst port lateness since the previous snapshot
+    unread: tuple[int, ...] = ()
 
 
 def snapshot(testbed: Any, wan_ports: Callable[[int], dict[int, int]]) -> Snapshot:
-    from p4switch.control import control_request
+    from controller.testbed import TestbedError
+    from p4switch.control import ControlError, control_request
 
-    tx: dict[tuple[int, int], int] = {}
-    stats: dict[str, int] = {}
-    lag = 0.0
+    tx: dict[int, dict[int, int]] = {}
+    stats: dict[int, dict[str, int]] = {}
+    lag, unread = 0.0, []
     for site in testbed.network.sites:
         u = site.city
-        ports: dict[str, Any] = {}
-        if site.control_path is not None:
+        try:
             reply = control_request(site.control_path, {"cmd": "stats", "reset_peaks": True})
-            ports = reply.get("stats", {}).get("ports", {}) if reply.get("ok") else {}
-        for v, port in wan_ports(u).items():
-            entry = ports.get(str(port)) or ports.get(port) or {}  # type: ignore[call-overload]
-            tx[(u, v)] = int(entry.get("tx_bytes", 0))
-        for entry in ports.values():
-            lag = max(lag, float(entry.get("lateness_max_s", 0.0)))
-        for label, value in testbed.counters(testbed.wan.names[u])["stats"].items():
-            stats[label] = stats.get(label, 0) + int(value)
-    return Snapshot(tx, stats, lag)
+            counters = testbed.counters(testbed.wan.names[u])["stats"]
+        except (ControlError, TestbedError, OSError) as err:  # dead, being restarted
+            log.warning("switch %s unreadable: %s", site.name, err)
+            unread.append(u)
+            continue
+        ports = reply.get("stats", {}).get("ports", {}) if reply.get("ok") else {}
+        tx[u] = {
+            v: int((ports.get(str(port)) or {}).get("tx_bytes", 0))
+            for v, port in wan_ports(u).items()
+        }
+        lag = max([lag, *(float(e.get("lateness_max_s", 0.0)) for e in ports.values())])
+        stats[u] = {label: int(value) for label, value in counters.items()}
+    return Snapshot(tx, stats, lag, tuple(unread))
+
+
+def _delta(before: dict[Any, int] | None, after: dict[Any, int]) -> dict[Any, int]:
+    """Counts over an interval; a switch restarted in it (a counter went down) counts from 0."""
+    if before is None or any(after[k] < before.get(k, 0) for k in after):
+        return dict(after)
+    return {k: after[k] - before.get(k, 0) for k in after}
+
+
+def counted(before: Snapshot, after: Snapshot) -> tuple[dict[tuple[int, int], int], dict[str, int]]:
+    """(bytes per WAN link u->v, innet.p4 counters summed) between two snapshots."""
+    links: dict[tuple[int, int], int] = {}
+    totals: dict[str, int] = {}
+    for u, tx in after.tx_bytes.items():
+        for v, n in _delta(before.tx_bytes.get(u), tx).items():
+            links[(u, v)] = n
+        for label, n in _delta(before.stats.get(u), after.stats[u]).items():
+            totals[label] = totals.get(label, 0) + n
+    return links, totals
 
 
 # --- the run ----------------------------------------------------------------------------------
@@ -279,6 +305,7 @@ class Run:
     progress: Callable[[str, int, int], None] = lambda _what, _done, _total: None
     run_dir: Path | None = None
     shaping: str = "auto"
+    grpc_base_port: int = 50000
     failures: list[str] = field(default_factory=list)
 
     def execute(self) -> Path:
@@ -319,6 +346,7 @@ class Run:
                 slots=slots,
                 scale=sc.scale,
                 shaping=self.shaping,
+                grpc_base_port=self.grpc_base_port,
             )
             network = MininetNetwork(net)
             state["network"] = network.record()
@@ -337,7 +365,6 @@ class Run:
                 update_floats=self.update_floats,
                 bound_exponent=BOUND_EXPONENT,
                 job=JOB,
-                linger_s=0.5,
             )
             config_path = self.folder / "island-config.json"
             config.write(config_path)
@@ -437,6 +464,9 @@ class Run:
         wan = testbed.wan
         rnd = plan.schedule.round_at(r)
         cost = plan.costs[r % len(plan.costs)]
+        healed = testbed.heal()  # a switch found dead between rounds is back before this one
+        if healed:
+            log.warning("round %d: reinstalled %s first", r, ", ".join(healed))
         installed = testbed.advance()
         if [list(g) for g in installed["groups"]] != [
             [wan.names[i] for i in g] for g in rnd.groups
@@ -513,12 +543,10 @@ class Run:
         ok = {u: e for u, e in done.items() if e["event"] == "done"}
         finished = max((e["done_at"] for e in ok.values()), default=time.time())
         measured = finished - start_at
+        links, diff = counted(before, after)
         wan_bytes = {
-            f"{wan.names[u]}->{wan.names[v]}": after.tx_bytes[(u, v)] - before.tx_bytes[(u, v)]
-            for (u, v) in sorted(after.tx_bytes)
-            if after.tx_bytes[(u, v)] - before.tx_bytes[(u, v)] > 0
+            f"{wan.names[u]}->{wan.names[v]}": n for (u, v), n in sorted(links.items()) if n
         }
-        diff = {k: after.stats.get(k, 0) - before.stats.get(k, 0) for k in after.stats}
         stat = [e.get("stats", {}) for e in ok.values()]
         pacing_lag = max((e.get("pacing_lag_s", 0.0) for e in ok.values()), default=0.0)
         lag = max(after.lag_s, pacing_lag)

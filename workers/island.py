@@ -30,6 +30,8 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
+import select
 import socket
 import struct
 import sys
@@ -63,7 +65,6 @@ class IslandConfig:
     update_floats: int  # values on the wire: the model's parameters, zero-padded to this
     bound_exponent: int  # sends |x - theta0| <= 2**bound_exponent (clipped, counted)
     job: int
-    linger_s: float  # after the sum: keep answering the group's NACKs this long
 
     @classmethod
     def read(cls, path: Path) -> IslandConfig:
@@ -171,6 +172,7 @@ class Leader:
         for sock in self.workers:
             _send_frame(sock, b"R")
         self.proposal: np.ndarray | None = None
+        self.last: Aggregator | None = None  # the last round's, answering NACKs until the next
 
     def accept_workers(self) -> None:
         """Wait for the island's other hosts to connect (each says which host it is)."""
@@ -240,6 +242,7 @@ class Leader:
             )
             policy = SendPolicy(**command["policy"])
             aggregator = Aggregator(self.transport, spec, policy, clock=time.time)
+            self.last = None
             _drain(self.transport)
             _sleep_until(start_at)
             int_sum = aggregator.allreduce_sum(values, scale_for(cfg.bound_exponent, k))
@@ -253,7 +256,7 @@ class Leader:
                 "pacing_lag_s": stream.pacing_lag_s if stream is not None else 0.0,
                 "stats": dataclasses.asdict(aggregator.stats),
             }
-            self._linger = (aggregator, policy.quiet_s)
+            self.last = aggregator
         self.state.accept(mean)
         self.proposal = None
         test_loss, accuracy = self.train.evaluate(
@@ -266,14 +269,6 @@ class Leader:
             "accuracy": float(accuracy),
             **report,
         }
-
-    def linger(self) -> None:
-        """After reporting: answer the group's NACKs for a while (someone may have lost one)."""
-        pending = getattr(self, "_linger", None)
-        self._linger = None
-        if pending is not None:
-            aggregator, quiet = pending
-            aggregator.serve(quiet)
 
     def close(self) -> None:
         for sock in self.workers:
@@ -303,12 +298,46 @@ def _emit(event: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+class LineReader:
+    """Lines from a pipe without blocking: `poll` gives a whole line, or None if none is in."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._buffer = b""
+        self._eof = False
+
+    def poll(self, timeout: float) -> str | None:
+        """The next line (waiting up to `timeout` for data); EOFError once the pipe is closed."""
+        if b"\n" not in self._buffer and not self._eof:
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if ready:
+                data = os.read(self.fd, 65536)
+                self._buffer += data
+                self._eof = not data
+        if b"\n" in self._buffer:
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            return line.decode()
+        if self._eof:
+            raise EOFError
+        return None
+
+
 def serve_leader(config: IslandConfig, island: int) -> int:
+    """Commands from the runner; between them, the last round's NACKs are still answered."""
     leader = Leader(config, island)
+    reader = LineReader(sys.stdin.fileno())
     try:
         leader.accept_workers()
         _emit({"event": "ready", "island": island, "params": int(leader.training.theta0.size)})
-        for line in sys.stdin:
+        while True:
+            try:
+                line = reader.poll(0.0 if leader.last is not None else 0.5)
+            except EOFError:
+                return 0
+            if line is None:
+                if leader.last is not None:
+                    leader.last.step(0.02)  # answers NACKs; waits up to 20 ms for a packet
+                continue
             command = json.loads(line)
             cmd = command.get("cmd")
             if cmd == "stop":
@@ -330,20 +359,12 @@ def serve_leader(config: IslandConfig, island: int) -> int:
                 try:
                     result = leader.go(command)
                 except AggregationError as err:
-                    _emit(
-                        {
-                            "event": "failed",
-                            "island": island,
-                            "round": command["round"],
-                            "error": str(err),
-                        }
-                    )
+                    _emit({"event": "failed", "island": island, "round": command["round"],
+                           "error": str(err)})  # fmt: skip
                     continue
                 _emit({"event": "done", "island": island, "round": command["round"], **result})
-                leader.linger()
             else:
                 _emit({"event": "error", "island": island, "error": f"unknown command {cmd!r}"})
-        return 0
     finally:
         leader.close()
 
