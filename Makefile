@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEBIAN_PACKAGES := iproute2 iputils-ping ethtool cpp mininet
 SWEEP_ARGS ?= --memory 1MB..8GB --update-size 1GB --bandwidth 10Gbps
+SCENARIO ?= scenarios/nine-cities.yaml
 
 .PHONY: setup system-packages demo test bench lint clean
 
@@ -27,8 +28,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The planner's memory sweep, then (as root) the default scenario through the emulated WAN:
+# nine cities on p4switch, every schedule trained at every memory point, a comparison table.
 demo: setup
 	$(BIN)/innet plan sweep $(SWEEP_ARGS) --plot results/demo/sweep.png
+	@if [ "$$(id -u)" -eq 0 ]; then \
+	  $(BIN)/innet run $(SCENARIO) --out results/demo/run-$$(date +%Y%m%d-%H%M%S); \
+	else echo "the emulated run (innet run) needs root: sudo make demo"; exit 1; fi
 
 test: setup
 	$(BIN)/python -m pytest

@@ -24,6 +24,8 @@ from controller.planner.cost import DEFAULT_SLOT_BYTES, CostParams, PlanError
 from controller.planner.optimise import DEFAULT_EPSILON
 from controller.planner.schedule import Round, Schedule, ScheduleError
 from controller.rounds import RoundPlanError
+from controller.scenario import Training
+from controller.service_experiment import ExperimentBusy, ServiceExperiment
 from controller.testbed import Testbed, TestbedError, UnknownCityError
 from topo.units import UnitError, parse_rate, parse_size
 
@@ -83,6 +85,31 @@ class PlanBody(BaseModel):
         return float(v)
 
 
+class TrainingBody(BaseModel):
+    """DiLoCo settings of an experiment (as a scenario's `training` section, without rounds)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inner_steps: int = Field(20, ge=1, le=10_000)
+    hidden: int = Field(32, ge=1, le=4096)
+    batch_size: int = Field(32, ge=1, le=4096)
+    inner_lr: float = Field(0.003, gt=0, le=10)
+    outer_lr: float = Field(0.7, gt=0, le=10)
+    outer_momentum: float = Field(0.9, ge=0, lt=1)
+
+
+class ExperimentBody(BaseModel):
+    """Train with the testbed's current schedule for `rounds` rounds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("api", pattern="^[a-z0-9-]+$", max_length=60)
+    rounds: int = Field(..., ge=1, le=10_000)
+    seed: int = Field(1, ge=0)
+    round_deadline_s: float = Field(60.0, gt=0, le=3600)
+    training: TrainingBody = Field(default_factory=TrainingBody)
+
+
 def _invalid(loc: tuple[Any, ...], msg: str) -> RequestValidationError:
     return RequestValidationError([{"loc": loc, "msg": msg, "type": "value_error"}])
 
@@ -122,9 +149,13 @@ def schedule_from_body(testbed: Testbed, body: ScheduleBody) -> Schedule:
 
 
 def create_app(
-    testbed: Testbed, token: str | None = None, on_shutdown: Callable[[], None] | None = None
+    testbed: Testbed,
+    token: str | None = None,
+    on_shutdown: Callable[[], None] | None = None,
+    experiment: ServiceExperiment | None = None,
 ) -> FastAPI:
     """The API over one testbed. `on_shutdown`, when given, enables POST /shutdown."""
+    experiments = experiment if experiment is not None else ServiceExperiment(testbed)
 
     def authorise(request: Request) -> None:
         if token is None:
@@ -145,6 +176,8 @@ def create_app(
     @app.exception_handler(TestbedError)
     async def _testbed_error(_r: Request, err: TestbedError) -> JSONResponse:
         status = 404 if isinstance(err, UnknownCityError) else 503
+        if isinstance(err, ExperimentBusy):
+            status = 409
         return JSONResponse({"detail": str(err)}, status_code=status)
 
     @app.exception_handler(P4RuntimeError)
@@ -213,6 +246,23 @@ def create_app(
     @app.get("/counters/{city}", summary="A city's switch: innet statistics and port counters")
     def counters(city: str) -> dict[str, Any]:
         return testbed.counters(city)
+
+    @app.post(
+        "/experiment",
+        status_code=202,
+        summary="Train with the current schedule for some rounds (in the background)",
+    )
+    def start_experiment(body: ExperimentBody) -> dict[str, Any]:
+        training = Training(rounds=body.rounds, **body.training.model_dump())
+        return experiments.start(body.name, training, body.seed, body.round_deadline_s)
+
+    @app.get("/experiment", summary="The experiment's state, progress and latest rounds")
+    def experiment_status() -> dict[str, Any]:
+        return experiments.status()
+
+    @app.post("/experiment/stop", summary="Start no further round; the current one finishes")
+    def stop_experiment() -> dict[str, Any]:
+        return experiments.stop()
 
     if on_shutdown is not None:
 

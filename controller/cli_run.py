@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
             f"innet: error: {folder} exists and is not empty: choose another --out", file=sys.stderr
         )
         return 2
+    print("\n".join(plan), flush=True)
     signal.signal(signal.SIGTERM, _interrupt)
     with _progress(args.no_progress) as progress:
         experiment = Run(scenario, folder, progress=progress, run_dir=args.run_dir,

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.planner.cost import DEFAULT_SLOT_BYTES, CostParams
-from controller.planner.optimise import FamilyPlan, Planner
+from controller.planner.optimise import DEFAULT_EPSILON, FamilyPlan, Planner
 from controller.planner.schedule import Round
 from controller.rundir import STATE_FILE, cmdline, default_run_dir, read_state, same_process
 from controller.rundir import write_state as _write_state
@@ -306,6 +306,7 @@ class Run:
     run_dir: Path | None = None
     shaping: str = "auto"
     grpc_base_port: int = 50000
+    stop_event: threading.Event | None = None  # set: no further round starts (API's stop)
     failures: list[str] = field(default_factory=list)
 
     def execute(self) -> Path:
@@ -325,6 +326,51 @@ class Run:
         self.summary = summarise(records, self._cycles, self.baseline)
         self.writer.finish(self.summary, self.baseline)
         return self.folder
+
+    def on_testbed(self, testbed: Any, net: Any, on_processes: Callable[[list], None]) -> None:
+        """The testbed's current schedule for `training.rounds` rounds on a running network
+        (the service's experiments): its own island processes, the same records and summary."""
+        from controller.results import ResultsWriter, collect_versions
+        from topo.mininet_net import wan_ports
+
+        sc = self.scenario
+        self.update_floats = update_floats(sc)
+        self.writer = ResultsWriter(self.folder, sc.to_dict(), collect_versions())
+        self._done, self._total = 0, sc.training.rounds
+        self.baseline = baseline(sc)
+        memory = sc.memory_bytes[0]
+        planner = Planner(testbed.wan)
+        model = planner.model(cost_params(sc, memory, self.update_floats))
+        plan = planner.evaluate(model, testbed.schedule_, DEFAULT_EPSILON)
+        config_path = self.folder / "island-config.json"
+        self._island_config(testbed.wan).write(config_path)
+        islands = Islands(net, testbed.wan.names, config_path, self.folder / "logs")
+        records: list[dict[str, Any]] = []
+        try:
+            islands.start()
+            on_processes(islands.record())
+            islands.expect("ready", time.time() + PREPARE_TIMEOUT_S, "start-up")
+            ports = {u: wan_ports(testbed.wan, u, sc.hosts) for u in range(testbed.wan.n)}
+            records = self._schedule(
+                testbed, islands, plan, memory, testbed.slots, ports.__getitem__
+            )
+        finally:
+            islands.stop()
+            on_processes([])
+            self.summary = summarise(records, {plan.family: plan.rounds or 0}, self.baseline)
+            self.writer.finish(self.summary, self.baseline)
+
+    def _island_config(self, wan: Any) -> IslandConfig:
+        sc = self.scenario
+        return IslandConfig(
+            islands=wan.n,
+            hosts=sc.hosts,
+            seed=sc.seed,
+            training=train_config(sc),
+            update_floats=self.update_floats,
+            bound_exponent=BOUND_EXPONENT,
+            job=JOB,
+        )
 
     def _memory_point(self, wan: Any, memory: int) -> list[dict[str, Any]]:
         from controller.mininet_network import MininetNetwork
@@ -357,17 +403,8 @@ class Run:
             testbed = Testbed.start(wan, network, params, slots=slots, schedule=first)
             watchdog = Watchdog(testbed)
             watchdog.start()
-            config = IslandConfig(
-                islands=wan.n,
-                hosts=sc.hosts,
-                seed=sc.seed,
-                training=train_config(sc),
-                update_floats=self.update_floats,
-                bound_exponent=BOUND_EXPONENT,
-                job=JOB,
-            )
             config_path = self.folder / "island-config.json"
-            config.write(config_path)
+            self._island_config(wan).write(config_path)
             islands = Islands(net, wan.names, config_path, self.folder / "logs")
             islands.start()
             state["network"]["processes"] += islands.record()
@@ -434,6 +471,9 @@ class Run:
         began = time.time()
         records = []
         for r in range(self.scenario.training.rounds):
+            if self.stop_event is not None and self.stop_event.is_set():
+                log.info("stopped before round %d of %s", r, plan.family)
+                break
             try:
                 record = self._round(testbed, islands, plan, r, memory, slots, wan_ports, began)
             except ExperimentError as err:

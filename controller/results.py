@@ -256,7 +256,7 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
                 _shown(row["ratio"], lambda x: f"{x:.2f}"),
                 _shown(row["final_accuracy"], lambda x: f"{100 * x:.1f}%"),
                 "*" if first.get(row["memory"]) is row else "",
-                row["status"],
+                _status(row),
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -269,7 +269,18 @@ def format_table(rows: Iterable[Mapping[str, Any]]) -> str:
         for line in lines
     ]
     text.append("* reached consensus first at this memory (measured)")
+    if any(row.get("cpu_bound_rounds") for row in rows):
+        text.append(
+            "CPU-bound: a switch or a leader fell behind its schedule by more than 5% of the "
+            "predicted round (cpu_lag_ms in rounds.jsonl); those rounds measure the CPU, not "
+            "the network"
+        )
     return "\n".join(text)
+
+
+def _status(row: Mapping[str, Any]) -> str:
+    bound = row.get("cpu_bound_rounds") or 0
+    return f"{row['status']}, {bound} CPU-bound round(s)" if bound else str(row["status"])
 
 
 def plot_round_times(records: list[dict[str, Any]], path: Path) -> None:

@@ -75,6 +75,7 @@ def same_process(entry: dict[str, Any]) -> bool:
 
 def recorded_processes(state: dict[str, Any]) -> list[dict[str, Any]]:
     procs = list(state.get("network", {}).get("processes", []))
+    procs += state.get("experiment", {}).get("processes", [])
     if "service" in state:
         procs.insert(0, state["service"])
     return procs

@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
     from controller.api import create_app
     from controller.mininet_network import MininetNetwork
+    from controller.service_experiment import ServiceExperiment
     from controller.testbed import Testbed, Watchdog
     from topo.loader import default_wan, load_wan
     from topo.mininet_net import build_network
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     }
     _write_state(run_dir, state)
     signal.signal(signal.SIGTERM, _terminate)  # a SIGTERM while building still cleans up
-    net = testbed = watchdog = None
+    net = testbed = watchdog = experiment = None
     try:
         net = build_network(
             wan,
@@ -156,7 +157,13 @@ def run(args: argparse.Namespace) -> int:
 
         watchdog = Watchdog(testbed, on_heal=healed)
         watchdog.start()
-        app = create_app(testbed, token, on_shutdown=stop)
+
+        def experiment_processes(processes: list[dict[str, Any]]) -> None:
+            state["experiment"] = {"processes": processes}
+            _write_state(run_dir, state)
+
+        experiment = ServiceExperiment(testbed, on_processes=experiment_processes)
+        app = create_app(testbed, token, on_shutdown=stop, experiment=experiment)
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
         server = uvicorn.Server(config)
         state["status"] = "serving"
@@ -169,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
                 "(in use?): choose another --port"
             )
     finally:
+        if experiment is not None:
+            experiment.stop(wait_s=120.0)  # its island processes run on this network
         if watchdog is not None:
             watchdog.stop()
         if testbed is not None:

@@ -211,3 +211,18 @@ def test_ctrl_c_tears_everything_down(tmp_path: Path) -> None:
     assert not (run_dir / "state.json").exists()
     kept = records(out)
     assert kept and all(r["status"] == "ok" for r in kept)  # every line written is whole
+
+
+def test_an_overloaded_cpu_is_reported_not_taken_for_the_network(tmp_path: Path) -> None:
+    """At scale 1000 a 100 MB update is ~88k frames/s into nine Python switches on this CPU:
+    the switches fall behind, and the run must say so instead of reporting a slow network."""
+    scenario = write_scenario(
+        tmp_path / "s.yaml", scale=1000, update_size="100MB", training={"rounds": 1}
+    )
+    proc, out, _run_dir = start_run(tmp_path, scenario)
+    code, stdout, stderr = finish(proc, 300)
+    assert code == 0, stderr
+    (r,) = records(out)
+    assert r["status"] == "ok" and r["cpu_bound"], r
+    assert r["cpu_lag_ms"] > 0.05 * r["predicted_s"] * 1e3
+    assert "1 CPU-bound round(s)" in stdout and "measure the CPU, not the network" in stdout

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -176,3 +179,65 @@ def test_clean_after_a_crashed_service(tmp_path: Path) -> None:
     assert "SIGTERM" in cleaned
     assert leftovers(recorded) == []
     assert "nothing to clean" in innet(run_dir, "clean").stdout
+
+
+def api(port: int, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def wait_state(port: int, states: tuple[str, ...], timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _, status = api(port, "GET", "/experiment")
+        if status["state"] in states:
+            return status
+        time.sleep(0.5)  # polling interval of the experiment's status
+    raise AssertionError(f"experiment not {states} after {timeout} s: {status}")
+
+
+def test_experiments_through_the_api(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    port = free_port()
+    innet(run_dir, "net", "up", "--hosts", "1", "--port", str(port), "--grpc-base-port",
+          str(GRPC_BASE), "--scale", "100000", "--memory", "1.6GB")  # fmt: skip
+    recorded = state(run_dir)
+    folders = []
+    try:
+        code, started = api(port, "POST", "/experiment", {"rounds": 3, "name": "api-test"})
+        assert code == 202 and started["state"] == "running", started
+        folders.append(Path(started["folder"]))
+        code, busy = api(port, "POST", "/experiment", {"rounds": 1})
+        assert code == 409 and "running" in busy["detail"]
+        done = wait_state(port, ("finished", "failed"), 240)
+        assert done["state"] == "finished" and done["done"] == 3, done
+        assert [r["status"] for r in done["records"]] == ["ok"] * 3
+        for r in done["records"]:
+            assert abs(r["time_s"] / r["predicted_s"] - 1) < 0.2, r
+        (row,) = done["summary"]
+        assert row["schedule"] == done["schedule"] and row["final_accuracy"] > 0.5
+        assert (folders[0] / "summary.csv").exists() and (folders[0] / "rounds.jsonl").exists()
+
+        code, started = api(port, "POST", "/experiment", {"rounds": 500, "name": "api-stop"})
+        assert code == 202
+        folders.append(Path(started["folder"]))
+        wait_state(port, ("running",), 10)
+        code, _ = api(port, "POST", "/experiment/stop")
+        assert code == 200
+        stopped = wait_state(port, ("stopped", "finished", "failed"), 240)
+        assert stopped["state"] == "stopped" and stopped["done"] < 500, stopped
+        assert state(run_dir).get("experiment", {}).get("processes") == []
+        assert "down" in innet(run_dir, "net", "down").stdout
+        assert leftovers(recorded) == []
+    finally:
+        innet(run_dir, "clean", check=False)
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)

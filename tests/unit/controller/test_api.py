@@ -219,3 +219,37 @@ def test_counters(client: TestClient) -> None:
     assert [c["city"] for c in client.get("/counters").json()] == ["A", "B", "C"]
     missing = client.get("/counters/Paris")
     assert missing.status_code == 404 and "known: A, B, C" in missing.json()["detail"]
+
+
+def test_experiment_is_idle_until_started(client: TestClient) -> None:
+    assert client.get("/experiment").json() == {"state": "idle"}
+
+
+@pytest.mark.parametrize(
+    ("body", "loc"),
+    [
+        ({}, ["body", "rounds"]),
+        ({"rounds": 0}, ["body", "rounds"]),
+        ({"rounds": 2, "name": "Bad Name"}, ["body", "name"]),
+        ({"rounds": 2, "training": {"inner_steps": 0}}, ["body", "training", "inner_steps"]),
+        ({"rounds": 2, "training": {"outer_momentum": 1.0}}, ["body", "training",
+                                                              "outer_momentum"]),
+        ({"rounds": 2, "trainig": {}}, ["body", "trainig"]),
+    ],
+)  # fmt: skip
+def test_bad_experiment_bodies_are_422_naming_the_field(
+    client: TestClient, body: dict, loc: list
+) -> None:
+    reply = client.post("/experiment", json=body)
+    assert reply.status_code == 422
+    assert [e["loc"] for e in reply.json()["detail"]] == [loc]
+    assert client.get("/experiment").json() == {"state": "idle"}
+
+
+def test_an_experiment_needs_the_mininet_network(client: TestClient) -> None:
+    """Island processes run in Mininet hosts: over in-process switches the start is refused."""
+    reply = client.post("/experiment", json={"rounds": 2})
+    assert reply.status_code == 503
+    assert "Mininet" in reply.json()["detail"]
+    assert client.get("/experiment").json() == {"state": "idle"}
+    assert client.post("/experiment/stop").json() == {"state": "idle"}

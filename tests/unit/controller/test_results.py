@@ -260,7 +260,8 @@ def test_format_table_names_the_first_to_consensus_per_memory() -> None:
     assert marked[1].startswith("1.6 GB (32 slots/bank)") and "all-to-all" in marked[1]
     assert "1 of 3 rounds failed" in table
     assert "10.0 s" in table and "7.50 s" in table and "1.10" in table and "53.0%" in table
-    assert lines[-1].startswith("* reached consensus first")
+    assert lines[-2].startswith("* reached consensus first")
+    assert lines[-1].startswith("CPU-bound:")  # two of the small cliques' rounds were
 
 
 def test_format_table_marks_a_schedule_that_beats_all_to_all() -> None:
@@ -292,3 +293,15 @@ def test_collect_versions_without_git(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_record_keys_are_the_documented_ones() -> None:
     assert set(rec(1, "x", 0, 1.0)) == set(RECORD_KEYS)
     assert len(RECORD_KEYS) == 21
+
+
+def test_format_table_says_which_rounds_measured_the_cpu() -> None:
+    records = [
+        rec(25_600_000, "all-to-all", 0, 30.0, cpu_bound=True, cpu_lag_ms=900.0),
+        rec(25_600_000, "all-to-all", 1, 31.0),
+    ]
+    table = format_table(summarise(records, {"all-to-all": 1}))
+    assert "ok, 1 CPU-bound round(s)" in table
+    assert "those rounds measure the CPU, not the network" in table
+    calm = format_table(summarise([rec(25_600_000, "all-to-all", 0, 30.0)], {"all-to-all": 1}))
+    assert "CPU-bound" not in calm
