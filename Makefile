@@ -3,11 +3,15 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-DEBIAN_PACKAGES := iproute2 iputils-ping ethtool cpp mininet
+DEBIAN_PACKAGES := iproute2 iputils-ping ethtool cpp mininet shellcheck ruby
 SWEEP_ARGS ?= --memory 1MB..8GB --update-size 1GB --bandwidth 10Gbps
 SCENARIO ?= scenarios/nine-cities.yaml
 
-.PHONY: setup system-packages demo test bench lint clean
+P4C      ?= p4c-bm2-ss
+P4_BUILD := build/p4
+P4_SLOTS ?= 1024
+
+.PHONY: setup system-packages demo test bench lint p4 clean
 
 setup: system-packages $(STAMP)
 
@@ -47,6 +51,19 @@ bench: setup
 	    --processor bench.p4_processors:l2 --processor bench.p4_processors:agg32; \
 	  $(BIN)/python bench/aggregation.py; \
 	else echo "bench/forwarding.py and bench/aggregation.py skipped: they need root"; fi
+
+# Compile p4src/ with p4c for BMv2 (JSON and P4Info in build/p4/) and check that p4c's P4Info
+# and p4switch's agree on every table, action, register and counter (names and widths).
+p4: setup
+	@command -v $(P4C) >/dev/null 2>&1 || { \
+	  echo "make p4: $(P4C) (p4c) is not installed here; the VM has it: vagrant up (README)"; exit 1; }
+	mkdir -p $(P4_BUILD)
+	$(P4C) --arch v1model --std p4-16 -D SLOTS=$(P4_SLOTS) -o $(P4_BUILD)/innet.json \
+	  --p4runtime-files $(P4_BUILD)/innet.p4info.txt p4src/innet.p4
+	$(BIN)/p4switch --p4 p4src/innet.p4 -D SLOTS=$(P4_SLOTS) --check \
+	  --p4info-out $(P4_BUILD)/innet.p4switch.p4info.txt
+	$(BIN)/python -m p4switch.p4info_diff $(P4_BUILD)/innet.p4info.txt \
+	  $(P4_BUILD)/innet.p4switch.p4info.txt
 
 lint: setup
 	$(BIN)/ruff check .

@@ -197,6 +197,8 @@ def _service_argv(args: argparse.Namespace, run_dir: Path) -> list[str]:
         str(args.scale),
         "--shaping",
         args.shaping,
+        "--target",
+        args.target,
         "--port",
         str(args.port),
         "--host",
@@ -208,6 +210,8 @@ def _service_argv(args: argparse.Namespace, run_dir: Path) -> list[str]:
     ]
     if args.slots is not None:
         argv += ["--slots", str(args.slots)]
+    if args.log_console:
+        argv.append("--log-console")
     if args.token_file is not None:
         argv += ["--token-file", str(args.token_file.resolve())]
     return argv

@@ -44,6 +44,12 @@ def add_command(sub: argparse._SubParsersAction) -> None:
         help="validate the scenario and print the predictions; build nothing",
     )
     p.add_argument("--shaping", choices=["auto", "kernel", "switch"], default="auto")
+    p.add_argument(
+        "--target",
+        choices=["p4switch", "bmv2"],
+        default="p4switch",
+        help="edge switches: p4switch (default) or bmv2 (simple_switch_grpc)",
+    )
     p.add_argument("--run-dir", type=Path, help="state directory (as for innet net up)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--grpc-base-port", type=int, default=50000,
@@ -84,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     with _progress(args.no_progress) as progress:
         experiment = Run(scenario, folder, progress=progress, run_dir=args.run_dir,
-                         shaping=args.shaping, grpc_base_port=args.grpc_base_port)  # fmt: skip
+                         shaping=args.shaping, grpc_base_port=args.grpc_base_port,
+                         target=args.target)  # fmt: skip
         try:
             experiment.execute()
         except KeyboardInterrupt:

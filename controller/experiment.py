@@ -258,13 +258,16 @@ def snapshot(testbed: Any, wan_ports: Callable[[int], dict[int, int]]) -> Snapsh
     for site in testbed.network.sites:
         u = site.city
         try:
-            reply = control_request(site.control_path, {"cmd": "stats", "reset_peaks": True})
+            if site.control_path is None:  # BMv2: the kernel's counters of its interfaces
+                ports = _kernel_ports(testbed.network.net.switches[u].port_interfaces())
+            else:
+                reply = control_request(site.control_path, {"cmd": "stats", "reset_peaks": True})
+                ports = reply.get("stats", {}).get("ports", {}) if reply.get("ok") else {}
             counters = testbed.counters(testbed.wan.names[u])["stats"]
         except (ControlError, TestbedError, OSError) as err:  # dead, being restarted
             log.warning("switch %s unreadable: %s", site.name, err)
             unread.append(u)
             continue
-        ports = reply.get("stats", {}).get("ports", {}) if reply.get("ok") else {}
         tx[u] = {
             v: int((ports.get(str(port)) or {}).get("tx_bytes", 0))
             for v, port in wan_ports(u).items()
@@ -272,6 +275,15 @@ def snapshot(testbed: Any, wan_ports: Callable[[int], dict[int, int]]) -> Snapsh
         lag = max([lag, *(float(e.get("lateness_max_s", 0.0)) for e in ports.values())])
         stats[u] = {label: int(value) for label, value in counters.items()}
     return Snapshot(tx, stats, lag, tuple(unread))
+
+
+def _kernel_ports(interfaces: dict[int, str]) -> dict[str, dict[str, int]]:
+    """Port -> {"tx_bytes": ...} from /sys/class/net (for switches without a control channel)."""
+    return {
+        str(port): {"tx_bytes": int(Path("/sys/class/net", name, "statistics", "tx_bytes")
+                                    .read_text())}
+        for port, name in interfaces.items()
+    }  # fmt: skip
 
 
 def _delta(before: dict[Any, int] | None, after: dict[Any, int]) -> dict[Any, int]:
@@ -306,6 +318,7 @@ class Run:
     run_dir: Path | None = None
     shaping: str = "auto"
     grpc_base_port: int = 50000
+    target: str = "p4switch"  # or "bmv2" (simple_switch_grpc, where installed)
     stop_event: threading.Event | None = None  # set: no further round starts (API's stop)
     failures: list[str] = field(default_factory=list)
 
@@ -393,6 +406,7 @@ class Run:
                 scale=sc.scale,
                 shaping=self.shaping,
                 grpc_base_port=self.grpc_base_port,
+                target=self.target,
             )
             network = MininetNetwork(net)
             state["network"] = network.record()
@@ -400,7 +414,8 @@ class Run:
             planner = Planner(wan)
             plans = {f: planner.plan(params, families=[f]).family(f) for f in sc.schedules}
             first = plans[sc.schedules[0]].schedule
-            testbed = Testbed.start(wan, network, params, slots=slots, schedule=first)
+            testbed = Testbed.start(wan, network, params, slots=slots, schedule=first,
+                                    target=self.target, build_dir=run_dir / "build")  # fmt: skip
             watchdog = Watchdog(testbed)
             watchdog.start()
             config_path = self.folder / "island-config.json"

@@ -57,6 +57,17 @@ def service_options(p: argparse.ArgumentParser) -> None:
         help="slots per bank on the switches (default: memory / 128 B / scale, a power of two)",
     )
     p.add_argument("--shaping", choices=["auto", "kernel", "switch"], default="auto")
+    p.add_argument(
+        "--target",
+        choices=["p4switch", "bmv2"],
+        default="p4switch",
+        help="edge switches: p4switch (default) or bmv2 (simple_switch_grpc)",
+    )
+    p.add_argument(
+        "--log-console",
+        action="store_true",
+        help="bmv2 only: BMv2's per-packet log on its console (slow)",
+    )
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="API port on 127.0.0.1")
     p.add_argument("--host", default="127.0.0.1", help="address the API binds (default loopback)")
     p.add_argument("--token-file", type=Path, help="file holding a bearer token the API requires")
@@ -140,11 +151,14 @@ def run(args: argparse.Namespace) -> int:
             scale=args.scale,
             shaping=args.shaping,
             grpc_base_port=args.grpc_base_port,
+            target=args.target,
+            log_console=args.log_console,
         )
         network = MininetNetwork(net)
         state["network"] = network.record()
         _write_state(run_dir, state)
-        testbed = Testbed.start(wan, network, params, slots=slots)
+        testbed = Testbed.start(wan, network, params, slots=slots, target=args.target,
+                                build_dir=run_dir / "build")  # fmt: skip
         server: uvicorn.Server | None = None
 
         def stop() -> None:

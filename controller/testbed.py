@@ -126,13 +126,18 @@ class Testbed:
         schedule: Schedule | None = None,
         program: Path = INNET_P4,
         connect_timeout: float = 30.0,
+        target: str = "p4switch",
+        build_dir: Path | None = None,
     ) -> Testbed:
-        """Connect to every switch, set the pipeline, install the base plan; no round yet."""
-        compiled = compile_file(program, defines={"SLOTS": str(slots)})
+        """Connect to every switch, set the pipeline, install the base plan; no round yet.
+
+        The pipeline is the P4 source for p4switch; for `target` bmv2, p4c's BMv2 JSON and
+        P4Info, compiled into `build_dir` (topo/bmv2.py)."""
+        p4info, device_config = pipeline(program, slots, target, build_dir)
         conns = [
             SwitchConnection(s.name, s.grpc_addr, s.device_id, ELECTION_ID) for s in network.sites
         ]
-        fabric = Fabric(conns, compiled.p4info, program.read_bytes())
+        fabric = Fabric(conns, p4info, device_config)
         try:
             fabric.connect(deadline_after(connect_timeout))
             plan = None
@@ -363,6 +368,19 @@ class Testbed:
                     self.fabric.reinstall(site.name, deadline_after(timeout))
                     healed.append(self.wan.names[site.city])
         return healed
+
+
+def pipeline(program: Path, slots: int, target: str, build_dir: Path | None) -> tuple[Any, bytes]:
+    """(P4Info, device config) of `program` with `slots` for the target's switches."""
+    if target == "bmv2":
+        from p4switch.p4info_diff import load
+        from topo.bmv2 import compile_bmv2
+
+        out = build_dir if build_dir is not None else Path(program).parent.parent / "build" / "p4"
+        compiled = compile_bmv2(program, out, {"SLOTS": str(slots)})
+        return load(compiled.p4info), compiled.json.read_bytes()
+    compiled = compile_file(program, defines={"SLOTS": str(slots)})
+    return compiled.p4info, program.read_bytes()
 
 
 class Watchdog:

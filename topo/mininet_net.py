@@ -30,6 +30,7 @@ from mininet.link import Link, TCLink
 from mininet.net import Mininet
 from mininet.node import Host
 
+from topo.bmv2 import THRIFT_BASE_PORT, Bmv2Switch, missing_tools
 from topo.p4node import IFNAMSIZ, P4Switch, P4SwitchError
 from topo.shaping import ShapingMode, choose_shaping, kernel_link_params, switch_shape
 from topo.wan import Wan
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PROGRAM = REPO / "p4src" / "innet.p4"
 GRPC_BASE_PORT = 50000
+TARGETS = ("p4switch", "bmv2")
 SUPERNET = "10.0.0.0/16"
 
 
@@ -181,6 +183,8 @@ def build_network(
     name_prefix: str = "",
     grpc_base_port: int = GRPC_BASE_PORT,
     startup_timeout: float = 90.0,
+    target: str = "p4switch",
+    log_console: bool = False,
 ) -> TestbedNet:
     """Build and start the testbed: Mininet (controller=None), one P4Switch per city.
 
@@ -189,11 +193,26 @@ def build_network(
     `shaping` is `auto`, `kernel` or `switch` (see topo/shaping.py); the mode used is
     `TestbedNet.shaping`. City u's edge has device id u + 1 and P4Runtime at
     127.0.0.1:(grpc_base_port + u).
+
+    `target` `bmv2` runs each edge on simple_switch_grpc instead (topo/bmv2.py): no program at
+    start (the controller pushes p4c's JSON), links shaped by the kernel only, BMv2's console
+    log only with `log_console`.
     """
+    if target not in TARGETS:
+        raise TestbedError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     if not 1 <= hosts_per_city <= 253 or wan.n > 254:
         raise TestbedError(f"no addressing for {wan.n} cities of {hosts_per_city} hosts")
     if not scale > 0:
         raise TestbedError(f"scale must be positive, got {scale!r}")
+    if target == "bmv2":
+        missing = missing_tools()
+        if missing:
+            raise TestbedError(
+                f"the bmv2 target needs {', '.join(missing)} (the VM has them: vagrant up)"
+            )
+        if shaping == "switch":
+            raise TestbedError("BMv2 cannot shape its ports: use --shaping kernel (netem)")
+        shaping = "kernel"
     mode = choose_shaping(shaping)
     names = _check_names(wan, hosts_per_city, name_prefix)
     in_the_way = _existing_interfaces(names)
@@ -220,11 +239,16 @@ def build_network(
         switches: list[P4Switch] = []
         hosts: list[tuple[Host, ...]] = []
         for u in range(wan.n):
+            extra: dict[str, object] = {}
+            cls: type[P4Switch] = P4Switch
+            if target == "bmv2":
+                cls = Bmv2Switch
+                extra = {"thrift_port": THRIFT_BASE_PORT + u, "log_console": log_console}
             switch = net.addSwitch(
-                switch_name(u, name_prefix), cls=P4Switch, dpid=f"{u + 1:x}",
+                switch_name(u, name_prefix), cls=cls, dpid=f"{u + 1:x}",
                 program=Path(program).resolve(), rundir=workdir,
                 grpc_addr=f"127.0.0.1:{grpc_base_port + u}", device_id=u + 1,
-                defines=defines, shapes=shapes[u], startup_timeout=startup_timeout,
+                defines=defines, shapes=shapes[u], startup_timeout=startup_timeout, **extra,
             )  # fmt: skip
             switches.append(switch)
         for u in range(wan.n):
@@ -281,6 +305,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--slots", type=int, default=None, help="SLOTS for innet.p4")
     parser.add_argument("--program", type=Path, default=DEFAULT_PROGRAM, help="P4 program")
     parser.add_argument("--shaping", choices=("auto", "kernel", "switch"), default="auto")
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default="p4switch",
+        help="edge switches: p4switch (default) or bmv2 (simple_switch_grpc)",
+    )
+    parser.add_argument(
+        "--log-console",
+        action="store_true",
+        help="bmv2 only: BMv2's per-packet log on its console (slow)",
+    )
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/innet-testbed"),
                         help="control sockets and p4switch logs (default %(default)s)")  # fmt: skip
     return parser
@@ -299,7 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         wan = default_wan() if args.topology is None else load_wan(args.topology)
         net = build_network(wan, args.hosts, args.workdir, program=args.program,
-                            slots=args.slots, scale=args.scale, shaping=args.shaping)  # fmt: skip
+                            slots=args.slots, scale=args.scale, shaping=args.shaping,
+                            target=args.target, log_console=args.log_console)  # fmt: skip
     except (TestbedError, ShapingError, P4SwitchError, TopologyError, OSError) as err:
         print(f"topo.mininet_net: error: {err}", file=sys.stderr)
         return 2

@@ -1,0 +1,114 @@
+"""The `bmv2` target: the same P4 programs on BMv2's simple_switch_grpc, compiled by p4c.
+
+Where `simple_switch_grpc` and `p4c-bm2-ss` are installed (the Vagrant VM), a testbed can run
+its edges on the reference target instead of p4switch. Each edge is one simple_switch_grpc
+process started without a program (`--no-p4`): the controller pushes p4c's BMv2 JSON and
+P4Info with SetForwardingPipelineConfig, as it pushes the P4 source to p4switch. Device id and
+CPU port are given explicitly; BMv2's logging is off (it costs more than the forwarding) unless
+`log_console` asks for it. BMv2 cannot delay or rate-limit a port, so links are shaped by the
+kernel (netem and HTB); a kernel without netem cannot host this target.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from topo.p4node import P4Switch, P4SwitchError
+
+SIMPLE_SWITCH = "simple_switch_grpc"
+P4C = "p4c-bm2-ss"
+CPU_PORT = 255
+THRIFT_BASE_PORT = 9090
+
+
+class Bmv2Error(RuntimeError):
+    """The BMv2 toolchain is missing or refused the program; the message says which."""
+
+
+def missing_tools() -> list[str]:
+    """The BMv2 and p4c commands this machine lacks (empty: the target can run here)."""
+    return [tool for tool in (SIMPLE_SWITCH, P4C) if shutil.which(tool) is None]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    json: Path  # BMv2's program
+    p4info: Path  # P4Runtime's description, protobuf text
+
+
+def compile_bmv2(program: Path, out_dir: Path, defines: dict[str, str] | None = None) -> Compiled:
+    """p4c-bm2-ss on `program` into `out_dir` (one JSON and P4Info per set of defines)."""
+    if shutil.which(P4C) is None:
+        raise Bmv2Error(f"{P4C} not found: the bmv2 target needs p4c (the VM has it: vagrant up)")
+    defines = dict(defines or {})
+    tag = "-".join(f"{k}{v}" for k, v in sorted(defines.items())) or "default"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"{Path(program).stem}-{tag}"
+    compiled = Compiled(stem.with_suffix(".json"), stem.with_suffix(".p4info.txt"))
+    argv = [P4C, "--arch", "v1model", "--std", "p4-16", "-o", str(compiled.json),
+            "--p4runtime-files", str(compiled.p4info)]  # fmt: skip
+    for name, value in sorted(defines.items()):
+        argv += ["-D", f"{name}={value}"]
+    done = subprocess.run([*argv, str(program)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise Bmv2Error(f"{P4C} refused {program}: {done.stderr.strip()}")
+    return compiled
+
+
+def bmv2_command(
+    ports: dict[int, str],
+    grpc_addr: str,
+    device_id: int,
+    thrift_port: int,
+    cpu_port: int = CPU_PORT,
+    log_console: bool = False,
+) -> list[str]:
+    """simple_switch_grpc's argument list: ports, ids and addresses explicit, no program."""
+    argv = [SIMPLE_SWITCH, "--device-id", str(device_id)]
+    for port, ifname in sorted(ports.items()):
+        argv += ["-i", f"{port}@{ifname}"]
+    argv += ["--thrift-port", str(thrift_port), "--no-p4"]
+    if log_console:
+        argv += ["--log-console"]
+    argv += ["--", "--grpc-server-addr", grpc_addr, "--cpu-port", str(cpu_port)]
+    return argv
+
+
+class Bmv2Switch(P4Switch):
+    """A Mininet switch backed by one simple_switch_grpc process (no control channel)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        thrift_port: int,
+        cpu_port: int = CPU_PORT,
+        log_console: bool = False,
+        **params: object,
+    ) -> None:
+        super().__init__(name, **params)  # type: ignore[arg-type]
+        self.thrift_port, self.cpu_port, self.log_console = thrift_port, cpu_port, log_console
+        self.control_path = None  # type: ignore[assignment]
+
+    def command(self) -> list[str]:
+        return bmv2_command(self.port_interfaces(), self.grpc_addr, self.device_id,
+                            self.thrift_port, self.cpu_port, self.log_console)  # fmt: skip
+
+    def ready(self) -> bool:
+        """True once the P4Runtime server accepts connections; raises if the process exited."""
+        if self.process is None:
+            raise P4SwitchError(f"{self.name}: {SIMPLE_SWITCH} was never started")
+        code = self.process.poll()
+        if code is not None:
+            raise P4SwitchError(f"{self.name}: {SIMPLE_SWITCH} exited with status {code} "
+                                f"(log {self.log_path})")  # fmt: skip
+        host, port = self.grpc_addr.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=0.5):
+                return True
+        except OSError:
+            return False
