@@ -71,6 +71,7 @@ class ExperimentError(RuntimeError):
 @dataclass
 class IslandProcess:
     island: int
+    name: str  # the island's city
     host: int
     proc: subprocess.Popen[str]
     events: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
@@ -81,7 +82,10 @@ class IslandProcess:
             self.proc.stdin.write(json.dumps(command) + "\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as err:
-            raise ExperimentError(f"island {self.island}: its leader is gone ({err})") from err
+            code = self.proc.poll()
+            raise ExperimentError(
+                f"island {self.name}: its leader is gone (exit status {code}; {err})"
+            ) from err
 
     def read_events(self) -> None:
         """Thread body: the leader's stdout lines, as events, until it closes."""
@@ -128,7 +132,7 @@ class Islands:
                         text=True,
                         bufsize=1,
                     )
-                    leader = IslandProcess(u, k, proc)
+                    leader = IslandProcess(u, self.names[u], k, proc)
                     threading.Thread(target=leader.read_events, daemon=True).start()
                     self.leaders.append(leader)
                 else:

@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from controller.p4rt import Fabric, P4RuntimeError, SwitchConnection, deadline_after
+from controller.p4rt import (
+    Fabric,
+    P4RuntimeError,
+    SwitchConnection,
+    deadline_after,
+)
 from controller.planner.cost import CostParams
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
 from controller.planner.schedule import Round, Schedule, ScheduleError
@@ -34,6 +39,7 @@ log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[1]
 INNET_P4 = REPO / "p4src" / "innet.p4"
 JOB = 1
+LIVE_RECONNECT_S = 3.0  # how long heal() tries a switch whose process runs but whose stream ended
 # the controller's election id: above any shell started read-only with `innet shell` (0, 1)
 ELECTION_ID = (2, 0)
 
@@ -364,8 +370,18 @@ class Testbed:
                 if dead:
                     log.warning("switch %s: process gone, restarting it", site.name)
                     self.network.restart(site.city, deadline_after(timeout))
-                if dead or not conn.alive:
+                if dead:
                     self.fabric.reinstall(site.name, deadline_after(timeout))
+                    healed.append(self.wan.names[site.city])
+                elif not conn.alive:
+                    # The stream ended but the process runs: it restarted its server, or it is
+                    # on its way out (a SIGTERM's shutdown, or a kill not yet reaped). Try
+                    # briefly; a dying process is found dead and restarted at the next check.
+                    try:
+                        self.fabric.reinstall(site.name, deadline_after(LIVE_RECONNECT_S))
+                    except P4RuntimeError as err:
+                        log.warning("switch %s: %s; checking again", site.name, err)
+                        continue
                     healed.append(self.wan.names[site.city])
         return healed
 

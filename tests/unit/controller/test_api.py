@@ -209,6 +209,29 @@ def test_heal_reinstalls_a_restarted_switch(
     assert client.post("/rounds/advance").status_code == 200
 
 
+def test_heal_does_not_wait_on_a_switch_that_is_dying(
+    switches: list[Switch], testbed: Testbed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stream ended, process not yet gone (a SIGTERM's shutdown, a kill not yet reaped): heal
+    tries briefly and returns; once the process is found dead it is restarted and reinstalled."""
+    monkeypatch.setattr("controller.testbed.LIVE_RECONNECT_S", 0.5)
+    network = testbed.network
+    dying = {"s1": True}
+    monkeypatch.setattr(
+        network, "process_alive", lambda city: city != 1 or dying["s1"] or bool(switches[1].server)
+    )
+    switches[1].stop()
+    deadline = time.monotonic() + 10
+    while testbed.fabric.connection("s1").alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+    began = time.monotonic()
+    assert testbed.heal() == []  # not healed, and not stuck for heal's 60 s timeout
+    assert time.monotonic() - began < 5
+    dying["s1"] = False  # now reaped: dead
+    assert testbed.heal() == ["B"]
+    assert switches[1].server is not None and members(switches[1]) == 0  # base plan back
+
+
 def test_counters(client: TestClient) -> None:
     reply = client.get("/counters/B")
     assert reply.status_code == 200
