@@ -337,7 +337,7 @@ class Run:
         self._done, self._total = 0, len(sc.memory_bytes) * len(sc.schedules) * sc.training.rounds
         self.progress("single-process baseline", 0, self._total)
         self.baseline = baseline(sc)
-        self._cycles: dict[str, int] = {}
+        self._cycles: dict[str, tuple[int, int]] = {}
         for memory in sc.memory_bytes:
             records += self._memory_point(sc.wan, memory)
         self.summary = summarise(records, self._cycles, self.baseline)
@@ -374,7 +374,8 @@ class Run:
         finally:
             islands.stop()
             on_processes([])
-            self.summary = summarise(records, {plan.family: plan.rounds or 0}, self.baseline)
+            cycle = {plan.family: (plan.rounds or 0, len(plan.costs))}
+            self.summary = summarise(records, cycle, self.baseline)
             self.writer.finish(self.summary, self.baseline)
 
     def _island_config(self, wan: Any) -> IslandConfig:
@@ -432,7 +433,7 @@ class Run:
             ports = {u: wan_ports(wan, u, sc.hosts) for u in range(wan.n)}
             for family in sc.schedules:
                 plan = plans[family]
-                self._cycles[family] = plan.rounds or 0
+                self._cycles[family] = (plan.rounds or 0, len(plan.costs))
                 try:
                     records += self._schedule(
                         testbed, islands, plan, memory, slots, ports.__getitem__
@@ -709,7 +710,7 @@ def predictions(sc: Scenario) -> list[str]:
 
 
 def summarise(
-    records: list[dict[str, Any]], cycles: dict[str, int], base: dict[str, Any] | None
+    records: list[dict[str, Any]], cycles: dict[str, tuple[int, int]], base: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
     from controller.results import summarise as rows
 

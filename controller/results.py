@@ -173,14 +173,14 @@ def read_records(folder: Path) -> list[dict[str, Any]]:
 
 
 def summarise(
-    records: Iterable[Mapping[str, Any]], cycle_lengths: Mapping[str, int]
+    records: Iterable[Mapping[str, Any]], cycle_lengths: Mapping[str, int | tuple[int, int]]
 ) -> list[dict[str, Any]]:
     """One row per (memory, schedule), memory ascending, schedules in the order they ran.
 
     Means and the ratio are over the rounds that finished (status "ok"). Time to consensus is
-    the sum over the `cycle_lengths[schedule]` positions of a cycle of the mean time of the
-    rounds at that position (round % length); measured is None when a position has no finished
-    round. Final figures are those of the last finished round.
+    the sum, over the rounds to consensus, of the mean time of the rounds at the same position
+    of the schedule's cycle (`_cycle_time`); measured is None when a position needed has no
+    finished round. Final figures are those of the last finished round.
     """
     runs: dict[tuple[int, str], list[Mapping[str, Any]]] = {}
     for rec in records:
@@ -414,9 +414,20 @@ def _ratio(measured: float | None, predicted: float | None) -> float | None:
     return measured / predicted if measured is not None and predicted else None
 
 
-def _cycle_time(recs: list[Mapping[str, Any]], key: str, length: int) -> float | None:
-    positions = [_mean(r[key] for r in recs if r["round"] % length == p) for p in range(length)]
-    return None if any(t is None for t in positions) else sum(t or 0.0 for t in positions)
+def _cycle_time(
+    recs: list[Mapping[str, Any]], key: str, length: int | tuple[int, int]
+) -> float | None:
+    """Sum over the rounds to consensus of the mean time at each round's cycle position.
+
+    `length` is the cycle's length (consensus after one cycle), or (rounds to consensus, cycle
+    length) when those differ: cliques of three on nine islands agree after 2 of a 4-round
+    cycle, ring pairs need many cycles of 2."""
+    rounds, cycle = (length, length) if isinstance(length, int) else length
+    if rounds < 1 or cycle < 1:
+        return None
+    positions = [_mean(r[key] for r in recs if r["round"] % cycle == p) for p in range(cycle)]
+    needed = [positions[t % cycle] for t in range(rounds)]
+    return None if any(t is None for t in needed) else sum(t or 0.0 for t in needed)
 
 
 def _run_status(recs: list[Mapping[str, Any]], failed: list[Mapping[str, Any]]) -> str:

@@ -305,3 +305,17 @@ def test_format_table_says_which_rounds_measured_the_cpu() -> None:
     assert "those rounds measure the CPU, not the network" in table
     calm = format_table(summarise([rec(25_600_000, "all-to-all", 0, 30.0)], {"all-to-all": 1}))
     assert "CPU-bound" not in calm
+
+
+def test_consensus_sums_the_rounds_to_consensus_by_cycle_position() -> None:
+    """cliques-3: consensus after 2 rounds of a 4-round cycle; ring pairs: 5 rounds of 2."""
+    times = [0.8, 0.9, 1.0, 1.1] * 2
+    records = [rec(MB, "cliques-3", i, t, predicted_s=t) for i, t in enumerate(times)]
+    (row,) = summarise(records, {"cliques-3": (2, 4)})
+    assert row["consensus_s"] == pytest.approx(0.8 + 0.9)
+    assert row["consensus_predicted_s"] == pytest.approx(1.7)
+    ring = [rec(MB, "ring-pairs", i, 1.0 + i % 2) for i in range(4)]
+    (row,) = summarise(ring, {"ring-pairs": (5, 2)})
+    assert row["consensus_s"] == pytest.approx(1 + 2 + 1 + 2 + 1)
+    (row,) = summarise(ring, {"ring-pairs": (0, 2)})  # never reaches consensus
+    assert row["consensus_s"] is None
