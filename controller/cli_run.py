@@ -65,7 +65,8 @@ def _interrupt(signum: int, _frame: FrameType | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from controller.experiment import ExperimentError, Run, predictions
+    from controller.emulation import predictions
+    from controller.experiment import ExperimentError, Run
     from controller.results import format_table
     from controller.scenario import load_scenario
 

@@ -28,15 +28,9 @@ the round records written so far stay (one JSON line each, flushed as written).
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import json
 import logging
 import math
 import os
-import queue
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -44,9 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.planner.cost import DEFAULT_SLOT_BYTES, CostParams
+from controller.emulation import baseline, cost_params, train_config, update_floats
+from controller.islands import ExperimentError, Islands
+from controller.leaders import local_lag, send_policy
+from controller.planner.cost import DEFAULT_SLOT_BYTES
 from controller.planner.optimise import DEFAULT_EPSILON, FamilyPlan, Planner
 from controller.planner.schedule import Round
+from controller.round_counters import Snapshot, counted, snapshot
 from controller.rundir import STATE_FILE, cmdline, default_run_dir, read_state, same_process
 from controller.rundir import write_state as _write_state
 from controller.scenario import Scenario
@@ -62,251 +60,6 @@ BOUND_EXPONENT = 3  # leaders send |x - theta0| <= 8, clipped and counted beyond
 CPU_LAG_FLOOR_S = 0.005  # lag below this is never called CPU-bound
 CPU_LAG_FRACTION = 0.05  # ... nor below this share of the predicted round time
 PREPARE_TIMEOUT_S = 120.0
-
-
-class ExperimentError(RuntimeError):
-    """The run cannot go on (a process died, a round missed its deadline): says which island."""
-
-
-@dataclass
-class IslandProcess:
-    island: int
-    name: str  # the island's city
-    host: int
-    proc: subprocess.Popen[str]
-    events: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
-
-    def send(self, command: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(command) + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as err:
-            code = self.proc.poll()
-            raise ExperimentError(
-                f"island {self.name}: its leader is gone (exit status {code}; {err})"
-            ) from err
-
-    def read_events(self) -> None:
-        """Thread body: the leader's stdout lines, as events, until it closes."""
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.events.put(json.loads(line))
-            except ValueError:
-                log.warning("island %d said %r", self.island, line.rstrip())
-        self.events.put({"event": "exited"})
-
-
-class Islands:
-    """The island processes of one network: leaders with pipes, the other hosts beside them."""
-
-    def __init__(self, net: Any, names: tuple[str, ...], config_path: Path, logs: Path) -> None:
-        self.net, self.names, self.config_path, self.logs = net, names, config_path, logs
-        self.leaders: list[IslandProcess] = []
-        self.others: list[subprocess.Popen[str]] = []
-        self._files: list[Any] = []
-
-    def start(self) -> None:
-        self.logs.mkdir(parents=True, exist_ok=True)
-        for u, hosts in enumerate(self.net.hosts):
-            for k, host in enumerate(hosts, start=1):
-                argv = [
-                    sys.executable,
-                    "-m",
-                    "workers.island",
-                    str(self.config_path),
-                    "--island",
-                    str(u),
-                    "--host",
-                    str(k),
-                ]
-                err = open(self.logs / f"{host.name}.log", "a")  # noqa: SIM115 (closed in stop)
-                self._files.append(err)
-                if k == 1:
-                    proc = host.popen(
-                        argv,
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                        stderr=err,
-                        text=True,
-                        bufsize=1,
-                    )
-                    leader = IslandProcess(u, self.names[u], k, proc)
-                    threading.Thread(target=leader.read_events, daemon=True).start()
-                    self.leaders.append(leader)
-                else:
-                    self.others.append(host.popen(argv, stdout=err, stderr=err, text=True))
-
-    @property
-    def processes(self) -> list[subprocess.Popen[str]]:
-        return [p.proc for p in self.leaders] + self.others
-
-    def record(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "role": f"island process {' '.join(p.args[3:])}",
-                "pid": p.pid,
-                "cmdline": cmdline(p.pid),
-            }
-            for p in self.processes
-        ]
-
-    def expect(self, kind: str, deadline: float, what: str) -> dict[int, dict[str, Any]]:
-        """Every leader's next event of `kind` (or 'failed'), by the deadline; else name who not."""
-        got: dict[int, dict[str, Any]] = {}
-        while len(got) < len(self.leaders):
-            for leader in self.leaders:
-                if leader.island in got:
-                    continue
-                try:
-                    event = leader.events.get_nowait()
-                except queue.Empty:
-                    continue
-                if event["event"] == "exited":
-                    code = leader.proc.wait()
-                    raise ExperimentError(
-                        f"island {self.names[leader.island]}: its leader exited (status {code}) "
-                        f"during {what}; see {self.logs}"
-                    )
-                if event["event"] in (kind, "failed", "error"):
-                    got[leader.island] = event
-            if len(got) < len(self.leaders):
-                if time.time() > deadline:
-                    missing = [self.names[p.island] for p in self.leaders if p.island not in got]
-                    raise ExperimentError(
-                        f"{what}: no answer from island(s) {', '.join(missing)} by the deadline"
-                    )
-                time.sleep(0.01)  # polling interval of the leaders' event queues
-        return got
-
-    def broadcast(self, command: dict[str, Any]) -> None:
-        for leader in self.leaders:
-            leader.send(command)
-
-    def stop(self) -> None:
-        """Stop every process this object started (by PID), then close the log files."""
-        for leader in self.leaders:
-            if leader.proc.poll() is None:
-                with contextlib.suppress(ExperimentError):
-                    leader.send({"cmd": "stop"})
-        for proc in self.processes:
-            try:
-                proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                proc.terminate()
-        for proc in self.processes:
-            try:
-                proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for f in self._files:
-            f.close()
-        self.leaders, self.others, self._files = [], [], []
-
-
-# --- what the leaders are told -------------------------------------------------------------------
-
-
-def local_lag(delay: Any, members: tuple[int, ...], offsets: tuple[float, ...], me: int) -> float:
-    """When the first remote copy of a chunk reaches `me`'s edge, after `me` sent its own."""
-    at = {m: o for m, o in zip(members, offsets, strict=True)}
-    first = min(at[i] + float(delay[i][me]) for i in members if i != me)
-    return first - at[me]
-
-
-def send_policy(
-    group_rate_bps: float,
-    offset_s: float,
-    lag_s: float,
-    span_s: float,
-    chunks: int,
-    deadline_s: float,
-) -> dict[str, Any]:
-    """A leader's SendPolicy for one round, as JSON: rate-paced, whole update in flight."""
-    frame_s = FRAME_BITS / group_rate_bps
-    timeout = max(0.2, 2.0 * span_s + 8 * frame_s)
-    return {
-        "window": max(1, chunks),
-        "rate_bps": group_rate_bps,
-        "start_s": max(0.0, offset_s),
-        "local_lag_s": lag_s,
-        "timeout_s": timeout,
-        "max_timeout_s": 4 * timeout,
-        "deadline_s": deadline_s,
-        "linger_s": min(2.0, 3 * timeout),
-    }
-
-
-# --- counters ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Every switch's counters at one moment; a switch that could not be read is left out."""
-
-    tx_bytes: dict[int, dict[int, int]]  # switch u -> neighbour v -> bytes sent toward v
-    stats: dict[int, dict[str, int]]  # switch u -> innet.p4 counters
-    lag_s: float  # worst port lateness since the previous snapshot
-    unread: tuple[int, ...] = ()
-
-
-def snapshot(testbed: Any, wan_ports: Callable[[int], dict[int, int]]) -> Snapshot:
-    from controller.testbed import TestbedError
-    from p4switch.control import ControlError, control_request
-
-    tx: dict[int, dict[int, int]] = {}
-    stats: dict[int, dict[str, int]] = {}
-    lag, unread = 0.0, []
-    for site in testbed.network.sites:
-        u = site.city
-        try:
-            if site.control_path is None:  # BMv2: the kernel's counters of its interfaces
-                ports = _kernel_ports(testbed.network.net.switches[u].port_interfaces())
-            else:
-                reply = control_request(site.control_path, {"cmd": "stats", "reset_peaks": True})
-                ports = reply.get("stats", {}).get("ports", {}) if reply.get("ok") else {}
-            counters = testbed.counters(testbed.wan.names[u])["stats"]
-        except (ControlError, TestbedError, OSError) as err:  # dead, being restarted
-            log.warning("switch %s unreadable: %s", site.name, err)
-            unread.append(u)
-            continue
-        tx[u] = {
-            v: int((ports.get(str(port)) or {}).get("tx_bytes", 0))
-            for v, port in wan_ports(u).items()
-        }
-        lag = max([lag, *(float(e.get("lateness_max_s", 0.0)) for e in ports.values())])
-        stats[u] = {label: int(value) for label, value in counters.items()}
-    return Snapshot(tx, stats, lag, tuple(unread))
-
-
-def _kernel_ports(interfaces: dict[int, str]) -> dict[str, dict[str, int]]:
-    """Port -> {"tx_bytes": ...} from /sys/class/net (for switches without a control channel)."""
-    return {
-        str(port): {"tx_bytes": int(Path("/sys/class/net", name, "statistics", "tx_bytes")
-                                    .read_text())}
-        for port, name in interfaces.items()
-    }  # fmt: skip
-
-
-def _delta(before: dict[Any, int] | None, after: dict[Any, int]) -> dict[Any, int]:
-    """Counts over an interval; a switch restarted in it (a counter went down) counts from 0."""
-    if before is None or any(after[k] < before.get(k, 0) for k in after):
-        return dict(after)
-    return {k: after[k] - before.get(k, 0) for k in after}
-
-
-def counted(before: Snapshot, after: Snapshot) -> tuple[dict[tuple[int, int], int], dict[str, int]]:
-    """(bytes per WAN link u->v, innet.p4 counters summed) between two snapshots."""
-    links: dict[tuple[int, int], int] = {}
-    totals: dict[str, int] = {}
-    for u, tx in after.tx_bytes.items():
-        for v, n in _delta(before.tx_bytes.get(u), tx).items():
-            links[(u, v)] = n
-        for label, n in _delta(before.stats.get(u), after.stats[u]).items():
-            totals[label] = totals.get(label, 0) + n
-    return links, totals
 
 
 # --- the run ----------------------------------------------------------------------------------
@@ -641,72 +394,6 @@ class Run:
             "cpu_bound": lag > threshold,
             "status": "ok" if not failed else f"failed: {'; '.join(failed)}",
         }
-
-
-def train_config(sc: Scenario) -> dict[str, Any]:
-    """workers.train.TrainConfig's fields from the scenario's training section and seed."""
-    fields = dataclasses.asdict(sc.training)
-    fields.pop("rounds")
-    return {**fields, "seed": sc.seed}
-
-
-def update_floats(sc: Scenario) -> int:
-    """Values each leader sends per round: the model, padded to update_size, whole chunks."""
-    from workers import train
-
-    model = train.make_model(sc.training.hidden, sc.seed)
-    n_params = sum(p.numel() for p in model.parameters())
-    full = sc.update_bytes_for(math.ceil(n_params * 4 * sc.scale))
-    floats = max(n_params, math.ceil(full / sc.scale / 4))
-    return math.ceil(floats / LANES) * LANES
-
-
-def cost_params(sc: Scenario, memory: int, floats: int) -> CostParams:
-    """The planner's parameters at full scale for one memory point (rate pacing, offsets).
-
-    One emulated slot stands for 128 x scale bytes of full-scale memory: the planner is given
-    that slot size, so its bound R <= (M - slot) / skew keeps the slot being merged as the
-    emulated pool has it (with one slot per bank, that slot is half the memory).
-    """
-    return CostParams(
-        update_bytes=round(floats * 4 * sc.scale),
-        memory_bytes=sc.effective_memory(memory),
-        access_bps=sc.bandwidth_bps,
-        slot_bytes=round(DEFAULT_SLOT_BYTES * sc.scale),
-    )
-
-
-def baseline(sc: Scenario) -> dict[str, Any]:
-    """The same training in one process, all islands averaged exactly every round."""
-    from workers import train
-
-    cfg = train.TrainConfig(**train_config(sc))
-    split = train.split_digits(sc.wan.n, sc.hosts, sc.seed)
-    rows = train.baseline(split, cfg, sc.training.rounds, sc.hosts)
-    last = rows[-1]
-    keys = ("train_loss", "test_loss", "accuracy")
-    return {**{k: last[k] for k in keys}, "rounds": rows}
-
-
-def predictions(sc: Scenario) -> list[str]:
-    """What `innet run --check` prints: per memory point and schedule, the planner's view."""
-    floats = update_floats(sc)
-    lines = [
-        f"scenario {sc.name}: {sc.wan.n} islands x {sc.hosts} hosts, scale {sc.scale:g}, "
-        f"update {floats} values ({floats // LANES} chunks) per island per round"
-    ]
-    planner = Planner(sc.wan)
-    for memory in sc.memory_bytes:
-        params = cost_params(sc, memory, floats)
-        slots = sc.slots_for(memory)
-        for family in sc.schedules:
-            plan = planner.plan(params, families=[family]).family(family)
-            rounds = [f"{c.time_s:.3f}" for c in plan.costs]
-            lines.append(
-                f"  memory {memory / 1e6:g} MB ({slots} slot(s)/bank): {family}: consensus in "
-                f"{plan.rounds} round(s), {plan.time_s:.3f} s predicted; round times {rounds}"
-            )
-    return lines
 
 
 def summarise(

@@ -9,14 +9,8 @@ import numpy as np
 import pytest
 
 from controller.cli import main
-from controller.experiment import (
-    cost_params,
-    local_lag,
-    predictions,
-    send_policy,
-    train_config,
-    update_floats,
-)
+from controller.emulation import cost_params, predictions, train_config, update_floats
+from controller.leaders import local_lag, send_policy
 from controller.planner.optimise import Planner
 from controller.scenario import ScenarioError, load_scenario, parse_scenario
 from workers.group import SendPolicy

@@ -1,0 +1,42 @@
+"""What the experiment's leaders are told each round: rate, offset, just-in-time lag, timeouts.
+
+The planner gives each group a rate and each member a send offset that aligns arrivals; a leader
+also needs when its own contribution should enter its edge's slot (the first remote copy's
+arrival) and timeouts that exceed the time from a send to its result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workers.stream import FRAME_BITS
+
+
+def local_lag(delay: Any, members: tuple[int, ...], offsets: tuple[float, ...], me: int) -> float:
+    """When the first remote copy of a chunk reaches `me`'s edge, after `me` sent its own."""
+    at = {m: o for m, o in zip(members, offsets, strict=True)}
+    first = min(at[i] + float(delay[i][me]) for i in members if i != me)
+    return first - at[me]
+
+
+def send_policy(
+    group_rate_bps: float,
+    offset_s: float,
+    lag_s: float,
+    span_s: float,
+    chunks: int,
+    deadline_s: float,
+) -> dict[str, Any]:
+    """A leader's SendPolicy for one round, as JSON: rate-paced, whole update in flight."""
+    frame_s = FRAME_BITS / group_rate_bps
+    timeout = max(0.2, 2.0 * span_s + 8 * frame_s)
+    return {
+        "window": max(1, chunks),
+        "rate_bps": group_rate_bps,
+        "start_s": max(0.0, offset_s),
+        "local_lag_s": lag_s,
+        "timeout_s": timeout,
+        "max_timeout_s": 4 * timeout,
+        "deadline_s": deadline_s,
+        "linger_s": min(2.0, 3 * timeout),
+    }
