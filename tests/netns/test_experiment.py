@@ -226,3 +226,20 @@ def test_an_overloaded_cpu_is_reported_not_taken_for_the_network(tmp_path: Path)
     assert r["status"] == "ok" and r["cpu_bound"], r
     assert r["cpu_lag_ms"] > 0.05 * r["predicted_s"] * 1e3
     assert "1 CPU-bound round(s)" in stdout and "measure the CPU, not the network" in stdout
+
+
+def test_a_worker_killed_fails_the_next_round_naming_its_island(tmp_path: Path) -> None:
+    """A non-leader host's process dies: its leader finds it gone at the next local phase."""
+    scenario = write_scenario(tmp_path / "s.yaml", hosts=2, training={"rounds": 4},
+                              round_deadline="10s")  # fmt: skip
+    proc, out, run_dir = start_run(tmp_path, scenario)
+    wait_for_records(proc, out, 1, 300)
+    islands = recorded_pids(run_dir, "island process")
+    chicago_worker = islands[9 + 7]  # leaders first, then the other hosts in city order
+    os.kill(chicago_worker, signal.SIGKILL)
+    code, _stdout, stderr = finish(proc, 300)
+    assert code == 1, stderr
+    failed = [r for r in records(out) if r["status"] != "ok"]
+    assert len(failed) == 1, failed
+    assert "Chicago" in failed[0]["status"] and "worker" in failed[0]["status"]
+    assert "Chicago" in stderr
