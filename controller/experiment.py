@@ -165,6 +165,7 @@ class Run:
                 shaping=self.shaping,
                 grpc_base_port=self.grpc_base_port,
                 target=self.target,
+                loss=sc.wan_loss,
             )
             network = MininetNetwork(net)
             state["network"] = network.record()

@@ -52,12 +52,13 @@ SLOT_BYTES = DEFAULT_SLOT_BYTES  # one slot: the partial sums of one chunk of 32
 BANKS = 2
 MAX_SLOTS = 65536  # the largest SLOTS innet.p4 compiles with
 MAX_HOSTS = 8
+MAX_LOSS = 0.5  # a link losing half its frames is a broken link, not a WAN
 NAME_PATTERN = re.compile(r"[a-z0-9-]+")
 DEFAULT_TOPOLOGY = "nine-cities"
 
 _KEYS = (
     "name", "topology", "hosts", "scale", "bandwidth", "wan_bandwidth", "memory",
-    "update_size", "schedules", "training", "round_deadline", "seed",
+    "update_size", "schedules", "training", "round_deadline", "seed", "wan_loss",
 )  # fmt: skip
 
 
@@ -99,6 +100,7 @@ class Scenario:
     seed: int
     wan: Wan = field(compare=False, repr=False)
     path: Path | None = field(default=None, compare=False)  # the file it was loaded from
+    wan_loss: float = 0.0  # each WAN link loses this share of frames, each way (the planner not)
 
     @property
     def islands(self) -> tuple[str, ...]:
@@ -143,6 +145,7 @@ class Scenario:
             "training": dataclasses.asdict(self.training),
             "round_deadline": f"{self.round_deadline_s:.15g}s",
             "seed": self.seed,
+            "wan_loss": self.wan_loss,
         }
 
 
@@ -206,9 +209,13 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     training = _training(doc, top.get("training"))
     deadline = doc.quantity(top.get("round_deadline"), "round_deadline", parse_duration, "60s")
     seed = doc.integer(top.get("seed"), "seed", 1, low=0)
+    loss = doc.number(top.get("wan_loss"), "wan_loss", 0.0, low=0.0)
+    if loss >= MAX_LOSS:
+        why = f"{loss:g} is the share of frames each link loses: it must be below {MAX_LOSS:g}"
+        raise doc.fail(top["wan_loss"], "wan_loss", why)
     return Scenario(
         name, topology, hosts, scale, bandwidth, wan_bandwidth, memory, update, schedules,
-        training, deadline, seed, wan, Path(path),
+        training, deadline, seed, wan, Path(path), loss,
     )  # fmt: skip
 
 

@@ -185,6 +185,7 @@ def build_network(
     startup_timeout: float = 90.0,
     target: str = "p4switch",
     log_console: bool = False,
+    loss: float = 0.0,
 ) -> TestbedNet:
     """Build and start the testbed: Mininet (controller=None), one P4Switch per city.
 
@@ -194,6 +195,7 @@ def build_network(
     `TestbedNet.shaping`. City u's edge has device id u + 1 and P4Runtime at
     127.0.0.1:(grpc_base_port + u).
 
+    `loss` makes every WAN link lose that share of its frames, each way, at random.
     `target` `bmv2` runs each edge on simple_switch_grpc instead (topo/bmv2.py): no program at
     start (the controller pushes p4c's JSON), links shaped by the kernel only, BMv2's console
     log only with `log_console`.
@@ -229,8 +231,8 @@ def build_network(
     if mode == "switch":
         for link in wan.links:
             u, v = wan.index(link.a), wan.index(link.b)
-            shapes[u][wan_ports(wan, u, hosts_per_city)[v]] = switch_shape(link, scale)
-            shapes[v][wan_ports(wan, v, hosts_per_city)[u]] = switch_shape(link, scale)
+            shapes[u][wan_ports(wan, u, hosts_per_city)[v]] = switch_shape(link, scale, loss)
+            shapes[v][wan_ports(wan, v, hosts_per_city)[u]] = switch_shape(link, scale, loss)
 
     net = Mininet(topo=None, controller=None, switch=P4Switch, host=Host, link=Link,
                   build=False, autoSetMacs=False, autoStaticArp=False)  # fmt: skip
@@ -266,7 +268,7 @@ def build_network(
                 if v < u:
                     continue
                 link = wan.link(u, v)
-                params = kernel_link_params(link, scale) if mode == "kernel" else {}
+                params = kernel_link_params(link, scale, loss) if mode == "kernel" else {}
                 net.addLink(switches[u], switches[v], cls=TCLink if mode == "kernel" else Link,
                             port1=wan_ports(wan, u, hosts_per_city)[v],
                             port2=wan_ports(wan, v, hosts_per_city)[u], **params)  # fmt: skip

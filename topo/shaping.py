@@ -88,14 +88,17 @@ def link_rate_bps(link: WanLink, scale: float) -> float:
     return link.capacity_bps / scale
 
 
-def switch_shape(link: WanLink, scale: float) -> str:
-    """p4switch's egress spec for a port on `link` (`--shape PORT:<this>`): delay, rate / scale."""
+def switch_shape(link: WanLink, scale: float, loss: float = 0.0) -> str:
+    """p4switch's egress spec for a port on `link` (`--shape PORT:<this>`): delay, rate / scale,
+    and a random loss probability when `loss` > 0."""
     rate = round(link_rate_bps(link, scale))
-    return f"delay={_plain(round(link.delay_s, 9))}s,rate={_plain(rate)}bit"
+    spec = f"delay={_plain(round(link.delay_s, 9))}s,rate={_plain(rate)}bit"
+    return spec + (f",loss={_plain(loss)}" if loss > 0 else "")
 
 
-def kernel_link_params(link: WanLink, scale: float) -> dict[str, float | str]:
-    """Mininet `TCLink` parameters (both ends) for `link`: netem delay, HTB rate in Mbit/s."""
+def kernel_link_params(link: WanLink, scale: float, loss: float = 0.0) -> dict[str, float | str]:
+    """Mininet `TCLink` parameters (both ends) for `link`: netem delay (and loss, in percent
+    as Mininet takes it), HTB rate in Mbit/s."""
     mbit = link_rate_bps(link, scale) / 1e6
     if mbit > HTB_MAX_MBIT:
         raise ShapingError(
@@ -103,4 +106,7 @@ def kernel_link_params(link: WanLink, scale: float) -> dict[str, float | str]:
             f"Mbit/s Mininet's HTB links accept; use a scale of at least "
             f"{link.capacity_bps / (HTB_MAX_MBIT * 1e6):g} or shaping='switch'"
         )
-    return {"delay": f"{_plain(link.delay_s * 1e3)}ms", "bw": mbit}
+    params: dict[str, float | str] = {"delay": f"{_plain(link.delay_s * 1e3)}ms", "bw": mbit}
+    if loss > 0:
+        params["loss"] = loss * 100
+    return params

@@ -243,3 +243,20 @@ def test_a_worker_killed_fails_the_next_round_naming_its_island(tmp_path: Path) 
     assert len(failed) == 1, failed
     assert "Chicago" in failed[0]["status"] and "worker" in failed[0]["status"]
     assert "Chicago" in stderr
+
+
+def test_lossy_wan_links_cost_time_but_not_exactness(tmp_path: Path) -> None:
+    """1% of frames lost on every WAN link: resends, NACKs and RECOVERs make every sum exact
+    (all-to-all still reproduces the single-process baseline); the rounds take longer than the
+    lossless planner says."""
+    scenario = write_scenario(tmp_path / "s.yaml", wan_loss=0.01, training={"rounds": 2},
+                              round_deadline="60s")  # fmt: skip
+    proc, out, _run_dir = start_run(tmp_path, scenario)
+    code, _stdout, stderr = finish(proc, 300)
+    assert code == 0, stderr
+    rounds = records(out)
+    assert len(rounds) == 2 and all(r["status"] == "ok" for r in rounds)
+    assert sum(r["retransmissions"] for r in rounds) > 0
+    assert all(r["time_s"] > r["predicted_s"] for r in rounds)
+    row = next(csv.DictReader((out / "summary.csv").open()))
+    assert abs(float(row["final_accuracy"]) - float(row["baseline_accuracy"])) < 0.005

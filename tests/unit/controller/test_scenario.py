@@ -12,6 +12,7 @@ from controller.scenario import (
     ScenarioError,
     Training,
     load_scenario,
+    parse_scenario,
     slots_per_bank,
     smallest_memory,
 )
@@ -177,6 +178,9 @@ BAD = [
     ("deadline-zero", "round_deadline: 0s\n", "round_deadline", 2, ["must be positive"]),
     ("deadline-no-unit", "round_deadline: 60\n", "round_deadline", 2, ["no unit"]),
     ("seed-negative", "seed: -1\n", "seed", 2, ["at least 0"]),
+    ("loss-negative", "wan_loss: -0.1\n", "wan_loss", 2, ["at least 0"]),
+    ("loss-too-high", "wan_loss: 0.5\n", "wan_loss", 2, ["must be below 0.5"]),
+    ("loss-percent-text", "wan_loss: 1%\n", "wan_loss", 2, ["must be a number"]),
 ]  # fmt: skip
 
 
@@ -262,3 +266,12 @@ def test_update_size_is_checked_against_the_model(tmp_path: Path) -> None:
     assert padded.update_bytes_for(1000) == 1_000_000
     with pytest.raises(ScenarioError, match=r"update_size: 1 MB is below the model's size"):
         padded.update_bytes_for(2_000_000)
+
+
+def test_wan_loss_defaults_to_none_and_round_trips(tmp_path: Path) -> None:
+    assert parse_scenario("name: a\n").wan_loss == 0.0
+    lossy = parse_scenario("name: a\nwan_loss: 0.01\n")
+    assert lossy.wan_loss == 0.01
+    again = tmp_path / "again.yaml"
+    again.write_text(yaml.safe_dump(lossy.to_dict()))
+    assert load_scenario(again).wan_loss == 0.01
