@@ -86,15 +86,16 @@ class Run:
         sc = self.scenario
         self.update_floats = update_floats(sc)
         self.writer = ResultsWriter(self.folder, sc.to_dict(), collect_versions())
-        records: list[dict[str, Any]] = []
         self._done, self._total = 0, len(sc.memory_bytes) * len(sc.schedules) * sc.training.rounds
         self.progress("single-process baseline", 0, self._total)
         self.baseline = baseline(sc)
         self._cycles: dict[str, tuple[int, int]] = {}
-        for memory in sc.memory_bytes:
-            records += self._memory_point(sc.wan, memory)
-        self.summary = summarise(records, self._cycles, self.baseline)
-        self.writer.finish(self.summary, self.baseline)
+        try:
+            for memory in sc.memory_bytes:
+                self._memory_point(sc.wan, memory)
+        finally:  # after Ctrl-C too: the summary and plots of the rounds recorded so far
+            self.summary = summarise(list(self.writer.records), self._cycles, self.baseline)
+            self.writer.finish(self.summary, self.baseline)
         return self.folder
 
     def on_testbed(self, testbed: Any, net: Any, on_processes: Callable[[list], None]) -> None:

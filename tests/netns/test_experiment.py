@@ -211,6 +211,8 @@ def test_ctrl_c_tears_everything_down(tmp_path: Path) -> None:
     assert not (run_dir / "state.json").exists()
     kept = records(out)
     assert kept and all(r["status"] == "ok" for r in kept)  # every line written is whole
+    summary = list(csv.DictReader((out / "summary.csv").open()))  # of the rounds so far
+    assert [int(row["rounds"]) for row in summary] == [len(kept)]
 
 
 def test_an_overloaded_cpu_is_reported_not_taken_for_the_network(tmp_path: Path) -> None:
