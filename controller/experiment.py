@@ -60,6 +60,7 @@ BOUND_EXPONENT = 3  # leaders send |x - theta0| <= 8, clipped and counted beyond
 CPU_LAG_FLOOR_S = 0.005  # lag below this is never called CPU-bound
 CPU_LAG_FRACTION = 0.05  # ... nor below this share of the predicted round time
 PREPARE_TIMEOUT_S = 120.0
+INSTALL_ATTEMPTS = 3
 
 
 # --- the run ----------------------------------------------------------------------------------
@@ -279,10 +280,7 @@ class Run:
         wan = testbed.wan
         rnd = plan.schedule.round_at(r)
         cost = plan.costs[r % len(plan.costs)]
-        healed = testbed.heal()  # a switch found dead between rounds is back before this one
-        if healed:
-            log.warning("round %d: reinstalled %s first", r, ", ".join(healed))
-        installed = testbed.advance()
+        installed = install_round(testbed, r)
         if [list(g) for g in installed["groups"]] != [
             [wan.names[i] for i in g] for g in rnd.groups
         ]:
@@ -396,6 +394,28 @@ class Run:
             "cpu_bound": lag > threshold,
             "status": "ok" if not failed else f"failed: {'; '.join(failed)}",
         }
+
+
+def install_round(testbed: Any, r: int, attempts: int = INSTALL_ATTEMPTS) -> dict[str, Any]:
+    """Heal the switches, then install the next round on all of them (all or none).
+
+    A switch can die between the check and the install; the install is then refused with
+    nothing installed anywhere, and the next attempt heals that switch first."""
+    from controller.p4rt import P4RuntimeError
+
+    for attempt in range(1, attempts + 1):
+        try:
+            healed = testbed.heal()
+            if healed:
+                log.warning("round %d: reinstalled %s first", r, ", ".join(healed))
+            return testbed.advance()
+        except P4RuntimeError as err:
+            if attempt == attempts:
+                raise ExperimentError(
+                    f"round {r}: not installed after {attempts} attempts: {err}"
+                ) from err
+            log.warning("round %d: install refused (%s); healing and trying again", r, err)
+    raise AssertionError("unreachable")
 
 
 def summarise(

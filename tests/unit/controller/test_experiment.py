@@ -10,7 +10,9 @@ import pytest
 
 from controller.cli import main
 from controller.emulation import cost_params, predictions, train_config, update_floats
+from controller.experiment import ExperimentError, install_round
 from controller.leaders import local_lag, send_policy
+from controller.p4rt import P4RuntimeError
 from controller.planner.optimise import Planner
 from controller.scenario import ScenarioError, load_scenario, parse_scenario
 from workers.group import SendPolicy
@@ -117,3 +119,33 @@ def test_run_refuses_a_bad_scenario_before_anything_starts(
 def test_frames_carry_the_update_at_the_planned_rate() -> None:
     """The pacing rate is the planned update rate times 186/128: headers ride above it."""
     assert FRAME_BITS == 186 * 8
+
+
+class FlakyTestbed:
+    """advance() refused `refusals` times, as when a switch dies between heal and install."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals, self.heals, self.advances = refusals, 0, 0
+
+    def heal(self) -> list[str]:
+        self.heals += 1
+        return ["Frankfurt"] if self.heals > 1 else []
+
+    def advance(self) -> dict:
+        self.advances += 1
+        if self.advances <= self.refusals:
+            raise P4RuntimeError("switch s4: a write of 5 updates failed: UNAVAILABLE")
+        return {"number": 7, "groups": []}
+
+
+def test_a_refused_install_is_healed_and_tried_again() -> None:
+    testbed = FlakyTestbed(refusals=1)
+    assert install_round(testbed, 3)["number"] == 7
+    assert testbed.heals == 2 and testbed.advances == 2
+
+
+def test_an_install_refused_every_time_fails_the_round_by_name() -> None:
+    testbed = FlakyTestbed(refusals=10)
+    with pytest.raises(ExperimentError, match=r"round 3: not installed after 3 attempts.*s4"):
+        install_round(testbed, 3)
+    assert testbed.advances == 3
