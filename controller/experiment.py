@@ -45,7 +45,7 @@ from controller.planner.cost import DEFAULT_SLOT_BYTES
 from controller.planner.optimise import DEFAULT_EPSILON, FamilyPlan, Planner
 from controller.planner.schedule import Round
 from controller.round_counters import Snapshot, counted, snapshot
-from controller.rundir import STATE_FILE, cmdline, default_run_dir, read_state, same_process
+from controller.rundir import STATE_FILE, cmdline, default_run_dir, occupied
 from controller.rundir import write_state as _write_state
 from controller.scenario import Scenario
 from workers.island import IslandConfig
@@ -116,22 +116,30 @@ class Run:
         plan = planner.evaluate(model, testbed.schedule_, DEFAULT_EPSILON)
         config_path = self.folder / "island-config.json"
         self._island_config(testbed.wan).write(config_path)
-        islands = Islands(net, testbed.wan.names, config_path, self.folder / "logs")
-        records: list[dict[str, Any]] = []
+        islands = self._islands_up(net, testbed.wan.names, config_path, on_processes)
         try:
-            islands.start()
-            on_processes(islands.record())
-            islands.expect("ready", time.time() + PREPARE_TIMEOUT_S, "start-up")
             ports = {u: wan_ports(testbed.wan, u, sc.hosts) for u in range(testbed.wan.n)}
-            records = self._schedule(
-                testbed, islands, plan, memory, testbed.slots, ports.__getitem__
-            )
+            self._schedule(testbed, islands, plan, memory, testbed.slots, ports.__getitem__)
         finally:
             islands.stop()
             on_processes([])
             cycle = {plan.family: (plan.rounds or 0, len(plan.costs))}
-            self.summary = summarise(records, cycle, self.baseline)
+            self.summary = summarise(list(self.writer.records), cycle, self.baseline)
             self.writer.finish(self.summary, self.baseline)
+
+    def _islands_up(
+        self, net: Any, names: tuple[str, ...], config: Path, record: Callable[[list], None]
+    ) -> Islands:
+        """Every host's island process started, recorded (for `innet clean`) and ready."""
+        islands = Islands(net, names, config, self.folder / "logs")
+        try:
+            islands.start()
+            record(islands.record())
+            islands.expect("ready", time.time() + PREPARE_TIMEOUT_S, "start-up")
+        except BaseException:
+            islands.stop()
+            raise
+        return islands
 
     def _island_config(self, wan: Any) -> IslandConfig:
         sc = self.scenario
@@ -145,7 +153,7 @@ class Run:
             job=JOB,
         )
 
-    def _memory_point(self, wan: Any, memory: int) -> list[dict[str, Any]]:
+    def _memory_point(self, wan: Any, memory: int) -> None:
         from controller.mininet_network import MininetNetwork
         from controller.testbed import Testbed, Watchdog
         from topo.mininet_net import build_network, wan_ports
@@ -156,7 +164,6 @@ class Run:
         run_dir = (self.run_dir or default_run_dir()).resolve()
         state = self._claim_run_dir(run_dir)
         net = testbed = watchdog = islands = None
-        records: list[dict[str, Any]] = []
         try:
             net = build_network(
                 wan,
@@ -181,28 +188,24 @@ class Run:
             watchdog.start()
             config_path = self.folder / "island-config.json"
             self._island_config(wan).write(config_path)
-            islands = Islands(net, wan.names, config_path, self.folder / "logs")
-            islands.start()
-            state["network"]["processes"] += islands.record()
-            _write_state(run_dir, state)
-            islands.expect("ready", time.time() + PREPARE_TIMEOUT_S, "start-up")
+
+            def record(processes: list[dict[str, Any]]) -> None:
+                state["network"]["processes"] = network.record()["processes"] + processes
+                _write_state(run_dir, state)
+
+            islands = self._islands_up(net, wan.names, config_path, record)
             ports = {u: wan_ports(wan, u, sc.hosts) for u in range(wan.n)}
             for family in sc.schedules:
                 plan = plans[family]
                 self._cycles[family] = (plan.rounds or 0, len(plan.costs))
                 try:
-                    records += self._schedule(
-                        testbed, islands, plan, memory, slots, ports.__getitem__
-                    )
+                    self._schedule(testbed, islands, plan, memory, slots, ports.__getitem__)
                 except ExperimentError as err:
                     self.failures.append(f"{family} at {memory} B: {err}")
                     log.error("%s", err)
                     islands.stop()  # a dead island: start every process afresh
-                    islands = Islands(net, wan.names, config_path, self.folder / "logs")
-                    islands.start()
-                    state["network"]["processes"] = network.record()["processes"] + islands.record()
-                    _write_state(run_dir, state)
-                    islands.expect("ready", time.time() + PREPARE_TIMEOUT_S, "start-up")
+                    islands = None
+                    islands = self._islands_up(net, wan.names, config_path, record)
         finally:
             if islands is not None:
                 islands.stop()
@@ -213,18 +216,11 @@ class Run:
             elif net is not None:
                 net.stop()
             (run_dir / STATE_FILE).unlink(missing_ok=True)
-        return records
 
     def _claim_run_dir(self, run_dir: Path) -> dict[str, Any]:
-        previous = read_state(run_dir)
-        if previous is not None:
-            owner = previous.get("service", {"pid": -1})
-            if same_process(owner):
-                raise ExperimentError(
-                    f"innet already runs (PID {owner['pid']}, run directory {run_dir}): "
-                    "'innet net down' or wait for it"
-                )
-            raise ExperimentError(f"{run_dir / STATE_FILE} is left from a crash: 'innet clean'")
+        busy = occupied(run_dir)
+        if busy is not None:
+            raise ExperimentError(busy)
         state = {
             "service": {"role": "innet run", "pid": os.getpid(), "cmdline": cmdline(os.getpid())},
             "status": "running",
@@ -240,12 +236,12 @@ class Run:
         memory: int,
         slots: int,
         wan_ports: Callable[[int], dict[int, int]],
-    ) -> list[dict[str, Any]]:
+    ) -> None:
+        """The schedule's rounds, each recorded as it ends (results.ResultsWriter)."""
         testbed.set_schedule(plan.schedule)
         islands.broadcast({"cmd": "reset"})
         islands.expect("reset", time.time() + PREPARE_TIMEOUT_S, "reset")
         began = time.time()
-        records = []
         for r in range(self.scenario.training.rounds):
             if self.stop_event is not None and self.stop_event.is_set():
                 log.info("stopped before round %d of %s", r, plan.family)
@@ -256,13 +252,11 @@ class Run:
                 record = self._failed(testbed.wan, plan, r, memory, slots, began, str(err))
                 self.writer.record(record)
                 raise
-            records.append(record)
             self.writer.record(record)
             self._done += 1
             self.progress(f"{plan.family} @ {memory / 1e6:g} MB", self._done, self._total)
             if record["status"] != "ok":
                 raise ExperimentError(f"round {r}: {record['status']}")
-        return records
 
     def _round(
         self,
@@ -426,5 +420,5 @@ def summarise(
     out = rows(records, cycles)
     if base is not None:
         for row in out:
-            row.setdefault("baseline_accuracy", base["accuracy"])
+            row["baseline_accuracy"] = base["accuracy"]
     return out

@@ -58,6 +58,20 @@ def write_state(run_dir: Path, state: dict[str, Any]) -> None:
     tmp.replace(run_dir / STATE_FILE)
 
 
+def occupied(run_dir: Path) -> str | None:
+    """Why `run_dir` cannot take a new testbed (one runs there, or a crash left its state)."""
+    state = read_state(run_dir)
+    if state is None:
+        return None
+    owner = state.get("service", {"pid": -1})
+    if same_process(owner):
+        return (
+            f"an innet {owner.get('role', 'service')} already runs (PID {owner['pid']}) "
+            f"with run directory {run_dir}: 'innet net down' first, or wait for it to end"
+        )
+    return f"{run_dir / STATE_FILE} is left from an earlier run: 'innet clean' first"
+
+
 def cmdline(pid: int) -> list[str] | None:
     """A process's argument list from /proc, None when it is gone."""
     try:

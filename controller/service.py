@@ -22,7 +22,7 @@ from types import FrameType
 from typing import Any
 
 from controller.planner.cost import DEFAULT_SLOT_BYTES, CostParams
-from controller.rundir import STATE_FILE, cmdline, default_run_dir, read_state, same_process
+from controller.rundir import STATE_FILE, cmdline, default_run_dir, occupied
 from controller.rundir import write_state as _write_state
 from topo.units import parse_rate, parse_size
 
@@ -114,16 +114,9 @@ def run(args: argparse.Namespace) -> int:
     from topo.mininet_net import build_network
 
     run_dir = (args.run_dir or default_run_dir()).resolve()
-    previous = read_state(run_dir)
-    if previous is not None and same_process(previous.get("service", {"pid": -1})):
-        raise ServiceError(
-            f"an innet service already runs (PID {previous['service']['pid']}) "
-            f"with run directory {run_dir}: 'innet net down' first"
-        )
-    if previous is not None:
-        raise ServiceError(
-            f"{run_dir / STATE_FILE} is left from an earlier run: 'innet clean' first"
-        )
+    busy = occupied(run_dir)
+    if busy is not None:
+        raise ServiceError(busy)
     token = read_token(args.token_file)
     wan = default_wan() if args.topology is None else load_wan(args.topology)
     params = CostParams(

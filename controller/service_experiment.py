@@ -100,7 +100,7 @@ class ServiceExperiment:
         assert run is not None
         state, error = "finished", None
         try:
-            run.on_testbed(self.testbed, self.testbed.network.net, self._processes)
+            run.on_testbed(self.testbed, self.testbed.network.net, self.on_processes)
             if self._stop.is_set():
                 state = "stopped"
         except ExperimentError as err:
@@ -111,9 +111,6 @@ class ServiceExperiment:
         with self._lock:
             self._status.update(state=state, error=error, ended=time.time())
             self._status["summary"] = getattr(run, "summary", None)
-
-    def _processes(self, processes: list[dict[str, Any]]) -> None:
-        self.on_processes(processes)
 
     def status(self) -> dict[str, Any]:
         with self._lock:
