@@ -20,14 +20,16 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from controller.p4rt import P4RuntimeError
-from controller.planner.cost import DEFAULT_SLOT_BYTES, CostParams, PlanError
+from controller.planner.cost import CostParams, PlanError
 from controller.planner.optimise import DEFAULT_EPSILON
 from controller.planner.schedule import Round, Schedule, ScheduleError
 from controller.rounds import RoundPlanError
 from controller.scenario import Training
 from controller.service_experiment import ExperimentBusy, ServiceExperiment
 from controller.testbed import Testbed, TestbedError, UnknownCityError
-from topo.units import UnitError, parse_rate, parse_size
+from topo.exceptions import UnitError
+from topo.siteplan import SLOT_BYTES
+from topo.units import parse_rate, parse_size
 
 
 class ScheduleBody(BaseModel):
@@ -211,7 +213,7 @@ def create_app(
                 update_bytes=int(body.update_size),
                 memory_bytes=int(body.memory),
                 access_bps=float(body.bandwidth),
-                slot_bytes=DEFAULT_SLOT_BYTES,
+                slot_bytes=SLOT_BYTES,
                 pacing=body.pacing,
             )
         except PlanError as err:

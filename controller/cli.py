@@ -11,20 +11,15 @@ from typing import NoReturn
 
 from controller.cli_net import SERVICE_COMMANDS, BadInput, NotRunning
 from controller.cli_net import run as run_service_command
-from controller.planner.cost import DEFAULT_SLOT_BYTES, CostParams, PlanError
+from controller.planner.cost import CostParams, PlanError
 from controller.planner.optimise import DEFAULT_EPSILON, Planner
 from controller.planner.schedule import ScheduleError
 from controller.planner.schedule_file import ScheduleFileError, load_schedule
 from controller.scenario import ScenarioError
-from topo.loader import TopologyError, default_wan, load_wan
-from topo.units import (
-    UnitError,
-    format_rate,
-    format_size,
-    parse_rate,
-    parse_size,
-    parse_size_range,
-)
+from topo.exceptions import TopologyError, UnitError
+from topo.loader import default_wan, load_wan
+from topo.siteplan import SLOT_BYTES
+from topo.units import format_rate, format_size, parse_rate, parse_size, parse_size_range
 from topo.wan import Wan
 
 USER_ERRORS = (
@@ -92,7 +87,7 @@ def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
         "(default); window: each leader keeps half the slots unanswered, as the worker library "
         "does, so the rate is bounded by memory over the time to a result",
     )
-    p.add_argument("--slot-size", default=f"{DEFAULT_SLOT_BYTES}B", help="bytes of one slot")
+    p.add_argument("--slot-size", default=f"{SLOT_BYTES}B", help="bytes of one slot")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
 

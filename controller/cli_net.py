@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from controller.rundir import STATE_FILE, clean, default_run_dir, read_state, same_process
+from topo.units import format_size
 
 UP_TIMEOUT_S = 300.0
 DOWN_TIMEOUT_S = 60.0
@@ -301,7 +302,8 @@ def _status(service: Service) -> None:
     sched = service.request("GET", "/schedule")
     print(
         f"innet service {service.api}: {'healthy' if health['ok'] else 'NOT healthy'}; "
-        f"{topo['name']}, {topo['hosts_per_city']} host(s) per city, {topo['slots']} slots, "
+        f"{topo['name']}, {topo['hosts_per_city']} host(s) per city, aggregator memory "
+        f"{format_size(topo['memory_bytes'])} ({topo['slots']} slots/bank), "
         f"{topo.get('shaping', '?')} shaping, scale {topo.get('scale', '?')}"
     )
     print(f"{'city':<12} {'switch':<7} {'P4Runtime':<22} {'process':<8} {'stream':<7} control")

@@ -11,10 +11,10 @@ import dataclasses
 import math
 from typing import Any
 
-from controller.planner.cost import DEFAULT_SLOT_BYTES, CostParams
+from controller.planner.cost import CostParams
 from controller.planner.optimise import Planner
 from controller.scenario import Scenario
-from workers.quantise import LANES
+from topo.siteplan import LANES
 
 
 def train_config(sc: Scenario) -> dict[str, Any]:
@@ -36,18 +36,8 @@ def update_floats(sc: Scenario) -> int:
 
 
 def cost_params(sc: Scenario, memory: int, floats: int) -> CostParams:
-    """The planner's parameters at full scale for one memory point (rate pacing, offsets).
-
-    One emulated slot stands for 128 x scale bytes of full-scale memory: the planner is given
-    that slot size, so its bound R <= (M - slot) / skew keeps the slot being merged as the
-    emulated pool has it (with one slot per bank, that slot is half the memory).
-    """
-    return CostParams(
-        update_bytes=round(floats * 4 * sc.scale),
-        memory_bytes=sc.effective_memory(memory),
-        access_bps=sc.bandwidth_bps,
-        slot_bytes=round(DEFAULT_SLOT_BYTES * sc.scale),
-    )
+    """The planner's parameters at full scale for one memory point (rate pacing, offsets)."""
+    return CostParams.for_pool(sc.pool(memory), round(floats * 4 * sc.scale), sc.bandwidth_bps)
 
 
 def baseline(sc: Scenario) -> dict[str, Any]:
@@ -72,7 +62,7 @@ def predictions(sc: Scenario) -> list[str]:
     planner = Planner(sc.wan)
     for memory in sc.memory_bytes:
         params = cost_params(sc, memory, floats)
-        slots = sc.slots_for(memory)
+        slots = sc.pool(memory).slots_per_bank
         for family in sc.schedules:
             plan = planner.plan(params, families=[family]).family(family)
             rounds = [f"{c.time_s:.3f}" for c in plan.costs]

@@ -41,20 +41,17 @@ from typing import Any
 from controller.emulation import baseline, cost_params, train_config, update_floats
 from controller.islands import ExperimentError, Islands
 from controller.leaders import local_lag, send_policy
-from controller.planner.cost import DEFAULT_SLOT_BYTES
 from controller.planner.optimise import DEFAULT_EPSILON, FamilyPlan, Planner
 from controller.planner.schedule import Round
 from controller.round_counters import Snapshot, counted, snapshot
 from controller.rundir import STATE_FILE, cmdline, default_run_dir, occupied
 from controller.rundir import write_state as _write_state
 from controller.scenario import Scenario
+from topo.siteplan import FRAME_BITS, JOB, LANES, SLOT_BYTES
 from workers.island import IslandConfig
-from workers.quantise import LANES
-from workers.stream import FRAME_BITS
 
 log = logging.getLogger("controller.experiment")
 
-JOB = 1  # the Testbed's job id: the membership entries it installs carry it
 START_MARGIN_S = 0.25  # 'go' reaches every leader well before the common start time
 BOUND_EXPONENT = 3  # leaders send |x - theta0| <= 8, clipped and counted beyond
 CPU_LAG_FLOOR_S = 0.005  # lag below this is never called CPU-bound
@@ -103,7 +100,7 @@ class Run:
         """The testbed's current schedule for `training.rounds` rounds on a running network
         (the service's experiments): its own island processes, the same records and summary."""
         from controller.results import ResultsWriter, collect_versions
-        from topo.mininet_net import wan_ports
+        from topo.siteplan import wan_ports
 
         sc = self.scenario
         self.update_floats = update_floats(sc)
@@ -119,7 +116,8 @@ class Run:
         islands = self._islands_up(net, testbed.wan.names, config_path, on_processes)
         try:
             ports = {u: wan_ports(testbed.wan, u, sc.hosts) for u in range(testbed.wan.n)}
-            self._schedule(testbed, islands, plan, memory, testbed.slots, ports.__getitem__)
+            slots = testbed.pool.slots_per_bank
+            self._schedule(testbed, islands, plan, memory, slots, ports.__getitem__)
         finally:
             islands.stop()
             on_processes([])
@@ -156,10 +154,12 @@ class Run:
     def _memory_point(self, wan: Any, memory: int) -> None:
         from controller.mininet_network import MininetNetwork
         from controller.testbed import Testbed, Watchdog
-        from topo.mininet_net import build_network, wan_ports
+        from topo.mininet_net import build_network
+        from topo.siteplan import wan_ports
 
         sc = self.scenario
-        slots = sc.slots_for(memory)
+        pool = sc.pool(memory)
+        slots = pool.slots_per_bank
         params = cost_params(sc, memory, self.update_floats)
         run_dir = (self.run_dir or default_run_dir()).resolve()
         state = self._claim_run_dir(run_dir)
@@ -182,7 +182,7 @@ class Run:
             planner = Planner(wan)
             plans = {f: planner.plan(params, families=[f]).family(f) for f in sc.schedules}
             first = plans[sc.schedules[0]].schedule
-            testbed = Testbed.start(wan, network, params, slots=slots, schedule=first,
+            testbed = Testbed.start(wan, network, params, pool=pool, schedule=first,
                                     target=self.target, build_dir=run_dir / "build")  # fmt: skip
             watchdog = Watchdog(testbed)
             watchdog.start()
@@ -300,7 +300,7 @@ class Run:
                     "start_at": start_at,
                 }
                 if len(members) > 1:
-                    rate = gc.rate_bps / sc.scale * FRAME_BITS / (LANES * 4 * 8)
+                    rate = gc.rate_bps / sc.scale * FRAME_BITS / (SLOT_BYTES * 8)
                     lag = local_lag(wan.delay, members, gc.offsets, m)
                     command["policy"] = send_policy(
                         rate, offset, lag, gc.span_s, chunks, sc.round_deadline_s
@@ -380,7 +380,7 @@ class Run:
             "retransmissions": sum(s.get("retransmitted", 0) for s in stat),
             "nacks": sum(s.get("nacks_sent", 0) for s in stat),
             "slot_conflicts": diff.get("slot_conflict", 0),
-            "slots_needed": math.ceil(cost.memory_bytes / self.scenario.scale / DEFAULT_SLOT_BYTES),
+            "slots_needed": math.ceil(cost.memory_bytes / self.scenario.scale / SLOT_BYTES),
             "train_loss": sum(e["train_loss"] for e in prepared.values()) / len(prepared),
             "test_loss": sum(e.get("test_loss", 0.0) for e in ok.values()) / n,
             "accuracy": sum(e.get("accuracy", 0.0) for e in ok.values()) / n,

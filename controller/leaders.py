@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workers.stream import FRAME_BITS
+from topo.siteplan import FRAME_BITS
 
 
 def local_lag(delay: Any, members: tuple[int, ...], offsets: tuple[float, ...], me: int) -> float:

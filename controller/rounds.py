@@ -32,6 +32,18 @@ from p4.v1 import p4runtime_pb2
 from controller.p4rt.fabric import Fabric
 from controller.p4rt.schema import Lpm, Match, Schema, delete, insert
 from controller.planner.schedule import Round, Schedule
+from topo.siteplan import (
+    MAX_HOSTS_PER_ISLAND,
+    MAX_ISLANDS,
+    MAX_SITES,
+    gateway_ip,
+    gateway_mac,
+    host_ip,
+    host_mac,
+    host_ports,
+    island_prefix,
+    wan_port,
+)
 from topo.wan import Wan
 
 # innet.p4's indexed statistics counter and the meaning of its indices (docs/protocol.md)
@@ -52,7 +64,6 @@ STATS = (
 
 log = logging.getLogger(__name__)
 
-MAX_ISLANDS = 32  # the contributor bitmap
 HOST_RID, WAN_RID = 1, 0
 LOCAL_GRP = 1
 MAX_NEIGHBOURS = 15  # 2 * (2**15 - 1) + 1 is the largest group id below 2**16
@@ -131,20 +142,19 @@ class Addressing:
 
     @classmethod
     def default(cls, n: int, hosts_per_island: int) -> Addressing:
-        """Island i is 10.0.i.0/24, host k (1-based) 10.0.i.k with MAC 02:00:0a:00:ii:kk, its
-        edge 10.0.i.254 with MAC 02:00:0a:00:ii:fe."""
-        if not 1 <= hosts_per_island <= 253 or not 1 <= n <= 256:
+        """The site plan's addresses (topo/siteplan.py) for n islands of `hosts_per_island`."""
+        if not 1 <= hosts_per_island <= MAX_HOSTS_PER_ISLAND or not 1 <= n <= MAX_SITES:
             raise RoundPlanError(f"no default addressing for {n} islands of {hosts_per_island}")
         hosts = tuple(
-            tuple(HostAddress(f"02:00:0a:00:{i:02x}:{k:02x}", f"10.0.{i}.{k}")
+            tuple(HostAddress(host_mac(i, k), host_ip(i, k))
                   for k in range(1, hosts_per_island + 1))
             for i in range(n)
         )  # fmt: skip
         return cls(
             hosts=hosts,
-            gateways=tuple(f"10.0.{i}.254" for i in range(n)),
-            edge_macs=tuple(f"02:00:0a:00:{i:02x}:fe" for i in range(n)),
-            prefixes=tuple((f"10.0.{i}.0", 24) for i in range(n)),
+            gateways=tuple(gateway_ip(i) for i in range(n)),
+            edge_macs=tuple(gateway_mac(i) for i in range(n)),
+            prefixes=tuple(island_prefix(i) for i in range(n)),
         )
 
     @property
@@ -153,18 +163,6 @@ class Addressing:
         if len(sizes) != 1:
             raise RoundPlanError(f"islands have different numbers of hosts: {sorted(sizes)}")
         return sizes.pop()
-
-
-def host_ports(hosts_per_island: int) -> tuple[int, ...]:
-    return tuple(range(1, hosts_per_island + 1))
-
-
-def wan_port(wan: Wan, u: int, v: int, hosts_per_island: int) -> int:
-    """The port of u's edge on the link to neighbour v."""
-    neighbours = wan.neighbours(u)
-    if v not in neighbours:
-        raise RoundPlanError(f"{wan.names[v]} is not a neighbour of {wan.names[u]}")
-    return hosts_per_island + 1 + neighbours.index(v)
 
 
 def group_id(wan: Wan, u: int, children: Iterable[int], with_hosts: bool) -> int:

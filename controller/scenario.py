@@ -19,9 +19,9 @@ Sizes and rates are full-scale figures; delays are kept, so round times are thos
 full-size system. Only `name` is required; `schedules` defaults to every family the planner
 knows for the topology. Every mistake raises `ScenarioError`: "file:line: key: what is wrong".
 
-Memory maps to innet.p4's slot pool: two banks of SLOTS slots of 128 bytes, SLOTS a power of
-two with 2 x SLOTS x 128 B <= memory / scale. `Scenario.slots_for` gives SLOTS and
-`Scenario.effective_memory` the full-scale memory those slots stand for.
+Memory maps to innet.p4's slot pool (`topo.siteplan.SlotPool`): two banks of SLOTS slots of
+128 bytes, SLOTS a power of two with 2 x SLOTS x 128 B <= memory / scale. `Scenario.pool`
+gives the pool for one memory point, and the full-scale memory its slots stand for.
 """
 
 from __future__ import annotations
@@ -34,23 +34,21 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
-from controller.planner.cost import DEFAULT_SLOT_BYTES, PlanError
+from controller.planner.cost import PlanError
 from controller.planner.optimise import Planner
-from topo.loader import TopologyError, load_wan, parse_wan
-from topo.units import UnitError, format_size, parse_duration, parse_rate, parse_size
+from topo.exceptions import SlotPoolError, TopologyError, UnitError
+from topo.loader import load_wan, parse_wan
+from topo.siteplan import SlotPool
+from topo.units import format_size, parse_duration, parse_rate, parse_size
 from topo.wan import Wan
 
 T = TypeVar("T")
 
-SLOT_BYTES = DEFAULT_SLOT_BYTES  # one slot: the partial sums of one chunk of 32 int32 values
-BANKS = 2
-MAX_SLOTS = 65536  # the largest SLOTS innet.p4 compiles with
 MAX_HOSTS = 8
 MAX_LOSS = 0.5  # a link losing half its frames is a broken link, not a WAN
 NAME_PATTERN = re.compile(r"[a-z0-9-]+")
@@ -107,13 +105,9 @@ class Scenario:
         """City names of the islands, in the topology's order."""
         return self.wan.names
 
-    def slots_for(self, memory_bytes: int) -> int:
-        """Slots per bank for this full-scale memory: the largest power of two that fits."""
-        return slots_per_bank(memory_bytes, self.scale)
-
-    def effective_memory(self, memory_bytes: int) -> int:
-        """The full-scale memory the emulated slot pool stands for (at most `memory_bytes`)."""
-        return round(BANKS * self.slots_for(memory_bytes) * SLOT_BYTES * self.scale)
+    def pool(self, memory_bytes: int) -> SlotPool:
+        """The switches' slot pool for this full-scale memory (topo/siteplan.py)."""
+        return SlotPool.for_memory(memory_bytes, self.scale)
 
     def update_bytes_for(self, model_bytes: int) -> int:
         """The full-scale update size for a model of `model_bytes`; refuses one below it."""
@@ -147,22 +141,6 @@ class Scenario:
             "seed": self.seed,
             "wan_loss": self.wan_loss,
         }
-
-
-def slots_per_bank(memory_bytes: int, scale: float) -> int:
-    """The largest power of two SLOTS with BANKS x SLOTS x SLOT_BYTES <= memory / scale."""
-    fits = Fraction(memory_bytes) / (Fraction(scale) * BANKS * SLOT_BYTES)
-    if fits < 1:
-        raise ValueError(
-            f"{format_size(memory_bytes)} at scale {scale:g} is below one slot per bank; "
-            f"the smallest is {format_size(smallest_memory(scale))}"
-        )
-    return 1 << (math.floor(fits).bit_length() - 1)
-
-
-def smallest_memory(scale: float) -> int:
-    """The smallest full-scale memory that holds one slot in each bank after scaling."""
-    return math.ceil(Fraction(scale) * BANKS * SLOT_BYTES)
 
 
 def builtin_topologies() -> tuple[str, ...]:
@@ -250,26 +228,13 @@ def _memory(doc: _Reader, node: yaml.Node | None, scale: float) -> tuple[int, ..
     if not items:
         raise doc.fail(node, "memory", "an empty list; give one size or a list of sizes")
     memory: list[int] = []
-    smallest = smallest_memory(scale)
     for i, item in enumerate(items):
         key = f"memory[{i}]" if isinstance(node, yaml.SequenceNode) else "memory"
         size = doc.quantity(item, key, parse_size)
-        if size < smallest:
-            raise doc.fail(
-                item,
-                key,
-                f"{format_size(size)} is {format_size(size / scale)} after scale {scale:g}, below "
-                f"one aggregation slot in each of {BANKS} banks ({BANKS} x {SLOT_BYTES} B); "
-                f"the smallest memory at this scale is {format_size(smallest)} ({smallest}B)",
-            )
-        if slots_per_bank(size, scale) > MAX_SLOTS:
-            least = math.floor(Fraction(size) / (BANKS * SLOT_BYTES * 2 * MAX_SLOTS)) + 1
-            raise doc.fail(
-                item,
-                key,
-                f"{format_size(size)} after scale {scale:g} is more than innet.p4's largest "
-                f"pool ({BANKS} banks of {MAX_SLOTS} slots); raise scale to at least {least}",
-            )
+        try:
+            SlotPool.for_memory(size, scale)
+        except SlotPoolError as err:
+            raise doc.fail(item, key, str(err)) from None
         if size in memory:
             raise doc.fail(item, key, f"{format_size(size)} is listed twice")
         memory.append(size)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import signal
 import sys
@@ -21,21 +20,23 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from controller.planner.cost import DEFAULT_SLOT_BYTES, CostParams
+from controller.planner.cost import CostParams
 from controller.rundir import STATE_FILE, cmdline, default_run_dir, occupied
 from controller.rundir import write_state as _write_state
+from topo.siteplan import SlotPool
 from topo.units import parse_rate, parse_size
 
 log = logging.getLogger("controller.service")
 
 DEFAULT_PORT = 8700
-MAX_SLOTS = 65536
 
 
-def slots_for(memory_bytes: int, scale: float, slot_bytes: int = DEFAULT_SLOT_BYTES) -> int:
-    """Aggregator slots per bank for real memory divided by the scale (a power of two)."""
-    slots = memory_bytes / slot_bytes / scale
-    return int(min(MAX_SLOTS, max(2, 2 ** math.floor(math.log2(max(slots, 1))))))
+def slot_pool(memory: str, scale: float, slots: int | None) -> SlotPool:
+    """The switches' slot pool: `slots` per bank when given, else the largest pool that fits
+    in `memory` at `scale` (both banks counted, topo/siteplan.py)."""
+    if slots is not None:
+        return SlotPool(slots, scale)
+    return SlotPool.for_memory(parse_size(memory), scale)
 
 
 def service_options(p: argparse.ArgumentParser) -> None:
@@ -54,7 +55,8 @@ def service_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--slots",
         type=int,
-        help="slots per bank on the switches (default: memory / 128 B / scale, a power of two)",
+        help="slots per bank on the switches (default: the largest power of two whose two "
+        "banks of 128 B slots fit in memory / scale)",
     )
     p.add_argument("--shaping", choices=["auto", "kernel", "switch"], default="auto")
     p.add_argument(
@@ -119,12 +121,9 @@ def run(args: argparse.Namespace) -> int:
         raise ServiceError(busy)
     token = read_token(args.token_file)
     wan = default_wan() if args.topology is None else load_wan(args.topology)
-    params = CostParams(
-        update_bytes=parse_size(args.update_size),
-        memory_bytes=parse_size(args.memory),
-        access_bps=parse_rate(args.bandwidth),
-    )
-    slots = args.slots or slots_for(params.memory_bytes, args.scale)
+    pool = slot_pool(args.memory, args.scale, args.slots)
+    slots = pool.slots_per_bank
+    params = CostParams.for_pool(pool, parse_size(args.update_size), parse_rate(args.bandwidth))
     state: dict[str, Any] = {
         "service": {"role": "service", "pid": os.getpid(), "cmdline": cmdline(os.getpid())},
         "api": f"http://{args.host}:{args.port}",
@@ -150,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         network = MininetNetwork(net)
         state["network"] = network.record()
         _write_state(run_dir, state)
-        testbed = Testbed.start(wan, network, params, slots=slots, target=args.target,
+        testbed = Testbed.start(wan, network, params, pool=pool, target=args.target,
                                 build_dir=run_dir / "build")  # fmt: skip
         server: uvicorn.Server | None = None
 

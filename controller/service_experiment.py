@@ -49,7 +49,7 @@ class ServiceExperiment:
         net = getattr(tb.network, "net", None)
         if net is None:
             raise TestbedError("experiments need the Mininet network of `innet net up`")
-        scale = float(net.scale)
+        scale = tb.pool.scale
         return Scenario(
             name=name,
             topology=tb.wan.name,
@@ -57,7 +57,7 @@ class ServiceExperiment:
             scale=scale,
             bandwidth_bps=tb.params.access_bps,
             wan_bandwidth_bps=None,
-            memory_bytes=(round(2 * tb.slots * 128 * scale),),
+            memory_bytes=(tb.pool.memory_bytes,),
             update_bytes=None,
             schedules=(tb.schedule_.family,),
             training=training,

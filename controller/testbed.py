@@ -1,7 +1,8 @@
 """A running testbed under one controller: switches, fabric, schedule, rounds, counters, health.
 
+    pool = SlotPool(slots_per_bank=64, scale=1000)
     network = MininetNetwork(build_network(wan, hosts_per_city=1, workdir=run, slots=64))
-    testbed = Testbed.start(wan, network, params, slots=64)   # pipeline + base plan on every edge
+    testbed = Testbed.start(wan, network, params, pool=pool)  # pipeline + base plan on each edge
     testbed.advance()            # round 0 on every switch (or on none)
     testbed.advance()            # round 1 beside round 0
     testbed.counters("Tokyo")    # port counters (control channel) + innet `stats` (P4Runtime)
@@ -33,12 +34,12 @@ from controller.planner.schedule import Round, Schedule, ScheduleError
 from controller.rounds import STATS, STATS_COUNTER, Addressing, RoundDriver
 from p4switch.control import ControlError, control_request
 from p4switch.program import compile_file
+from topo.siteplan import JOB, SlotPool
 
 log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[1]
 INNET_P4 = REPO / "p4src" / "innet.p4"
-JOB = 1
 LIVE_RECONNECT_S = 3.0  # how long heal() tries a switch whose process runs but whose stream ended
 # the controller's election id: above any shell started read-only with `innet shell` (0, 1)
 ELECTION_ID = (2, 0)
@@ -100,7 +101,7 @@ class Testbed:
     params: CostParams
     plan_result: Plan | None
     schedule_: Schedule
-    slots: int
+    pool: SlotPool
     epsilon: float = DEFAULT_EPSILON
     driver: RoundDriver = field(init=False)
     _history: list[HistoryEntry] = field(default_factory=list)
@@ -128,7 +129,7 @@ class Testbed:
         network: Network,
         params: CostParams,
         *,
-        slots: int,
+        pool: SlotPool,
         schedule: Schedule | None = None,
         program: Path = INNET_P4,
         connect_timeout: float = 30.0,
@@ -139,7 +140,7 @@ class Testbed:
 
         The pipeline is the P4 source for p4switch; for `target` bmv2, p4c's BMv2 JSON and
         P4Info, compiled into `build_dir` (topo/bmv2.py)."""
-        p4info, device_config = pipeline(program, slots, target, build_dir)
+        p4info, device_config = pipeline(program, pool.slots_per_bank, target, build_dir)
         conns = [
             SwitchConnection(s.name, s.grpc_addr, s.device_id, ELECTION_ID) for s in network.sites
         ]
@@ -150,7 +151,7 @@ class Testbed:
             if schedule is None:
                 plan = Planner(wan).plan(params)
                 schedule = plan.best.schedule
-            testbed = cls(wan, network, fabric, params, plan, schedule, slots)
+            testbed = cls(wan, network, fabric, params, plan, schedule, pool)
             testbed.driver.setup()
         except BaseException:
             fabric.close()
@@ -199,7 +200,9 @@ class Testbed:
                 for link in wan.links
             ],
             "hosts_per_city": self.network.hosts_per_city,
-            "slots": self.slots,
+            "slots": self.pool.slots_per_bank,
+            "memory_bytes": self.pool.memory_bytes,
+            "scale": self.pool.scale,
             "switches": [
                 {
                     "city": wan.names[s.city],

@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 from decimal import Decimal
 from enum import IntEnum
 
-from topo.units import UnitError, format_duration, format_rate, parse_duration, parse_rate
+from topo.exceptions import UnitError
+from topo.units import format_duration, format_rate, parse_duration, parse_rate
 
 DEFAULT_QUEUE_LIMIT = 1000
 SPEC_KEYS = ("delay", "rate", "loss", "limit")

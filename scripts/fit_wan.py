@@ -17,8 +17,9 @@ from pathlib import Path
 
 import yaml
 
-from topo.fit import DelayFit, FitError, fibre_delay_s, fit_delays
-from topo.loader import TopologyError, load_wan
+from topo.exceptions import FitError, TopologyError
+from topo.fit import DelayFit, fibre_delay_s, fit_delays
+from topo.loader import load_wan
 from topo.wan import RttFitRow, Wan
 
 

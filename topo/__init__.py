@@ -1,9 +1,9 @@
 """WAN model of innet: cities, links, shortest paths, multicast trees, and their data files."""
 
-from topo.loader import TopologyError, default_wan, load_wan
+from topo.exceptions import TopologyError, UnitError, UnknownCityError
+from topo.loader import default_wan, load_wan
 from topo.synthetic import synthetic_wan
-from topo.units import UnitError
-from topo.wan import City, RttFit, RttFitRow, UnknownCityError, Wan, WanLink, great_circle_km
+from topo.wan import City, RttFit, RttFitRow, Wan, WanLink, great_circle_km
 
 __all__ = [
     "City",

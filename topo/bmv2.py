@@ -17,16 +17,13 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from topo.p4node import P4Switch, P4SwitchError
+from topo.exceptions import Bmv2Error, SwitchStartError
+from topo.p4node import P4Switch
 
 SIMPLE_SWITCH = "simple_switch_grpc"
 P4C = "p4c-bm2-ss"
 CPU_PORT = 255
 THRIFT_BASE_PORT = 9090
-
-
-class Bmv2Error(RuntimeError):
-    """The BMv2 toolchain is missing or refused the program; the message says which."""
 
 
 def missing_tools() -> list[str]:
@@ -101,10 +98,10 @@ class Bmv2Switch(P4Switch):
     def ready(self) -> bool:
         """True once the P4Runtime server accepts connections; raises if the process exited."""
         if self.process is None:
-            raise P4SwitchError(f"{self.name}: {SIMPLE_SWITCH} was never started")
+            raise SwitchStartError(f"{self.name}: {SIMPLE_SWITCH} was never started")
         code = self.process.poll()
         if code is not None:
-            raise P4SwitchError(f"{self.name}: {SIMPLE_SWITCH} exited with status {code} "
+            raise SwitchStartError(f"{self.name}: {SIMPLE_SWITCH} exited with status {code} "
                                 f"(log {self.log_path})")  # fmt: skip
         host, port = self.grpc_addr.rsplit(":", 1)
         try:

@@ -33,11 +33,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.optimize import linprog
 
+from topo.exceptions import FitError
 from topo.wan import FIBRE_S_PER_KM, City, Wan, great_circle_km
-
-
-class FitError(RuntimeError):
-    """The delay fit cannot run (no measured pairs) or the solver failed."""
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,9 @@ from typing import Any, TypeVar
 
 import yaml
 
-from topo.units import UnitError, parse_duration, parse_rate
-from topo.wan import City, Wan, WanError, WanLink
+from topo.exceptions import TopologyError, UnitError, WanError
+from topo.units import parse_duration, parse_rate
+from topo.wan import City, Wan, WanLink
 
 T = TypeVar("T")
 
@@ -42,17 +43,6 @@ _TOP_KEYS = (("name", "sources", "cities", "links"), ("measured_rtt",))
 _CITY_KEYS = (("name", "code", "continent", "lat", "lon", "source"), ())
 _LINK_KEYS = (("a", "b", "delay", "capacity", "source"), ("capacity_source",))
 _RTT_KEYS = (("source", "ms"), ())
-
-
-class TopologyError(ValueError):
-    """A WAN file that cannot be loaded; str() is "{path}:{line}: {what is wrong}" (without the
-    line when the problem is the file itself, e.g. it cannot be read)."""
-
-    def __init__(self, path: Path | str, line: int | None, what: str) -> None:
-        super().__init__(f"{path}:{line}: {what}" if line is not None else f"{path}: {what}")
-        self.path = path
-        self.line = line
-        self.what = what
 
 
 @dataclass(frozen=True)

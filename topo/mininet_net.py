@@ -4,12 +4,11 @@
         net.hosts[0][0].cmd("ping -c1 10.0.3.1")      # city 0's leader pings city 3's
         net.grpc_addresses[3]                          # "127.0.0.1:50003": city 3's edge
 
-Ports follow docs/controller.md: the edge of city u has ports 1..W for its hosts (host k on
-port k), then port W+1+k for the link to its k-th neighbour in `wan.neighbours(u)`. Addresses
-follow the controller's default addressing: island u is 10.0.u.0/24, host k is 10.0.u.k with
-MAC 02:00:0a:00:uu:kk, the edge (each host's gateway) is 10.0.u.254 with MAC 02:00:0a:00:uu:fe.
-Hosts hold static neighbour entries for their gateway and their island's other hosts (the edge
-forwards IPv4 only, so ARP never crosses it), checksum offload off, IPv6 off.
+Ports and addresses are the site plan's (topo/siteplan.py): the edge of city u has port k for
+host k, then port W+1+j for the link to its j-th neighbour in `wan.neighbours(u)`; island u is
+10.0.u.0/24, host k is 10.0.u.k, the edge (each host's gateway) is 10.0.u.254. Hosts hold
+static neighbour entries for their gateway and their island's other hosts (the edge forwards
+IPv4 only, so ARP never crosses it), checksum offload off, IPv6 off.
 
 Run `python -m topo.mininet_net --help` to explore a network with Mininet's CLI. See
 docs/testbed.md.
@@ -31,21 +30,30 @@ from mininet.net import Mininet
 from mininet.node import Host
 
 from topo.bmv2 import THRIFT_BASE_PORT, Bmv2Switch, missing_tools
-from topo.p4node import IFNAMSIZ, P4Switch, P4SwitchError
+from topo.exceptions import NetworkBuildError, SwitchStartError
+from topo.p4node import IFNAMSIZ, P4Switch
 from topo.shaping import ShapingMode, choose_shaping, kernel_link_params, switch_shape
+from topo.siteplan import (
+    GRPC_BASE_PORT,
+    MAX_HOSTS_PER_ISLAND,
+    MAX_SITES,
+    SUPERNET,
+    device_id,
+    gateway_ip,
+    gateway_mac,
+    grpc_address,
+    host_ip,
+    host_mac,
+    host_ports,
+    wan_ports,
+)
 from topo.wan import Wan
 
 log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PROGRAM = REPO / "p4src" / "innet.p4"
-GRPC_BASE_PORT = 50000
 TARGETS = ("p4switch", "bmv2")
-SUPERNET = "10.0.0.0/16"
-
-
-class TestbedError(RuntimeError):
-    """A testbed that cannot be built as asked (names, addresses, interfaces in the way)."""
 
 
 @dataclass(frozen=True)
@@ -61,23 +69,13 @@ class HostSpec:
 def host_specs(city: int, hosts_per_city: int, prefix: str = "") -> tuple[HostSpec, ...]:
     """City `city`'s hosts in port order; host 1 is the island's leader."""
     return tuple(
-        HostSpec(f"{prefix}h{city}_{k}", k, f"10.0.{city}.{k}", f"02:00:0a:00:{city:02x}:{k:02x}")
-        for k in range(1, hosts_per_city + 1)
+        HostSpec(f"{prefix}h{city}_{k}", port, host_ip(city, k), host_mac(city, k))
+        for k, port in enumerate(host_ports(hosts_per_city), start=1)
     )
-
-
-def gateway(city: int) -> tuple[str, str]:
-    """The edge's own (IP, MAC) on its island: every host's gateway."""
-    return f"10.0.{city}.254", f"02:00:0a:00:{city:02x}:fe"
 
 
 def switch_name(city: int, prefix: str = "") -> str:
     return f"{prefix}s{city}"
-
-
-def wan_ports(wan: Wan, city: int, hosts_per_city: int) -> dict[int, int]:
-    """Neighbour city -> the port of `city`'s edge on the link to it (W+1+k, k-th neighbour)."""
-    return {v: hosts_per_city + 1 + k for k, v in enumerate(wan.neighbours(city))}
 
 
 @dataclass
@@ -139,10 +137,10 @@ def _check_names(wan: Wan, hosts_per_city: int, prefix: str) -> list[str]:
         names += [f"{switch_name(u, prefix)}-eth{p}" for p in range(1, last_port + 1)]
         host_if = f"{host_specs(u, hosts_per_city, prefix)[-1].name}-eth0"
         if len(host_if) > IFNAMSIZ:
-            raise TestbedError(f"host interface name {host_if!r} is longer than {IFNAMSIZ}")
+            raise NetworkBuildError(f"host interface name {host_if!r} is longer than {IFNAMSIZ}")
     too_long = [n for n in names if len(n) > IFNAMSIZ]
     if too_long:
-        raise TestbedError(
+        raise NetworkBuildError(
             f"interface names longer than {IFNAMSIZ} characters: {too_long[:3]}; "
             "use a shorter name prefix or fewer hosts per city"
         )
@@ -157,12 +155,12 @@ def _run_in(host: Host, argv: list[str]) -> None:
     """Run a command in a host's namespace (an argument list); raise with its stderr on failure."""
     _out, err, code = host.pexec(argv)
     if code != 0:
-        raise TestbedError(f"{host.name}: {' '.join(argv)} failed ({code}): {err.strip()}")
+        raise NetworkBuildError(f"{host.name}: {' '.join(argv)} failed ({code}): {err.strip()}")
 
 
 def _configure_host(host: Host, city: int, island: Sequence[HostSpec], me: HostSpec) -> None:
     dev = host.defaultIntf().name
-    gw_ip, gw_mac = gateway(city)
+    gw_ip, gw_mac = gateway_ip(city), gateway_mac(city)
     _run_in(host, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
     _run_in(host, ["ethtool", "-K", dev, "tx", "off", "rx", "off"])
     neighbours = [(gw_ip, gw_mac)] + [(h.ip, h.mac) for h in island if h != me]
@@ -201,25 +199,25 @@ def build_network(
     log only with `log_console`.
     """
     if target not in TARGETS:
-        raise TestbedError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
-    if not 1 <= hosts_per_city <= 253 or wan.n > 254:
-        raise TestbedError(f"no addressing for {wan.n} cities of {hosts_per_city} hosts")
+        raise NetworkBuildError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+    if not 1 <= hosts_per_city <= MAX_HOSTS_PER_ISLAND or wan.n > MAX_SITES:
+        raise NetworkBuildError(f"no addressing for {wan.n} cities of {hosts_per_city} hosts")
     if not scale > 0:
-        raise TestbedError(f"scale must be positive, got {scale!r}")
+        raise NetworkBuildError(f"scale must be positive, got {scale!r}")
     if target == "bmv2":
         missing = missing_tools()
         if missing:
-            raise TestbedError(
+            raise NetworkBuildError(
                 f"the bmv2 target needs {', '.join(missing)} (the VM has them: vagrant up)"
             )
         if shaping == "switch":
-            raise TestbedError("BMv2 cannot shape its ports: use --shaping kernel (netem)")
+            raise NetworkBuildError("BMv2 cannot shape its ports: use --shaping kernel (netem)")
         shaping = "kernel"
     mode = choose_shaping(shaping)
     names = _check_names(wan, hosts_per_city, name_prefix)
     in_the_way = _existing_interfaces(names)
     if in_the_way:
-        raise TestbedError(
+        raise NetworkBuildError(
             f"interfaces {in_the_way[:5]} already exist in the root namespace (another testbed, "
             "or one left over): stop it, or delete them with 'ip link del NAME', or pass "
             "another name_prefix"
@@ -249,7 +247,7 @@ def build_network(
             switch = net.addSwitch(
                 switch_name(u, name_prefix), cls=cls, dpid=f"{u + 1:x}",
                 program=Path(program).resolve(), rundir=workdir,
-                grpc_addr=f"127.0.0.1:{grpc_base_port + u}", device_id=u + 1,
+                grpc_addr=grpc_address(u, grpc_base_port), device_id=device_id(u),
                 defines=defines, shapes=shapes[u], startup_timeout=startup_timeout, **extra,
             )  # fmt: skip
             switches.append(switch)
@@ -297,7 +295,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m topo.mininet_net",
         description="Start the innet testbed in Mininet (one p4switch per city running "
         "innet.p4) and open Mininet's CLI. The switches start with empty tables: program "
-        "them over P4Runtime (127.0.0.1:50000 + city index) from another terminal.",
+        f"them over P4Runtime ({grpc_address(0)} + city index) from another terminal.",
     )
     parser.add_argument("topology", nargs="?", type=Path, default=None,
                         help="WAN model YAML (default: the nine-city WAN)")  # fmt: skip
@@ -329,8 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from mininet.cli import CLI
     from mininet.log import setLogLevel
 
-    from topo.loader import TopologyError, default_wan, load_wan
-    from topo.shaping import ShapingError
+    from topo.exceptions import ShapingError, TopologyError
+    from topo.loader import default_wan, load_wan
 
     setLogLevel("info")
     try:
@@ -338,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         net = build_network(wan, args.hosts, args.workdir, program=args.program,
                             slots=args.slots, scale=args.scale, shaping=args.shaping,
                             target=args.target, log_console=args.log_console)  # fmt: skip
-    except (TestbedError, ShapingError, P4SwitchError, TopologyError, OSError) as err:
+    except (NetworkBuildError, ShapingError, SwitchStartError, TopologyError, OSError) as err:
         print(f"topo.mininet_net: error: {err}", file=sys.stderr)
         return 2
     with net:

@@ -25,16 +25,14 @@ from pathlib import Path
 
 from mininet.node import Switch
 
+from topo.exceptions import SwitchStartError
+
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0
 STARTUP_TIMEOUT_S = 60.0
 UNIX_PATH_MAX = 107  # sun_path holds 108 bytes, the last one a NUL
 IFNAMSIZ = 15
-
-
-class P4SwitchError(RuntimeError):
-    """A p4switch process that could not start, exited early, or did not become ready."""
 
 
 def _log_tail(path: Path, lines: int = 20) -> str:
@@ -91,7 +89,7 @@ class P4Switch(Switch):
         self.control_path = self.rundir / f"{name}.sock"
         self.log_path = self.rundir / f"{name}.log"
         if len(os.fsencode(self.control_path)) > UNIX_PATH_MAX:
-            raise P4SwitchError(
+            raise SwitchStartError(
                 f"control socket path {self.control_path} is longer than {UNIX_PATH_MAX} bytes; "
                 "give the testbed a shorter run directory"
             )
@@ -144,10 +142,10 @@ class P4Switch(Switch):
     def ready(self) -> bool:
         """True once the process answers on its control socket; raises if it has exited."""
         if self.process is None:
-            raise P4SwitchError(f"{self.name}: p4switch was never started")
+            raise SwitchStartError(f"{self.name}: p4switch was never started")
         code = self.process.poll()
         if code is not None:
-            raise P4SwitchError(
+            raise SwitchStartError(
                 f"{self.name}: p4switch exited with status {code} "
                 f"(log {self.log_path}):\n{_log_tail(self.log_path)}"
             )
@@ -205,7 +203,7 @@ def wait_all_ready(switches: Sequence[P4Switch], deadline: float) -> None:
         if time.monotonic() > deadline:
             names = ", ".join(sw.name for sw in waiting)
             tails = "\n".join(f"--- {sw.log_path}\n{_log_tail(sw.log_path)}" for sw in waiting)
-            raise P4SwitchError(f"p4switch of {names} not ready before the deadline:\n{tails}")
+            raise SwitchStartError(f"p4switch of {names} not ready before the deadline:\n{tails}")
         time.sleep(0.1)  # polling interval between readiness checks
 
 

@@ -22,6 +22,7 @@ import subprocess
 from decimal import Decimal
 from typing import Literal
 
+from topo.exceptions import ShapingError
 from topo.wan import WanLink
 
 log = logging.getLogger(__name__)
@@ -29,10 +30,6 @@ log = logging.getLogger(__name__)
 ShapingMode = Literal["kernel", "switch"]
 SHAPING_REQUESTS = ("auto", "kernel", "switch")
 HTB_MAX_MBIT = 1000  # Mininet's TCIntf refuses (and then ignores) higher bw figures
-
-
-class ShapingError(RuntimeError):
-    """A shaping mode that cannot be honoured here, or link figures it cannot carry."""
 
 
 @functools.cache

@@ -16,6 +16,8 @@ import math
 import re
 from decimal import Decimal
 
+from topo.exceptions import UnitError
+
 SIZE_UNITS: dict[str, int] = {
     "B": 1,
     "kB": 10**3,
@@ -47,10 +49,6 @@ DURATION_UNITS: dict[str, float] = {
 }
 
 _QUANTITY = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+))\s*(\S*)\s*")
-
-
-class UnitError(ValueError):
-    """A size, rate or duration that cannot be parsed; the message says why."""
 
 
 def _split(text: str, kind: str, units: dict[str, int] | dict[str, float]) -> tuple[Decimal, str]:

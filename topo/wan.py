@@ -21,20 +21,10 @@ from types import MappingProxyType
 
 import numpy as np
 
+from topo.exceptions import NotAdjacentError, UnknownCityError, WanError
+
 EARTH_RADIUS_KM = 6371.0
 FIBRE_S_PER_KM = 4.9e-6  # one-way delay of light in glass (refractive index ~1.47)
-
-
-class UnknownCityError(ValueError):
-    """A city name or code that the WAN does not have."""
-
-
-class NotAdjacentError(ValueError):
-    """Two cities that no single link joins."""
-
-
-class WanError(ValueError):
-    """A WAN whose cities and links do not form a valid model."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from workers.packets import MAX_ISLANDS
+from topo.siteplan import MAX_ISLANDS
 
 
 class AggregationError(RuntimeError):

@@ -43,13 +43,13 @@ from typing import Any
 
 import numpy as np
 
+from topo.siteplan import LEADER_HOST, WORKER_PORT, gateway_ip, host_ip
 from workers.aggregate import AggregationError, Aggregator, GroupSpec, SendPolicy
 from workers.quantise import scale_for
 from workers.transport import UdpTransport
 
 log = logging.getLogger("workers.island")
 
-WORKER_PORT = 20042  # the leader's TCP port for the island's other workers
 _HEADER = struct.Struct("!cI")  # kind, payload bytes
 CONNECT_TIMEOUT_S = 60.0
 
@@ -72,14 +72,6 @@ class IslandConfig:
 
     def write(self, path: Path) -> None:
         Path(path).write_text(json.dumps(dataclasses.asdict(self), indent=1))
-
-
-def host_ip(island: int, host: int) -> str:
-    return f"10.0.{island}.{host}"
-
-
-def edge_ip(island: int) -> str:
-    return f"10.0.{island}.254"
 
 
 # --- framing between the leader and its island's workers ---------------------------------------
@@ -132,7 +124,9 @@ def serve_worker(config: IslandConfig, island: int, host: int) -> int:
     deadline = time.monotonic() + CONNECT_TIMEOUT_S
     while True:
         try:
-            sock = socket.create_connection((host_ip(island, 1), WORKER_PORT), timeout=5.0)
+            sock = socket.create_connection(
+                (host_ip(island, LEADER_HOST), WORKER_PORT), timeout=5.0
+            )
             break
         except OSError as err:
             if time.monotonic() > deadline:
@@ -163,7 +157,7 @@ class Leader:
         self.training = IslandTraining(config, island, 1)
         self.train = self.training.train
         self.workers: list[socket.socket] = []
-        self.transport = UdpTransport(host_ip(island, 1), edge_ip(island))
+        self.transport = UdpTransport(host_ip(island, LEADER_HOST), gateway_ip(island))
         self.reset()
 
     def reset(self) -> None:
@@ -181,7 +175,7 @@ class Leader:
             return
         server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind((host_ip(self.island, 1), WORKER_PORT))
+        server.bind((host_ip(self.island, LEADER_HOST), WORKER_PORT))
         server.listen(wanted)
         server.settimeout(CONNECT_TIMEOUT_S)
         by_host: dict[int, socket.socket] = {}

@@ -12,14 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workers.quantise import LANES
+from topo.siteplan import LANES, MAX_ISLANDS
 
-INNET_UDP_PORT = 0x4E49
 VERSION = 1
 HEADER = struct.Struct("!BBHHBBII")
 VALUES = struct.Struct(f"!{LANES}i")
 PACKET_BYTES = HEADER.size + VALUES.size
-MAX_ISLANDS = 32  # the contributor bitmap's width
 
 
 class PacketType(enum.IntEnum):

@@ -21,8 +21,9 @@ import math
 
 import numpy as np
 
+from topo.siteplan import LANES
+
 INT32_MAX = 2**31 - 1
-LANES = 32  # values per chunk: the width of an innet packet
 EXPONENT_LOW = -24  # exponents a one-hot vote can carry: 2**-24 .. 2**7
 EXPONENT_HIGH = EXPONENT_LOW + LANES - 1
 

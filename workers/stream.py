@@ -35,11 +35,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topo.siteplan import FRAME_BITS, LANES
 from workers.group import AggregatorStats, GroupSpec, ResultMismatch, SendPolicy, describe_ranges
 from workers.packets import Flag, InnetPacket, PacketType
-from workers.quantise import LANES
 
-FRAME_BITS = 186 * 8  # an innet frame on the wire: Ethernet + IPv4 + UDP + header + values
 LOCAL_REPLAY = Flag.LOCAL | Flag.RETRANSMIT  # healing: to the own edge only
 
 

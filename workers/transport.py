@@ -13,7 +13,7 @@ import select
 import socket
 from typing import Protocol
 
-from workers.packets import INNET_UDP_PORT
+from topo.siteplan import INNET_UDP_PORT
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, replace
 
 from controller.planner.offsets import Alignment, aligned, unaligned
 from controller.planner.schedule import Group, Round, Schedule
+from topo.siteplan import SLOT_BYTES, SlotPool
 from topo.wan import Wan
 
 Edge = tuple[int, int]
-DEFAULT_SLOT_BYTES = 128  # one slot: the partial sums of one chunk of 32 int32 values
 
 
 class PlanError(ValueError):
@@ -39,7 +39,7 @@ class CostParams:
     update_bytes: int
     memory_bytes: int
     access_bps: float
-    slot_bytes: int = DEFAULT_SLOT_BYTES
+    slot_bytes: int = SLOT_BYTES
     align: bool = True  # allow per-island send offsets that align arrivals
     # "rate": members send at the planned rate and a slot is busy for the arrival skew (the model
     # below). "window": each leader keeps at most one bank of slots (half the memory) unanswered,
@@ -59,6 +59,14 @@ class CostParams:
             raise PlanError(
                 f"aggregator memory {self.memory_bytes} B is below one slot ({self.slot_bytes} B)"
             )
+
+    @classmethod
+    def for_pool(cls, pool: SlotPool, update_bytes: int, access_bps: float) -> CostParams:
+        """The parameters of an emulated site: the full-scale memory its slot pool stands for,
+        and the full-scale size of one emulated slot (128 B x scale), so the bound
+        R <= (M - slot) / skew keeps the slot being merged as the pool has it (with one slot
+        per bank, that slot is half the memory)."""
+        return cls(update_bytes, pool.memory_bytes, access_bps, slot_bytes=pool.slot_bytes)
 
     def window_rate_cap(self, latency: float) -> float:
         """Largest rate (b/s) a window of half the memory sustains over this send-to-result time."""

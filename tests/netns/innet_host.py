@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-from workers.packets import INNET_UDP_PORT, Flag, InnetPacket, PacketError, PacketType
+from topo.siteplan import INNET_UDP_PORT
+from workers.packets import Flag, InnetPacket, PacketError, PacketType
 
 JOB, ROUND, GROUP = 1, 1, 0
 

@@ -13,7 +13,8 @@ import socket
 import sys
 import time
 
-from workers.packets import INNET_UDP_PORT, Flag, InnetPacket, PacketType
+from topo.siteplan import INNET_UDP_PORT
+from workers.packets import Flag, InnetPacket, PacketType
 
 
 def main() -> int:

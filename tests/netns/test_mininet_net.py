@@ -31,19 +31,13 @@ if _REASON is not None:
 
 from controller.p4rt import Fabric, SwitchConnection, deadline_after  # noqa: E402
 from controller.rounds import Addressing, base_plan, install_changes, to_updates  # noqa: E402
-from controller.rounds import wan_port as controller_wan_port  # noqa: E402
 from p4switch.program import compile_file  # noqa: E402
+from topo.exceptions import ShapingError  # noqa: E402
 from topo.loader import default_wan  # noqa: E402
-from topo.mininet_net import (  # noqa: E402
-    DEFAULT_PROGRAM,
-    TestbedNet,
-    build_network,
-    gateway,
-    host_specs,
-    wan_ports,
-)
+from topo.mininet_net import DEFAULT_PROGRAM, TestbedNet, build_network, host_specs  # noqa: E402
 from topo.p4node import IFNAMSIZ  # noqa: E402
-from topo.shaping import ShapingError, netem_available  # noqa: E402
+from topo.shaping import netem_available  # noqa: E402
+from topo.siteplan import gateway_ip, gateway_mac, wan_port, wan_ports  # noqa: E402
 from topo.wan import Wan  # noqa: E402
 
 W = 1
@@ -95,9 +89,9 @@ def test_addresses_and_ports_follow_the_controller(wan: Wan) -> None:
         specs = host_specs(u, 3)
         assert [(h.ip, h.mac) for h in specs] == [(h.ip, h.mac) for h in addressing.hosts[u]]
         assert [h.port for h in specs] == [1, 2, 3]
-        assert gateway(u) == (addressing.gateways[u], addressing.edge_macs[u])
+        assert (gateway_ip(u), gateway_mac(u)) == (addressing.gateways[u], addressing.edge_macs[u])
         for v, port in wan_ports(wan, u, 3).items():
-            assert port == controller_wan_port(wan, u, v, 3)
+            assert port == wan_port(wan, u, v, 3)
 
 
 def test_shaping_mode_is_recorded_and_never_silent(

@@ -14,6 +14,7 @@ from controller.planner.cost import CostParams
 from controller.planner.schedule import Round, Schedule
 from controller.testbed import SwitchSite, Testbed
 from tests.unit.controller.conftest import DEVICE_ID, Switch, triangle
+from topo.siteplan import SlotPool
 
 W = 2
 MEMBERSHIP = "InnetIngress.membership"
@@ -47,7 +48,11 @@ class InProcessNetwork:
 @pytest.fixture
 def testbed(switches: list[Switch]) -> Iterator[Testbed]:
     tb = Testbed.start(
-        triangle(), InProcessNetwork(switches), PARAMS, slots=64, schedule=PAIRS_THEN_ALL
+        triangle(),
+        InProcessNetwork(switches),
+        PARAMS,
+        pool=SlotPool(64, 1),
+        schedule=PAIRS_THEN_ALL,
     )
     try:
         yield tb

@@ -15,8 +15,8 @@ from controller.leaders import local_lag, send_policy
 from controller.p4rt import P4RuntimeError
 from controller.planner.optimise import Planner
 from controller.scenario import ScenarioError, load_scenario, parse_scenario
+from topo.siteplan import FRAME_BITS
 from workers.group import SendPolicy
-from workers.stream import FRAME_BITS
 from workers.train import TrainConfig
 
 REPO = Path(__file__).resolve().parents[3]

@@ -13,9 +13,8 @@ from controller.scenario import (
     Training,
     load_scenario,
     parse_scenario,
-    slots_per_bank,
-    smallest_memory,
 )
+from topo.siteplan import SlotPool
 
 REPO = Path(__file__).resolve().parents[3]
 SHIPPED = sorted((REPO / "scenarios").glob("*.yaml"))
@@ -39,7 +38,7 @@ def test_shipped_scenario_loads_and_says_what_it_shows(path: Path) -> None:
     assert path.read_text().startswith("# ")
     assert len(scenario.islands) == 9
     for memory in scenario.memory_bytes:
-        assert scenario.slots_for(memory) >= 1
+        assert scenario.pool(memory).slots_per_bank >= 1
 
 
 def test_the_default_scenario_is_quick() -> None:
@@ -47,7 +46,7 @@ def test_the_default_scenario_is_quick() -> None:
     assert scenario.training.rounds == 8
     assert scenario.memory_bytes == (25_600_000, 1_600_000_000)
     assert scenario.schedules == ("all-to-all", "cliques-3")
-    assert [scenario.slots_for(m) for m in scenario.memory_bytes] == [1, 32]
+    assert [scenario.pool(m).slots_per_bank for m in scenario.memory_bytes] == [1, 32]
 
 
 def test_memory_sweep_and_schedule_comparison_cover_what_they_say() -> None:
@@ -223,40 +222,12 @@ def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
         load_scenario(tmp_path / "absent.yaml")
 
 
-@pytest.mark.parametrize(
-    ("memory", "scale", "slots"),
-    [
-        (256, 1, 1),
-        (511, 1, 1),
-        (512, 1, 2),
-        (25_600_000, 100_000, 1),
-        (51_199_999, 100_000, 1),
-        (51_200_000, 100_000, 2),
-        (76_800_000, 100_000, 2),
-        (1_600_000_000, 100_000, 32),
-        (1_638_400_000, 100_000, 64),
-        (640, 2.5, 1),
-    ],
-)
-def test_slots_per_bank_is_the_largest_power_of_two_that_fits(
-    memory: int, scale: float, slots: int
-) -> None:
-    assert slots_per_bank(memory, scale) == slots
-
-
-def test_slots_for_and_effective_memory(tmp_path: Path) -> None:
+def test_a_scenario_gives_the_site_plan_pool_for_each_memory(tmp_path: Path) -> None:
     scenario = load_scenario(write(tmp_path, "name: m\nmemory: [25.6MB, 100MB, 1.6GB]\n"))
-    assert [scenario.slots_for(m) for m in scenario.memory_bytes] == [1, 2, 32]
-    effective = [scenario.effective_memory(m) for m in scenario.memory_bytes]
-    assert effective == [25_600_000, 51_200_000, 819_200_000]
-    assert all(e <= m for e, m in zip(effective, scenario.memory_bytes, strict=True))
-
-
-def test_memory_below_one_slot_per_bank_has_no_slots() -> None:
-    assert smallest_memory(100_000) == 25_600_000
-    assert smallest_memory(2.5) == 640
-    with pytest.raises(ValueError, match=r"smallest is 25\.6 MB"):
-        slots_per_bank(25_599_999, 100_000)
+    pools = [scenario.pool(m) for m in scenario.memory_bytes]
+    assert pools == [SlotPool.for_memory(m, 100_000) for m in scenario.memory_bytes]
+    assert [p.slots_per_bank for p in pools] == [1, 2, 32]
+    assert [p.memory_bytes for p in pools] == [25_600_000, 51_200_000, 819_200_000]
 
 
 def test_update_size_is_checked_against_the_model(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from scripts.fit_wan import main, rewrite_delays
-from topo.fit import FitError, fibre_delay_s, fit_delays, metric_floor
+from topo.exceptions import FitError
+from topo.fit import fibre_delay_s, fit_delays, metric_floor
 from topo.loader import default_wan, load_wan
 from topo.wan import City, Wan, WanLink
 

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from topo.loader import TopologyError, default_wan, load_wan
+from topo.exceptions import TopologyError
+from topo.loader import default_wan, load_wan
 
 GOOD = """\
 name: tiny

@@ -2,8 +2,8 @@
 
 import pytest
 
+from topo.exceptions import UnitError
 from topo.units import (
-    UnitError,
     format_duration,
     format_rate,
     format_size,

@@ -6,17 +6,10 @@ import itertools
 import numpy as np
 import pytest
 
+from topo.exceptions import NotAdjacentError, UnknownCityError, WanError
 from topo.fit import fibre_delay_s
 from topo.loader import default_wan
-from topo.wan import (
-    City,
-    NotAdjacentError,
-    UnknownCityError,
-    Wan,
-    WanError,
-    WanLink,
-    great_circle_km,
-)
+from topo.wan import City, Wan, WanLink, great_circle_km
 
 
 def city(i: int) -> City:

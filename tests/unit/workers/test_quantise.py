@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
+from topo.siteplan import LANES
 from workers.quantise import (
     EXPONENT_HIGH,
     EXPONENT_LOW,
     INT32_MAX,
-    LANES,
     QuantiseError,
     agreed_exponent,
     dequantise,

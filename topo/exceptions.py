@@ -1,0 +1,63 @@
+"""Errors of the WAN model, the site plan and the emulated network (all `InnetError`s)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from innet.exceptions import InnetError, InputError
+
+
+class UnitError(InputError, ValueError):
+    """A size, rate or duration that cannot be parsed; the message says why."""
+
+
+class TopologyError(InputError, ValueError):
+    """A WAN file that cannot be loaded; str() is "{path}:{line}: {what is wrong}" (without the
+    line when the problem is the file itself, e.g. it cannot be read)."""
+
+    def __init__(self, path: Path | str, line: int | None, what: str) -> None:
+        super().__init__(f"{path}:{line}: {what}" if line is not None else f"{path}: {what}")
+        self.path = path
+        self.line = line
+        self.what = what
+
+
+class WanError(InputError, ValueError):
+    """A WAN whose cities and links do not form a valid model."""
+
+
+class UnknownCityError(InputError, ValueError):
+    """A city name or code that the WAN does not have; the message lists the known ones."""
+
+
+class NotAdjacentError(InputError, ValueError):
+    """Two cities that no single link joins."""
+
+
+class FitError(InnetError):
+    """The delay fit cannot run (no measured pairs) or the solver failed."""
+
+
+class SlotPoolError(InputError, ValueError):
+    """Aggregator memory (or a slot count) that innet.p4's slot pool cannot hold."""
+
+
+class SiteError(InputError, ValueError):
+    """An island, host or link that the site plan gives no address or port."""
+
+
+class ShapingError(InnetError):
+    """A shaping mode that cannot be honoured here, or link figures it cannot carry."""
+
+
+class NetworkBuildError(InnetError):
+    """An emulated network that cannot be built as asked (names, addresses, interfaces in the
+    way, a missing tool)."""
+
+
+class SwitchStartError(InnetError):
+    """A switch process that could not start, exited early, or did not become ready."""
+
+
+class Bmv2Error(InnetError):
+    """The BMv2 toolchain is missing or refused the program; the message says which."""
