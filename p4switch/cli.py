@@ -212,8 +212,8 @@ def _serve(
 ) -> int:
     from p4switch.control import ControlError, ControlServer
     from p4switch.dataplane import Switch
+    from p4switch.p4rt import LoadedProgram, P4RuntimeServer
     from p4switch.ports import PortError
-    from p4switch.server import LoadedProgram, P4RuntimeServer
 
     cpu_port = args.cpu_port
     include = [*([args.p4.parent] if args.p4 is not None else []), *args.include]

@@ -10,9 +10,9 @@ import pytest
 from p4.config.v1 import p4info_pb2
 
 from controller.p4rt import Fabric, SwitchConnection, deadline_after
+from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.program import CompiledProgram, compile_file
 from p4switch.runtime import SwitchState
-from p4switch.server import LoadedProgram, P4RuntimeServer
 from topo.wan import City, Wan, WanLink
 
 REPO = Path(__file__).resolve().parents[3]

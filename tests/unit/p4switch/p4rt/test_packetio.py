@@ -8,10 +8,10 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4rt_codec import P4RTError
-from p4switch.p4rt_packetio import PacketInError, packet_in_message, packet_out_frame
-from p4switch.p4rt_schema import ControllerHeader, MetadataInfo
-from tests.unit.p4switch.fixtures.p4rt_client import (
+from p4switch.p4rt.codec import P4RTError
+from p4switch.p4rt.packetio import PacketInError, packet_in_message, packet_out_frame
+from p4switch.p4rt.schema import ControllerHeader, MetadataInfo
+from tests.unit.p4switch.p4rt.fixtures.p4rt_client import (
     Client,
     Running,
     primary_client,

@@ -9,11 +9,15 @@ import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.runtime import Replica
-from p4switch.server import LoadedProgram, P4RuntimeServer
-from tests.unit.p4switch.fixtures import entities as E
-from tests.unit.p4switch.fixtures.fake_program import REJECTED_SOURCE, FakeDataPlane, load_p4info
-from tests.unit.p4switch.fixtures.p4rt_client import (
+from tests.unit.p4switch.p4rt.fixtures import entities as E
+from tests.unit.p4switch.p4rt.fixtures.fake_program import (
+    REJECTED_SOURCE,
+    FakeDataPlane,
+    load_p4info,
+)
+from tests.unit.p4switch.p4rt.fixtures.p4rt_client import (
     Client,
     Running,
     SetRequest,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from p4.config.v1 import p4info_pb2
 
 from p4switch.program import compile_file
-from tests.unit.p4switch.fixtures.fake_program import P4_SOURCE_PATH, load_p4info
+from tests.unit.p4switch.p4rt.fixtures.fake_program import P4_SOURCE_PATH, load_p4info
 
 
 def shape(p4info: p4info_pb2.P4Info) -> dict[str, object]:

@@ -7,17 +7,17 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4rt_codec import (
+from p4switch.p4rt.codec import (
     P4RTError,
     decode_match,
     decode_uint,
     encode_match,
     encode_uint,
 )
-from p4switch.p4rt_schema import Schema, SchemaError
+from p4switch.p4rt.schema import Schema, SchemaError
 from p4switch.runtime import FieldMatch
-from tests.unit.p4switch.fixtures import entities as E
-from tests.unit.p4switch.fixtures.fake_program import load_p4info, state_from_p4info
+from tests.unit.p4switch.p4rt.fixtures import entities as E
+from tests.unit.p4switch.p4rt.fixtures.fake_program import load_p4info, state_from_p4info
 
 
 @pytest.fixture(scope="module")

@@ -1,31 +1,60 @@
 """The gRPC face of the P4Runtime server: request checks, status codes, error details.
 
-`P4RuntimeService` implements the p4.v1.P4Runtime service on top of a `P4RuntimeServer`: it
-checks device id, role and primary status as the specification orders them, then turns the
-server's `P4RTError`s into gRPC statuses; per-item failures of Write and Read become UNKNOWN with
-one p4.v1.Error per item in the `grpc-status-details-bin` trailer.
+`P4RuntimeService` implements the p4.v1.P4Runtime service on top of a `Device` (what
+`p4switch.p4rt.server.P4RuntimeServer` is): it checks device id, role and primary status as the
+specification orders them, then turns the device's `P4RTError`s into gRPC statuses; per-item
+failures of Write and Read become UNKNOWN with one p4.v1.Error per item in the
+`grpc-status-details-bin` trailer.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn, Protocol
 
 import grpc
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4switch.p4rt_arbitration import CLOSE, ArbitrationError, election_id
-from p4switch.p4rt_codec import P4RTError
-
-if TYPE_CHECKING:
-    from p4switch.server import P4RuntimeServer
+from p4switch.p4rt.arbitration import CLOSE, Arbiter, ArbitrationError, Session, election_id
+from p4switch.p4rt.codec import P4RTError
 
 API_VERSION = "1.4.1"  # the P4Runtime version implemented
 _READ_CHUNK = 512  # entities per ReadResponse message
-_SetRequest = p4runtime_pb2.SetForwardingPipelineConfigRequest
-_GetRequest = p4runtime_pb2.GetForwardingPipelineConfigRequest
+
+
+class Device(Protocol):
+    """What the service serves: one device's pipeline, state and streams (a P4RuntimeServer).
+
+    Each method raises P4RTError for a request it refuses.
+    """
+
+    @property
+    def device_id(self) -> int: ...
+
+    @property
+    def arbiter(self) -> Arbiter: ...
+
+    def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None: ...
+
+    def get_pipeline(
+        self, request: p4runtime_pb2.GetForwardingPipelineConfigRequest
+    ) -> p4runtime_pb2.GetForwardingPipelineConfigResponse: ...
+
+    def write(self, request: p4runtime_pb2.WriteRequest) -> list[P4RTError | None]: ...
+
+    def read(
+        self, request: p4runtime_pb2.ReadRequest
+    ) -> tuple[list[p4runtime_pb2.Entity], list[P4RTError | None]]: ...
+
+    def open_session(self) -> Session: ...
+
+    def serve_stream(
+        self, session: Session, requests: Iterator[p4runtime_pb2.StreamMessageRequest]
+    ) -> None: ...
+
+    def close_session(self, session: Session) -> None: ...
 
 
 def _grpc_code(code: int) -> grpc.StatusCode:
@@ -53,9 +82,9 @@ def _fail_batch(context: grpc.ServicerContext, errors: list[P4RTError | None], w
 
 
 class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
-    """The gRPC face of a P4RuntimeServer: request checks, then the server's methods."""
+    """The gRPC face of a device: request checks, then the device's methods."""
 
-    def __init__(self, server: P4RuntimeServer) -> None:
+    def __init__(self, server: Device) -> None:
         self._server = server
 
     def _check(
@@ -79,7 +108,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
 
     def SetForwardingPipelineConfig(
-        self, request: _SetRequest, context: grpc.ServicerContext
+        self,
+        request: p4runtime_pb2.SetForwardingPipelineConfigRequest,
+        context: grpc.ServicerContext,
     ) -> p4runtime_pb2.SetForwardingPipelineConfigResponse:
         self._check(context, request.device_id, request.role, request.role_id)
         self._check_primary(
@@ -92,7 +123,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
     def GetForwardingPipelineConfig(
-        self, request: _GetRequest, context: grpc.ServicerContext
+        self,
+        request: p4runtime_pb2.GetForwardingPipelineConfigRequest,
+        context: grpc.ServicerContext,
     ) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
         self._check(context, request.device_id, "", 0)
         try:

@@ -13,8 +13,8 @@ from google.protobuf.message import Message
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from tests.unit.p4switch.fixtures import entities as E
-from tests.unit.p4switch.fixtures.p4rt_client import (
+from tests.unit.p4switch.p4rt.fixtures import entities as E
+from tests.unit.p4switch.p4rt.fixtures.p4rt_client import (
     Client,
     Running,
     primary_client,

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4rt_codec import (
+from p4switch.p4rt.codec import (
     P4RTError,
     Pipeline,
     counter_data,
@@ -26,8 +26,8 @@ from p4switch.p4rt_codec import (
     invalid,
     pre_to_proto,
 )
-from p4switch.p4rt_schema import CounterInfo, RegisterInfo, TableInfo
-from p4switch.p4rt_write import check_priority, index_cells, table_of
+from p4switch.p4rt.schema import CounterInfo, RegisterInfo, TableInfo
+from p4switch.p4rt.write import check_priority, index_cells, table_of
 from p4switch.runtime import StateError, TableEntry
 
 log = logging.getLogger(__name__)

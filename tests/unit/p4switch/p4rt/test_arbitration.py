@@ -9,9 +9,9 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4rt_arbitration import Arbiter, ArbitrationError, Session
-from tests.unit.p4switch.fixtures import entities as E
-from tests.unit.p4switch.fixtures.p4rt_client import Client, Running, running_server, uint128
+from p4switch.p4rt.arbitration import Arbiter, ArbitrationError, Session
+from tests.unit.p4switch.p4rt.fixtures import entities as E
+from tests.unit.p4switch.p4rt.fixtures.p4rt_client import Client, Running, running_server, uint128
 
 OK, ALREADY_EXISTS, NOT_FOUND = code_pb2.OK, code_pb2.ALREADY_EXISTS, code_pb2.NOT_FOUND
 

@@ -9,8 +9,8 @@ import pytest
 from p4.v1 import p4runtime_pb2
 
 from p4switch.runtime import ActionCall, FieldMatch, Replica, SwitchState
-from tests.unit.p4switch.fixtures import entities as E
-from tests.unit.p4switch.fixtures.p4rt_client import (
+from tests.unit.p4switch.p4rt.fixtures import entities as E
+from tests.unit.p4switch.p4rt.fixtures.p4rt_client import (
     Client,
     Running,
     code_names,

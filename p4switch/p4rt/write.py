@@ -13,7 +13,7 @@ from typing import Any
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4rt_codec import (
+from p4switch.p4rt.codec import (
     P4RTError,
     Pipeline,
     PreRecord,
@@ -23,7 +23,7 @@ from p4switch.p4rt_codec import (
     decode_uint,
     invalid,
 )
-from p4switch.p4rt_schema import TableInfo
+from p4switch.p4rt.schema import TableInfo
 from p4switch.runtime import CloneSession, StateError, Table, TableEntry
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from google.rpc import code_pb2
 
-from p4switch.p4rt_codec import P4RTError, Pipeline
+from p4switch.p4rt.codec import P4RTError, Pipeline
 from p4switch.runtime import StateError, Table, TableEntry
 
 

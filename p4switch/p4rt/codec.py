@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4rt_schema import Schema, TableInfo
+from p4switch.p4rt.schema import Schema, TableInfo
 from p4switch.runtime import (
     ActionCall,
     FieldMatch,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.unit.p4switch.fixtures.fake_program import FIXTURES, P4_SOURCE_PATH, P4INFO_PATH
-from tests.unit.p4switch.fixtures.p4rt_client import Running, running_server
+from tests.unit.p4switch.p4rt.fixtures.fake_program import FIXTURES, P4_SOURCE_PATH, P4INFO_PATH
+from tests.unit.p4switch.p4rt.fixtures.p4rt_client import Running, running_server
 
 
 @pytest.fixture(scope="module")

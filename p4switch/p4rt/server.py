@@ -3,7 +3,8 @@
 `P4RuntimeServer` serves one device. A client sets the pipeline with the P4Info and, as
 `p4_device_config`, the P4 program source; the `Loader` given to the server turns them into a
 `LoadedProgram` (fresh run-time state and a way to make the data plane run it). Writes and reads
-are translated by the `p4rt_*` modules into changes of that state, under `state.lock`.
+are translated by the other modules of `p4switch.p4rt` into changes of that state, under
+`state.lock`; `p4switch.p4rt.service` is the gRPC face.
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4switch.p4rt_arbitration import Arbiter, ArbitrationError, Session
-from p4switch.p4rt_codec import P4RTError, Pipeline
-from p4switch.p4rt_packetio import PacketInError, packet_in_message, packet_out_frame
-from p4switch.p4rt_read import read_entity
-from p4switch.p4rt_reconcile import carry_over
-from p4switch.p4rt_schema import Schema, SchemaError
-from p4switch.p4rt_service import P4RuntimeService
-from p4switch.p4rt_write import apply_batch
+from p4switch.p4rt.arbitration import Arbiter, ArbitrationError, Session
+from p4switch.p4rt.codec import P4RTError, Pipeline
+from p4switch.p4rt.packetio import PacketInError, packet_in_message, packet_out_frame
+from p4switch.p4rt.read import read_entity
+from p4switch.p4rt.reconcile import carry_over
+from p4switch.p4rt.schema import Schema, SchemaError
+from p4switch.p4rt.service import P4RuntimeService
+from p4switch.p4rt.write import apply_batch
 from p4switch.runtime import SwitchState
 
 log = logging.getLogger(__name__)
@@ -174,7 +175,7 @@ class P4RuntimeServer:
         pipeline = Pipeline(schema, program.state, self._cpu_port)
         return _Installed(program, pipeline, config.p4info, config.p4_device_config, cookie)
 
-    def set_pipeline(self, request: _SetRequest) -> None:
+    def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
         """Carry out a SetForwardingPipelineConfig (the caller checked the client is primary)."""
         action = request.action
         with self._config_lock:
@@ -220,7 +221,7 @@ class P4RuntimeServer:
         log.info("forwarding pipeline committed (%d tables)", len(installed.pipeline.schema.tables))
 
     def get_pipeline(
-        self, request: _GetRequest
+        self, request: p4runtime_pb2.GetForwardingPipelineConfigRequest
     ) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
         response = p4runtime_pb2.GetForwardingPipelineConfigResponse()
         installed = self._saved or self._committed

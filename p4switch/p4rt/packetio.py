@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4rt_codec import decode_uint, encode_uint, invalid
-from p4switch.p4rt_schema import ControllerHeader
+from p4switch.p4rt.codec import decode_uint, encode_uint, invalid
+from p4switch.p4rt.schema import ControllerHeader
 
 
 class PacketInError(ValueError):
