@@ -36,8 +36,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from p4switch.control import ControlError, ControlServer, control_request
+from p4switch.control import ControlServer, control_request
 from p4switch.dataplane import PacketProcessor, Switch
+from p4switch.exceptions import ControlError
 from p4switch.ports import PACKET_OUTGOING, open_port
 from p4switch.shaping import parse_shape
 

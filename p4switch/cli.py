@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from p4switch.exceptions import ControlError, P4CompileError, PortError, ShapeError, UsageError
+
 if TYPE_CHECKING:
     from p4.config.v1 import p4info_pb2
 
@@ -112,10 +114,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-class UsageError(Exception):
-    """A bad command-line value; printed as one line, exit status 2."""
-
-
 def _interface(text: str) -> tuple[int, str]:
     number, sep, name = text.partition("@")
     if not sep or not number.isdigit() or not name:
@@ -154,8 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s p4switch[%(process)d] %(levelname)s %(name)s: %(message)s",
     )
     # imported here so that --help answers without loading the compiler and gRPC
-    from p4switch.program import P4CompileError, compile_file
-    from p4switch.shaping import ShapeError, parse_shape
+    from p4switch.program import compile_file
+    from p4switch.shaping import parse_shape
 
     try:
         ports = _ports(args.interfaces, args.cpu_port)
@@ -193,7 +191,7 @@ def _compile_source(
     source: bytes, include: Sequence[Path], defines: dict[str, str]
 ) -> CompiledProgram:
     """Compile a program sent by a controller (SetForwardingPipelineConfig's device config)."""
-    from p4switch.program import P4CompileError, compile_file
+    from p4switch.program import compile_file
 
     with tempfile.TemporaryDirectory(prefix="p4switch-") as tmp:
         path = Path(tmp) / "device_config.p4"
@@ -210,10 +208,9 @@ def _serve(
     shaping: dict[int, ShapeSpec],
     program: CompiledProgram | None,
 ) -> int:
-    from p4switch.control import ControlError, ControlServer
+    from p4switch.control import ControlServer
     from p4switch.dataplane import Switch
     from p4switch.p4rt import LoadedProgram, P4RuntimeServer
-    from p4switch.ports import PortError
 
     cpu_port = args.cpu_port
     include = [*([args.p4.parent] if args.p4 is not None else []), *args.include]

@@ -31,8 +31,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, NoReturn, Protocol
 
-from p4switch.ports import UnknownPortError
-from p4switch.shaping import ShapeError, ShapeSpec, parse_spec
+from p4switch.exceptions import ControlError, ShapeError, UnknownPortError
+from p4switch.shaping import ShapeSpec, parse_spec
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +40,6 @@ COMMANDS = ("ping", "shape", "stats")
 MAX_REQUEST_BYTES = 64 * 1024
 MAX_SOCKET_PATH_BYTES = 107  # sun_path is 108 bytes, NUL included
 IDLE_TIMEOUT_S = 300.0  # a connection silent this long is closed
-
-
-class ControlError(Exception):
-    """The control channel cannot be set up or reached; the message says what to do."""
 
 
 class Controllable(Protocol):

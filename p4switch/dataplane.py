@@ -26,15 +26,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
+from p4switch.exceptions import UnknownPortError
 from p4switch.pcap import PcapWriter, capture_path
-from p4switch.ports import (
-    MAX_FRAME_BYTES,
-    PACKET_OUTGOING,
-    Port,
-    UnknownPortError,
-    open_port,
-    take_kernel_drops,
-)
+from p4switch.ports import MAX_FRAME_BYTES, PACKET_OUTGOING, Port, open_port, take_kernel_drops
 from p4switch.shaping import EgressQueue, ShapeSpec, Verdict
 
 log = logging.getLogger(__name__)

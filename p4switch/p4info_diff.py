@@ -21,9 +21,7 @@ from typing import Any
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-
-class P4InfoError(ValueError):
-    """A file that is not a P4Info in protobuf text format."""
+from p4switch.exceptions import P4InfoError
 
 
 def load(path: Path) -> p4info_pb2.P4Info:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from p4switch.exceptions import PcapError
+
 MAGIC_MICROSECONDS = 0xA1B2C3D4
 VERSION = (2, 4)
 LINKTYPE_ETHERNET = 1
@@ -18,10 +20,6 @@ DEFAULT_SNAPLEN = 262_144
 _GLOBAL_HEADER = struct.Struct("<IHHiIII")
 _RECORD_HEADER = struct.Struct("<IIII")
 _BUFFER_BYTES = 2**20
-
-
-class PcapError(ValueError):
-    """A file that is not a capture this module can read; the message says what is wrong."""
 
 
 def capture_path(directory: Path, port: int, direction: str) -> Path:

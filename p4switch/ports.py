@@ -17,6 +17,8 @@ import socket
 import struct
 from dataclasses import dataclass
 
+from p4switch.exceptions import PortError
+
 log = logging.getLogger(__name__)
 
 ETH_P_ALL = 0x0003
@@ -30,14 +32,6 @@ _TPACKET_STATS = struct.Struct("II")  # struct tpacket_stats: packets, drops
 IFNAMSIZ = 15  # longest interface name Linux accepts
 DEFAULT_BUFFER_BYTES = 4 * 2**20
 MAX_FRAME_BYTES = 65_536 + 64  # a receive buffer that holds any frame, GRO'd ones included
-
-
-class PortError(Exception):
-    """An interface the switch cannot use as a port; the message says which one and what to do."""
-
-
-class UnknownPortError(LookupError):
-    """A port number the switch does not have."""
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from p4.config.v1 import p4info_pb2
 
 from p4switch import ir, runtime
 from p4switch.compiler import CompiledCode, Pipeline, generate
-from p4switch.frontend.errors import P4CompileError
+from p4switch.exceptions import P4CompileError
 from p4switch.frontend.parser import parse
 from p4switch.frontend.preprocess import preprocess
 from p4switch.frontend.typecheck import check_program
 from p4switch.p4info import build_p4info, write_p4info
 
-__all__ = ["CompiledProgram", "P4CompileError", "Pipeline", "compile_file", "main"]
+__all__ = ["CompiledProgram", "Pipeline", "compile_file", "main"]
 
 
 @dataclass(frozen=True, eq=False)

@@ -4,7 +4,8 @@ Both sides of the switch use it: the compiled pipeline reads it on every packet 
 register and counter updates, multicast and clone replication) and the P4Runtime server changes
 it. Objects are named as in P4Info (fully qualified, e.g. `MyIngress.ipv4_lpm`); the server maps
 P4Info ids to these names. Every change is checked here, so the server only translates, and a bad
-write raises a `StateError` whose `code` is the P4Runtime canonical code to report.
+write raises a `p4switch.exceptions.StateError` whose `code` is the P4Runtime canonical code to
+report.
 
 All access goes through `SwitchState.lock` (the packet path holds it for one packet). A
 compiled pipeline keeps references to the `Table` objects and to the lists `Register.cells`,
@@ -18,34 +19,13 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-
-class StateError(Exception):
-    """A change the state refuses; `code` is the gRPC canonical code name to report."""
-
-    code = "INVALID_ARGUMENT"
-
-
-class InvalidArgument(StateError):
-    code = "INVALID_ARGUMENT"
-
-
-class AlreadyExists(StateError):
-    code = "ALREADY_EXISTS"
-
-
-class NotFound(StateError):
-    code = "NOT_FOUND"
-
-
-class ResourceExhausted(StateError):
-    code = "RESOURCE_EXHAUSTED"
-
-
-class PermissionDenied(StateError):
-    """A change the program forbids: a const default action, an action used outside its scope."""
-
-    code = "PERMISSION_DENIED"
-
+from p4switch.exceptions import (
+    AlreadyExists,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+)
 
 # --- what the program declares -------------------------------------------------------------
 

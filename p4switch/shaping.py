@@ -25,16 +25,13 @@ from dataclasses import asdict, dataclass
 from decimal import Decimal
 from enum import IntEnum
 
+from p4switch.exceptions import ShapeError
 from topo.exceptions import UnitError
 from topo.units import format_duration, format_rate, parse_duration, parse_rate
 
 DEFAULT_QUEUE_LIMIT = 1000
 SPEC_KEYS = ("delay", "rate", "loss", "limit")
 _ACCEPTED = "delay=DURATION, rate=RATE, loss=FRACTION (0 <= loss < 1) or PERCENT%, limit=FRAMES"
-
-
-class ShapeError(ValueError):
-    """A shaping specification that cannot be used; the message says which part and why."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from p4switch import ir
 from p4switch.compiler.layout import Layout, Path, path_of
-from p4switch.compiler.support import CompilerBug
+from p4switch.exceptions import CompilerBug
 
 _LOCAL = str.maketrans({"$": "_0"})
 

@@ -21,7 +21,7 @@ from p4switch.compiler.exprs import ExprCompiler, Storage, literal
 from p4switch.compiler.layout import PAYLOAD, Layout, leaves
 from p4switch.compiler.source import Source, hoist_invariant_fields
 from p4switch.compiler.stmts import Block, Names, StmtCompiler
-from p4switch.compiler.support import HASHES, Exit, Reject, peek
+from p4switch.compiler.support import HASHES, ControlExit, ParserReject, peek
 
 CONTROLS = ("verify_checksum", "ingress", "egress", "compute_checksum")
 
@@ -80,7 +80,12 @@ class _Builder:
         self.src = Source()
         self.x = ExprCompiler(self.storage, self.names.tables)
         self.stmts = StmtCompiler(self.x, self.names, self.src)
-        self.statics: dict[str, Any] = {"Reject": Reject, "Exit": Exit, "peek": peek, **HASHES}
+        self.statics: dict[str, Any] = {
+            "ParserReject": ParserReject,
+            "ControlExit": ControlExit,
+            "peek": peek,
+            **HASHES,
+        }
         self._slot_vars = slot_vars
 
     def build(self) -> CompiledCode:
@@ -191,7 +196,7 @@ class _Builder:
         with self.src.block(f"def {fn}(S):"):
             with self.src.block("try:"):
                 self.stmts.block(c.body, Block("control"))
-            with self.src.block("except Exit:"):
+            with self.src.block("except ControlExit:"):
                 self.src.line("pass")
 
     def _parser(self) -> None:
@@ -207,7 +212,7 @@ class _Builder:
         with self.src.block("def parse(S, data):"):
             with self.src.block("try:"):
                 self.src.line("return P_start(S, data, 0, len(data))")
-            with self.src.block("except Reject as r:"):
+            with self.src.block("except ParserReject as r:"):
                 self.src.line(f"S[{perr}] = r.code")
                 self.src.line(f"S[{PAYLOAD}] = r.offset")
                 self.src.line("return -1")
@@ -235,14 +240,14 @@ class _Builder:
                 return
             with self.src.block(f"if {' and '.join(conds)}:"):
                 self.src.line(go)
-        self.src.line(f"raise Reject({no_match}, off)")
+        self.src.line(f"raise ParserReject({no_match}, off)")
 
     @staticmethod
     def _goto(state: str, perr: int) -> str:
         if state == "accept":
             return "return off"
         if state == "reject":
-            return f"raise Reject(S[{perr}], off)"
+            return f"raise ParserReject(S[{perr}], off)"
         return f"return P_{state}(S, data, off, n)"
 
     def _slots_of(self, var: ir.Var) -> list[int]:

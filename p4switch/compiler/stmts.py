@@ -17,7 +17,7 @@ from p4switch.compiler.layout import (
     path_of,
 )
 from p4switch.compiler.source import Source
-from p4switch.compiler.support import CompilerBug
+from p4switch.exceptions import CompilerBug
 
 
 @dataclass
@@ -75,7 +75,7 @@ class StmtCompiler:
         elif isinstance(st, ir.Return):
             src.line(info.returns)
         elif isinstance(st, ir.Exit):  # in a control's own body, leaving the function will do
-            src.line("return" if info.kind in ("control", "deparser") else "raise Exit()")
+            src.line("return" if info.kind in ("control", "deparser") else "raise ControlExit()")
         elif isinstance(st, ir.SetValid):
             src.line(f"{self.storage.valid(st.header)} = {1 if st.valid else 0}")
         elif isinstance(st, ir.Extract):
@@ -83,10 +83,10 @@ class StmtCompiler:
         elif isinstance(st, ir.Advance):
             amount = src.temp("_n")
             src.line(f"{amount} = {x.expr(st.bits)} >> 3")
-            src.line(f"if off + {amount} > n: raise Reject({self.names.too_short}, off)")
+            src.line(f"if off + {amount} > n: raise ParserReject({self.names.too_short}, off)")
             src.line(f"off += {amount}")
         elif isinstance(st, ir.Verify):
-            src.line(f"if not {x.expr(st.cond)}: raise Reject({x.expr(st.error)}, off)")
+            src.line(f"if not {x.expr(st.cond)}: raise ParserReject({x.expr(st.error)}, off)")
         elif isinstance(st, ir.Emit):
             self._emit(st)
         elif isinstance(st, ir.RegisterRead):
@@ -227,7 +227,7 @@ class StmtCompiler:
         assert found is not None
         var, path = found
         targets = [self.storage.ref(var, (*path, f.name)) for f in header.fields]
-        self.src.line(f"if off + {size} > n: raise Reject({self.names.too_short}, off)")
+        self.src.line(f"if off + {size} > n: raise ParserReject({self.names.too_short}, off)")
         bits.unpack(self.src, header, targets, self.names.structs[header.name], "data", "off")
         self.src.line(f"{self.storage.valid(st.header)} = 1")
         self.src.line(f"off += {size}")

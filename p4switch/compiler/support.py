@@ -5,15 +5,11 @@ from __future__ import annotations
 import struct
 import zlib
 
-
-class CompilerBug(RuntimeError):
-    """The code generator met IR the type checker should have refused: a p4switch bug."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(f"internal error in the p4switch compiler: {what}; please report it")
+# ParserReject and ControlExit are control flow of the generated code, not errors: the parser
+# and the controls it generates catch them, so they never leave the pipeline (not InnetErrors).
 
 
-class Reject(Exception):
+class ParserReject(Exception):
     """The parser reached `reject`: `code` is the error, `offset` where parsing stopped."""
 
     def __init__(self, code: int, offset: int) -> None:
@@ -22,14 +18,14 @@ class Reject(Exception):
         self.offset = offset
 
 
-class Exit(Exception):
+class ControlExit(Exception):
     """`exit`: leave the current control at once."""
 
 
 def peek(data: bytes, off: int, nbytes: int, shift: int, mask: int, too_short: int) -> int:
     """`lookahead<bit<N>>()`: the next N bits, without consuming them."""
     if off + nbytes > len(data):
-        raise Reject(too_short, off)
+        raise ParserReject(too_short, off)
     return (int.from_bytes(data[off : off + nbytes], "big") >> shift) & mask
 
 

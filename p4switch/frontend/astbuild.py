@@ -10,8 +10,8 @@ from typing import Any
 
 from lark import Token, Transformer, Tree, v_args
 
+from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
-from p4switch.frontend.errors import P4CompileError
 from p4switch.frontend.preprocess import Preprocessed
 from p4switch.ir import Annotation, Loc
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from lark import v_args
 
+from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.astbuild import CodeBuilder
-from p4switch.frontend.errors import P4CompileError
 
 
 @v_args(meta=True)

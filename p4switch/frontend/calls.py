@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from p4switch import ir
+from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.env import (
     ActionEntity,
@@ -19,7 +20,6 @@ from p4switch.frontend.env import (
     Scope,
     TableEntity,
 )
-from p4switch.frontend.errors import P4CompileError
 from p4switch.frontend.exprcheck import ExprChecker
 
 HASHES = ("crc16", "crc32", "identity", "csum16", "xor16")

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from p4switch import ir
+from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
-from p4switch.frontend.errors import P4CompileError
 
 MAX_WIDTH = 2048
 

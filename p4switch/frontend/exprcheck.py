@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 
 from p4switch import ir
+from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.env import PacketEntity, Scope, TableEntity, TypeEnv
-from p4switch.frontend.errors import P4CompileError
 from p4switch.frontend.fold import fold_binary, fold_cast, fold_unary, wrap
 
 log = logging.getLogger(__name__)

@@ -8,9 +8,9 @@ variables (headers, metadata, standard metadata) or the packet.
 from __future__ import annotations
 
 from p4switch import ir
+from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.env import PacketEntity, Scope, TypeEnv
-from p4switch.frontend.errors import P4CompileError
 
 BLOCKS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 

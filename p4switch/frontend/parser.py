@@ -10,9 +10,9 @@ from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lark import PostLex
 
+from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.astdecls import DeclBuilder
-from p4switch.frontend.errors import P4CompileError
 from p4switch.frontend.preprocess import Preprocessed
 
 GRAMMAR = Path(__file__).resolve().parent / "p4.lark"

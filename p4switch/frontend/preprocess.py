@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from p4switch.frontend.errors import P4CompileError
+from p4switch.exceptions import P4CompileError
 from p4switch.ir import Loc
 
 _MACRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from p4switch import ir
+from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.calls import BlockContext, CallLowering
 from p4switch.frontend.env import ActionEntity, Scope, TableEntity
-from p4switch.frontend.errors import P4CompileError
 from p4switch.frontend.exprcheck import ExprChecker
 
 FINAL_STATES = ("accept", "reject")

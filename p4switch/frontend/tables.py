@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from p4switch import ir
+from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.env import ActionEntity, InstanceEntity, Scope
-from p4switch.frontend.errors import P4CompileError
 from p4switch.frontend.exprcheck import ExprChecker
 from p4switch.frontend.stmtcheck import StmtChecker
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from p4switch import ir
+from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.calls import BlockContext, CallLowering
 from p4switch.frontend.env import (
@@ -20,7 +21,6 @@ from p4switch.frontend.env import (
     TableEntity,
     TypeEnv,
 )
-from p4switch.frontend.errors import P4CompileError
 from p4switch.frontend.exprcheck import ExprChecker
 from p4switch.frontend.package import BLOCKS, PackageBinder, type_name
 from p4switch.frontend.stmtcheck import StmtChecker

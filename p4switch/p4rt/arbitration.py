@@ -17,19 +17,12 @@ from dataclasses import dataclass, field
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2
 
+from p4switch.exceptions import ArbitrationRefusedError
+
 log = logging.getLogger(__name__)
 
 PACKET_IN_BACKLOG = 1024  # packet-ins queued for a slow client before newer ones are dropped
 CLOSE = object()  # queued last on a Session's outbox: its response stream ends
-
-
-class ArbitrationError(Exception):
-    """An arbitration update the server refuses: the stream ends with this canonical code."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def election_id(msg: p4runtime_pb2.Uint128) -> int:
@@ -79,28 +72,28 @@ class Arbiter:
     def update(self, session: Session, msg: p4runtime_pb2.MasterArbitrationUpdate) -> None:
         """Apply an arbitration update received on `session` and notify the streams concerned.
 
-        Raises ArbitrationError when the stream must be ended.
+        Raises ArbitrationRefusedError when the stream must be ended.
         """
         if msg.HasField("role") and (msg.role.name or msg.role.id or msg.role.HasField("config")):
-            raise ArbitrationError(
+            raise ArbitrationRefusedError(
                 code_pb2.UNIMPLEMENTED, "p4switch supports the default role only"
             )
         eid = election_id(msg.election_id) if msg.HasField("election_id") else None
         with self._lock:
             if not session.arbitrated:
                 if msg.device_id != self.device_id:
-                    raise ArbitrationError(
+                    raise ArbitrationRefusedError(
                         code_pb2.NOT_FOUND,
                         f"no device {msg.device_id} here (this is device {self.device_id})",
                     )
             elif msg.device_id != session.device_id:
-                raise ArbitrationError(
+                raise ArbitrationRefusedError(
                     code_pb2.FAILED_PRECONDITION, "a stream cannot change its device id"
                 )
             if eid is not None and any(
                 s.election_id == eid for s in self._sessions if s is not session
             ):
-                raise ArbitrationError(
+                raise ArbitrationRefusedError(
                     code_pb2.INVALID_ARGUMENT, f"election id {eid} is used by another client"
                 )
             was_primary = self._primary() is session

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
+from p4switch.exceptions import P4RTError, StateError
 from p4switch.p4rt.schema import Schema, TableInfo
 from p4switch.runtime import (
     ActionCall,
     FieldMatch,
     Replica,
-    StateError,
     SwitchState,
     Table,
     TableEntry,
@@ -30,25 +30,13 @@ SDN_PORT_CPU = 0xFFFFFFFD  # the P4Runtime name of "the CPU port" in replicas
 _SDN_RESERVED = 0xFFFFFFF0  # SDN ports from here up are reserved
 
 
-class P4RTError(Exception):
-    """A request, or one update or read of it, refused with a canonical gRPC code."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    @property
-    def code_name(self) -> str:
-        return code_pb2.Code.Name(self.code)
-
-    @classmethod
-    def from_state(cls, err: StateError) -> P4RTError:
-        return cls(code_pb2.Code.Value(err.code), str(err))
-
-
 def invalid(message: str) -> P4RTError:
     return P4RTError(code_pb2.INVALID_ARGUMENT, message)
+
+
+def refused_by_state(err: StateError) -> P4RTError:
+    """A change the run-time state refused, reported with the code the state names."""
+    return P4RTError(code_pb2.Code.Value(err.code), str(err))
 
 
 @dataclass(frozen=True)

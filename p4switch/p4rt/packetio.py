@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from p4.v1 import p4runtime_pb2
 
+from p4switch.exceptions import PacketInError
 from p4switch.p4rt.codec import decode_uint, encode_uint, invalid
 from p4switch.p4rt.schema import ControllerHeader
-
-
-class PacketInError(ValueError):
-    """A frame for the CPU port too short to hold the packet_in header."""
 
 
 def packet_out_frame(header: ControllerHeader | None, packet: p4runtime_pb2.PacketOut) -> bytes:

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
+from p4switch.exceptions import P4RTError, StateError
 from p4switch.p4rt.codec import (
-    P4RTError,
     Pipeline,
     counter_data,
     decode_match,
@@ -25,10 +25,11 @@ from p4switch.p4rt.codec import (
     entry_to_proto,
     invalid,
     pre_to_proto,
+    refused_by_state,
 )
 from p4switch.p4rt.schema import CounterInfo, RegisterInfo, TableInfo
 from p4switch.p4rt.write import check_priority, index_cells, table_of
-from p4switch.runtime import StateError, TableEntry
+from p4switch.runtime import TableEntry
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def read_entity(pipeline: Pipeline, query: p4runtime_pb2.Entity) -> Entities:
     try:
         return handler(pipeline, getattr(query, kind))
     except StateError as err:
-        raise P4RTError.from_state(err) from None
+        raise refused_by_state(err) from None
     except P4RTError:
         raise
     except Exception as err:  # a bug here must not take the server down

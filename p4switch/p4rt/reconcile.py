@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from google.rpc import code_pb2
 
-from p4switch.p4rt.codec import P4RTError, Pipeline
-from p4switch.runtime import StateError, Table, TableEntry
+from p4switch.exceptions import P4RTError, StateError
+from p4switch.p4rt.codec import Pipeline
+from p4switch.runtime import Table, TableEntry
 
 
 def carry_over(old: Pipeline, new: Pipeline) -> None:

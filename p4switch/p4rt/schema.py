@@ -14,12 +14,8 @@ from dataclasses import dataclass
 
 from p4.config.v1 import p4info_pb2
 
+from p4switch.exceptions import P4InfoMismatchError
 from p4switch.runtime import SwitchState, TableSpec
-
-
-class SchemaError(ValueError):
-    """The P4Info does not describe the loaded program, or uses what p4switch cannot program."""
-
 
 _MATCH_KINDS = {
     p4info_pb2.MatchField.EXACT: "exact",
@@ -136,7 +132,10 @@ class Schema:
 
     @classmethod
     def bind(cls, p4info: p4info_pb2.P4Info, state: SwitchState) -> Schema:
-        """Index `p4info` and check it against `state`; raise SchemaError listing every problem."""
+        """Index `p4info` and check it against `state`.
+
+        Raises P4InfoMismatchError listing every problem.
+        """
         problems: list[str] = []
         _check_unique_ids(p4info, problems)
         used = {ref.id for t in p4info.tables for ref in t.action_refs}
@@ -160,7 +159,7 @@ class Schema:
             for h in p4info.controller_packet_metadata
         }
         if problems:
-            raise SchemaError(
+            raise P4InfoMismatchError(
                 "the P4Info does not describe the loaded program: " + "; ".join(problems)
             )
         present = {

@@ -20,12 +20,18 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4switch.p4rt.arbitration import Arbiter, ArbitrationError, Session
-from p4switch.p4rt.codec import P4RTError, Pipeline
-from p4switch.p4rt.packetio import PacketInError, packet_in_message, packet_out_frame
+from p4switch.exceptions import (
+    ArbitrationRefusedError,
+    P4InfoMismatchError,
+    P4RTError,
+    PacketInError,
+)
+from p4switch.p4rt.arbitration import Arbiter, Session
+from p4switch.p4rt.codec import Pipeline
+from p4switch.p4rt.packetio import packet_in_message, packet_out_frame
 from p4switch.p4rt.read import read_entity
 from p4switch.p4rt.reconcile import carry_over
-from p4switch.p4rt.schema import Schema, SchemaError
+from p4switch.p4rt.schema import Schema
 from p4switch.p4rt.service import P4RuntimeService
 from p4switch.p4rt.write import apply_batch
 from p4switch.runtime import SwitchState
@@ -67,7 +73,7 @@ class P4RuntimeServer:
     `loader` turns a SetForwardingPipelineConfig's P4Info and device config into a program
     (raising ValueError if it cannot); `send_packet_out` injects a frame, packet_out header
     included, on the CPU port. `initial` is a program already running in the data plane (it is
-    not activated again; its P4Info must describe its state, or SchemaError is raised).
+    not activated again; its P4Info must describe its state, or P4InfoMismatchError is raised).
     `cpu_port` is the data-plane port that replicas sent to SDN port 0xfffffffd go to.
     """
 
@@ -166,7 +172,7 @@ class P4RuntimeServer:
         try:
             program = self._loader(config.p4info, config.p4_device_config)
             schema = Schema.bind(config.p4info, program.state)
-        except (ValueError, SchemaError) as err:
+        except (ValueError, P4InfoMismatchError) as err:
             raise P4RTError(code_pb2.INVALID_ARGUMENT, str(err)) from err
         except Exception as err:
             log.exception("loading the forwarding pipeline config failed")
@@ -284,7 +290,7 @@ class P4RuntimeServer:
                     self._packet_out(session, msg.packet)
                 elif kind is not None:
                     _stream_error(session, code_pb2.UNIMPLEMENTED, f"p4switch ignores {kind}")
-        except ArbitrationError as err:
+        except ArbitrationRefusedError as err:
             log.info("ending a stream: %s", err.message)
             session.send(err)
         except Exception as err:  # the client went away, or a bug: end this stream only

@@ -17,8 +17,8 @@ import grpc
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4switch.p4rt.arbitration import CLOSE, Arbiter, ArbitrationError, Session, election_id
-from p4switch.p4rt.codec import P4RTError
+from p4switch.exceptions import ArbitrationRefusedError, P4RTError
+from p4switch.p4rt.arbitration import CLOSE, Arbiter, Session, election_id
 
 API_VERSION = "1.4.1"  # the P4Runtime version implemented
 _READ_CHUNK = 512  # entities per ReadResponse message
@@ -178,7 +178,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 item = session.outbox.get()
                 if item is CLOSE:
                     return
-                if isinstance(item, ArbitrationError):
+                if isinstance(item, ArbitrationRefusedError):
                     context.abort(_grpc_code(item.code), item.message)
                 if isinstance(item, p4runtime_pb2.StreamMessageResponse):
                     yield item

@@ -13,8 +13,8 @@ from typing import Any
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
+from p4switch.exceptions import P4RTError, StateError
 from p4switch.p4rt.codec import (
-    P4RTError,
     Pipeline,
     PreRecord,
     decode_action,
@@ -22,9 +22,10 @@ from p4switch.p4rt.codec import (
     decode_replicas,
     decode_uint,
     invalid,
+    refused_by_state,
 )
 from p4switch.p4rt.schema import TableInfo
-from p4switch.runtime import CloneSession, StateError, Table, TableEntry
+from p4switch.runtime import CloneSession, Table, TableEntry
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def apply_update(pipeline: Pipeline, update: p4runtime_pb2.Update) -> Undo:
     try:
         return handler(pipeline, update.type, getattr(update.entity, kind))
     except StateError as err:
-        raise P4RTError.from_state(err) from None
+        raise refused_by_state(err) from None
     except P4RTError:
         raise
     except Exception as err:  # a bug here must not take the server down

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from p4switch.control import ControlError, ControlServer
+from p4switch.control import ControlServer
 from p4switch.dataplane import Switch
-from p4switch.ports import PortError
-from p4switch.shaping import ShapeError, ShapeSpec, parse_shape
+from p4switch.exceptions import ControlError, PortError, ShapeError
+from p4switch.shaping import ShapeSpec, parse_shape
 
 POISON_ETHERTYPE = 0x88B5  # IEEE local experimental; the test double "crashes" on it
 

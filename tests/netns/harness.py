@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from p4switch.control import ControlError, control_request
+from p4switch.control import control_request
+from p4switch.exceptions import ControlError
 from tests.netns.topology import Host, TwoHostNet
 
 REPO = Path(__file__).resolve().parents[2]

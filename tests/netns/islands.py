@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from p4switch.control import ControlError, control_request
+from p4switch.control import control_request
+from p4switch.exceptions import ControlError
 from tests.netns.harness import REPO
 from tests.netns.topology import destroy, in_ns, run
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from p4switch.control import ControlError, control_request
+from p4switch.control import control_request
+from p4switch.exceptions import ControlError
 from p4switch.pcap import read_pcap
 from tests.netns.harness import REPO, Receiver, ping_rtts, send_garbage, send_udp
 from tests.netns.topology import TwoHostNet

@@ -10,14 +10,8 @@ from typing import Any
 
 import pytest
 
-from p4switch.control import (
-    ControlError,
-    ControlServer,
-    control_request,
-    handle_request,
-    main,
-)
-from p4switch.ports import UnknownPortError
+from p4switch.control import ControlServer, control_request, handle_request, main
+from p4switch.exceptions import ControlError, UnknownPortError
 from p4switch.shaping import ShapeSpec
 
 

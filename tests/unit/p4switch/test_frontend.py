@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from p4switch.program import P4CompileError, compile_file
+from p4switch.exceptions import P4CompileError
+from p4switch.program import compile_file
 
 PROGRAMS = Path(__file__).parent / "programs"
 L2 = (PROGRAMS / "l2.p4").read_text()

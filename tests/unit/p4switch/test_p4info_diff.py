@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from p4switch.exceptions import P4InfoError
 from p4switch.p4info import write_p4info
-from p4switch.p4info_diff import P4InfoError, diff, load, main
+from p4switch.p4info_diff import diff, load, main
 from p4switch.program import compile_file
 
 REPO = Path(__file__).resolve().parents[3]

@@ -6,13 +6,8 @@ import struct
 
 import pytest
 
-from p4switch.pcap import (
-    LINKTYPE_ETHERNET,
-    PcapError,
-    PcapWriter,
-    capture_path,
-    read_pcap,
-)
+from p4switch.exceptions import PcapError
+from p4switch.pcap import LINKTYPE_ETHERNET, PcapWriter, capture_path, read_pcap
 
 FRAMES = [bytes(range(60)), b"\xff" * 1514, b"\x01\x02" * 7]
 

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import pytest
 
+from p4switch.exceptions import (
+    AlreadyExists,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+)
 from p4switch.runtime import (
     ActionCall,
     ActionSpec,
-    AlreadyExists,
     CloneSession,
     CounterSpec,
     FieldMatch,
-    InvalidArgument,
     KeySpec,
-    NotFound,
     ParamSpec,
-    PermissionDenied,
     RegisterSpec,
     Replica,
-    ResourceExhausted,
     SwitchState,
     TableEntry,
     TableSpec,

@@ -6,14 +6,8 @@ import random
 
 import pytest
 
-from p4switch.shaping import (
-    EgressQueue,
-    ShapeError,
-    ShapeSpec,
-    Verdict,
-    parse_shape,
-    parse_spec,
-)
+from p4switch.exceptions import ShapeError
+from p4switch.shaping import EgressQueue, ShapeSpec, Verdict, parse_shape, parse_spec
 
 MS = 1e-3
 

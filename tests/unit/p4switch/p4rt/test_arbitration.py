@@ -9,7 +9,8 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4rt.arbitration import Arbiter, ArbitrationError, Session
+from p4switch.exceptions import ArbitrationRefusedError
+from p4switch.p4rt.arbitration import Arbiter, Session
 from tests.unit.p4switch.p4rt.fixtures import entities as E
 from tests.unit.p4switch.p4rt.fixtures.p4rt_client import Client, Running, running_server, uint128
 
@@ -102,7 +103,7 @@ def test_bad_updates_end_the_stream(first, second, code) -> None:
     s = Session()
     if first is not None:
         arbiter.update(s, first)
-    with pytest.raises(ArbitrationError) as caught:
+    with pytest.raises(ArbitrationRefusedError) as caught:
         arbiter.update(s, second)
     assert caught.value.code == code
 
@@ -110,7 +111,7 @@ def test_bad_updates_end_the_stream(first, second, code) -> None:
 def test_an_election_id_in_use_is_refused() -> None:
     arbiter = Arbiter(1)
     arbiter.update(Session(), update(5))
-    with pytest.raises(ArbitrationError) as caught:
+    with pytest.raises(ArbitrationRefusedError) as caught:
         arbiter.update(Session(), update(5))
     assert caught.value.code == code_pb2.INVALID_ARGUMENT
 
@@ -118,7 +119,7 @@ def test_an_election_id_in_use_is_refused() -> None:
 def test_roles_other_than_the_default_are_unimplemented() -> None:
     msg = update(5)
     msg.role.name = "stats"
-    with pytest.raises(ArbitrationError) as caught:
+    with pytest.raises(ArbitrationRefusedError) as caught:
         Arbiter(1).update(Session(), msg)
     assert caught.value.code == code_pb2.UNIMPLEMENTED
 

@@ -7,14 +7,9 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4rt.codec import (
-    P4RTError,
-    decode_match,
-    decode_uint,
-    encode_match,
-    encode_uint,
-)
-from p4switch.p4rt.schema import Schema, SchemaError
+from p4switch.exceptions import P4InfoMismatchError, P4RTError
+from p4switch.p4rt.codec import decode_match, decode_uint, encode_match, encode_uint
+from p4switch.p4rt.schema import Schema
 from p4switch.runtime import FieldMatch
 from tests.unit.p4switch.p4rt.fixtures import entities as E
 from tests.unit.p4switch.p4rt.fixtures.fake_program import load_p4info, state_from_p4info
@@ -96,7 +91,7 @@ def test_binding_lists_every_disagreement() -> None:
     other.actions[2].params[0].name = "egress"
     other.registers[0].size = 17
     other.controller_packet_metadata[0].metadata[1].bitwidth = 6
-    with pytest.raises(SchemaError) as caught:
+    with pytest.raises(P4InfoMismatchError) as caught:
         Schema.bind(other, state)
     message = str(caught.value)
     for words in ("hdr.ipv4.dstAddr", "egress", "MyIngress.reg", "packet_in"):
@@ -106,5 +101,5 @@ def test_binding_lists_every_disagreement() -> None:
 def test_binding_refuses_duplicate_ids() -> None:
     p4info = load_p4info()
     p4info.registers[0].preamble.id = p4info.counters[0].preamble.id
-    with pytest.raises(SchemaError, match="share id"):
+    with pytest.raises(P4InfoMismatchError, match="share id"):
         Schema.bind(p4info, state_from_p4info(load_p4info()))

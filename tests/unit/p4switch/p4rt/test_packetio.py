@@ -8,8 +8,8 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4rt.codec import P4RTError
-from p4switch.p4rt.packetio import PacketInError, packet_in_message, packet_out_frame
+from p4switch.exceptions import P4RTError, PacketInError
+from p4switch.p4rt.packetio import packet_in_message, packet_out_frame
 from p4switch.p4rt.schema import ControllerHeader, MetadataInfo
 from tests.unit.p4switch.p4rt.fixtures.p4rt_client import (
     Client,

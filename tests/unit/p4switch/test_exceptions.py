@@ -1,0 +1,56 @@
+"""p4switch's exceptions: one module, all InnetErrors, builtin bases kept, exit statuses by kind."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from innet.exceptions import InnetError, InputError
+from p4switch import exceptions
+from p4switch.compiler.support import ControlExit, ParserReject
+
+CLASSES = [
+    c
+    for _, c in inspect.getmembers(exceptions, inspect.isclass)
+    if c.__module__ == exceptions.__name__
+]
+
+INPUT = {
+    "P4CompileError", "UsageError", "ShapeError", "PcapError", "P4InfoError",
+    "P4InfoMismatchError", "UnknownPortError",
+}  # fmt: skip
+BUILTIN_BASES = {
+    "CompilerBug": RuntimeError,
+    "P4InfoMismatchError": ValueError,
+    "PacketInError": ValueError,
+    "UnknownPortError": LookupError,
+    "ShapeError": ValueError,
+    "PcapError": ValueError,
+    "P4InfoError": ValueError,
+}
+
+
+def test_every_class_is_an_innet_error() -> None:
+    assert len(CLASSES) >= 19
+    assert all(issubclass(c, InnetError) for c in CLASSES)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_exit_status_follows_the_kind(cls: type[InnetError]) -> None:
+    assert issubclass(cls, InputError) == (cls.__name__ in INPUT)
+    assert cls.exit_status == (2 if cls.__name__ in INPUT else 1)
+
+
+@pytest.mark.parametrize(("name", "base"), sorted(BUILTIN_BASES.items()))
+def test_builtin_bases_are_kept(name: str, base: type[Exception]) -> None:
+    assert issubclass(getattr(exceptions, name), base)
+
+
+def test_pipeline_signals_are_not_errors() -> None:
+    assert not issubclass(ParserReject, InnetError) and not issubclass(ControlExit, InnetError)
+
+
+def test_a_compile_error_says_where() -> None:
+    assert str(exceptions.P4CompileError("x.p4", 3, 7, "no")) == "x.p4:3:7: error: no"
+    assert str(exceptions.P4CompileError.at(None, "no")) == "<program>: error: no"
