@@ -269,11 +269,11 @@ class Switch:
                 if self._injected:
                     self._drain_injected()
                 for fd in ready:
-                    state = by_fd.get(fd)
-                    if state is None:
+                    port = by_fd.get(fd)
+                    if port is None:
                         self._drain_wake()
                     else:
-                        self._receive(state)
+                        self._receive(port)
                 if self._active:
                     self._release(monotonic())
         finally:

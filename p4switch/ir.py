@@ -232,7 +232,7 @@ class VarRef(Expr):
     var: Var
 
     @property
-    def type(self) -> Type:  # type: ignore[override]
+    def type(self) -> Type:  # type: ignore[override]  # read-only: a VarRef has its Var's type
         return self.var.type
 
 

@@ -15,6 +15,7 @@ replace them.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -114,8 +115,8 @@ class TableEntry:
     action: ActionCall
     priority: int = 0
     packets: int = 0  # direct counter
-    bytes: int = 0
-    metadata: bytes = b""  # opaque to the switch: the controller's cookie, returned on reads
+    bytes: int = 0  # in this class body `bytes` is this field: the type below is builtins.bytes
+    metadata: builtins.bytes = b""  # opaque to the switch: the controller's cookie, read back
     controller_metadata: int = 0
 
     @property

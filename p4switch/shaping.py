@@ -24,6 +24,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from enum import IntEnum
+from typing import TypedDict
 
 from p4switch.exceptions import ShapeError
 from topo.exceptions import UnitError
@@ -119,6 +120,15 @@ def _parse_limit(value: str) -> int:
     return limit
 
 
+class _ShapeArgs(TypedDict, total=False):
+    """The ShapeSpec fields a spec string sets."""
+
+    delay_s: float
+    rate_bps: float | None
+    loss: float
+    queue_limit: int
+
+
 def parse_spec(text: str) -> ShapeSpec:
     """A spec such as "delay=70ms,rate=10Mbit,loss=0.01,limit=500"; "" or "none" means unshaped.
 
@@ -142,7 +152,7 @@ def parse_spec(text: str) -> ShapeSpec:
         if key in values:
             raise ShapeError(f"shaping key {key!r} given twice in {text!r}")
         values[key] = value.strip()
-    kwargs: dict[str, float | int | None] = {}
+    kwargs: _ShapeArgs = {}
     if "delay" in values:
         try:
             kwargs["delay_s"] = parse_duration(values["delay"], allow_zero=True)
@@ -157,7 +167,7 @@ def parse_spec(text: str) -> ShapeSpec:
         kwargs["loss"] = _parse_loss(values["loss"])
     if "limit" in values:
         kwargs["queue_limit"] = _parse_limit(values["limit"])
-    return ShapeSpec(**kwargs)  # type: ignore[arg-type]
+    return ShapeSpec(**kwargs)
 
 
 def parse_shape(text: str) -> tuple[int, ShapeSpec]:

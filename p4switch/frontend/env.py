@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from p4switch import ir
@@ -94,7 +94,7 @@ class TypeEnv:
             raise P4CompileError.at(loc, f"type {name!r} is already declared")
         self.types[name] = t
 
-    def resolve(self, ref: s.TypeRef, type_vars: dict[str, ir.Type] | None = None) -> ir.Type:
+    def resolve(self, ref: s.TypeRef, type_vars: Mapping[str, ir.Type] | None = None) -> ir.Type:
         if isinstance(ref, s.BitsRef):
             return self._bits(ref)
         if isinstance(ref, s.KeywordTypeRef):

@@ -392,7 +392,7 @@ class EntrySyntax:
 class TableProperty:
     loc: Loc
     name: str  # "key", "actions", "default_action", "entries", or any other (size, counters)
-    value: object  # tuple[KeyElement] | tuple[ActionRefSyntax] | tuple[EntrySyntax] | Expr
+    value: tuple[KeyElement, ...] | tuple[ActionRefSyntax, ...] | tuple[EntrySyntax, ...] | Expr
     const: bool = False
 
 
@@ -448,7 +448,7 @@ class ControlDecl(Decl):
     loc: Loc
     name: str
     params: tuple[ParamDecl, ...]
-    locals: tuple[object, ...]  # ActionDecl | TableDecl | VarDecl | ConstDecl | Instantiation
+    locals: tuple[Decl | Stmt, ...]  # ActionDecl, TableDecl, VarDecl, ConstDecl, Instantiation
     apply: BlockStmt
     annotations: tuple[Annotation, ...] = ()
 

@@ -70,7 +70,7 @@ class TableChecker:
         if prop is None:
             return []
         keys = []
-        for k in prop.value:  # type: ignore[attr-defined]
+        for k in _items(prop):
             assert isinstance(k, s.KeyElement)
             if k.match_kind not in self.x.env.match_kinds:
                 raise P4CompileError.at(k.loc, f"unknown match kind {k.match_kind!r}")
@@ -89,7 +89,7 @@ class TableChecker:
 
     def _actions(self, prop: s.TableProperty, scope: Scope) -> list[ir.TableActionRef]:
         refs: list[ir.TableActionRef] = []
-        for ref in prop.value:  # type: ignore[attr-defined]
+        for ref in _items(prop):
             assert isinstance(ref, s.ActionRefSyntax)
             expr = ref.expr
             if isinstance(expr, s.CallExpr):
@@ -169,9 +169,9 @@ class TableChecker:
         if not keys:
             raise P4CompileError.at(prop.loc, "a table without keys cannot have entries")
         entries = []
-        items = prop.value
+        items = _items(prop)
         ternary = any(k.match_kind == "ternary" for k in keys)
-        for i, entry in enumerate(items):  # type: ignore[arg-type]
+        for i, entry in enumerate(items):
             assert isinstance(entry, s.EntrySyntax)
             match = self.stmts.keyset(entry.keyset, [k.expr for k in keys], scope)
             fields = []
@@ -180,7 +180,7 @@ class TableChecker:
             action, args, ref = self._call(entry.action, refs, scope)
             if ref.scope == "DEFAULT_ONLY":
                 raise P4CompileError.at(entry.loc, f"{action.decl.name} is @defaultonly")
-            priority = len(items) - i if ternary else 0  # type: ignore[arg-type]
+            priority = len(items) - i if ternary else 0
             entries.append(ir.ConstEntry(tuple(fields), action.name, args, priority))
         return tuple(entries)
 
@@ -197,6 +197,12 @@ def _field(key: ir.MatchKey, m: tuple[int, int] | None, loc: ir.Loc) -> tuple[in
     if key.match_kind == "lpm" and (mask | (mask - 1 if mask else full)) != full:
         raise P4CompileError.at(loc, f"the mask of lpm key {key.name} is not a prefix")
     return value & mask, mask
+
+
+def _items(prop: s.TableProperty) -> tuple[s.KeyElement | s.ActionRefSyntax | s.EntrySyntax, ...]:
+    """The list a `key`, `actions` or `entries` property holds (the grammar makes it a list)."""
+    assert isinstance(prop.value, tuple)
+    return prop.value
 
 
 def _expr(prop: s.TableProperty) -> s.Expr:

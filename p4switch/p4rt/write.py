@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
@@ -36,6 +36,8 @@ INSERT, MODIFY, DELETE = (
     p4runtime_pb2.Update.DELETE,
 )
 _MAX_INSTANCE = 0xFFFF  # v1model's egress_rid is bit<16>
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 def _noop() -> None:
@@ -64,7 +66,7 @@ def apply_batch(
                 aborted = P4RTError(
                     code_pb2.ABORTED, f"not applied: update {i} failed, the batch was rolled back"
                 )
-                done = [aborted if r is None else r for r in results]
+                done: list[P4RTError | None] = [aborted if r is None else r for r in results]
                 return done + [aborted] * (len(updates) - len(done))
     return results
 
@@ -311,14 +313,16 @@ def _pre_entry(
         raise invalid("packet replication entry: set a multicast group or a clone session")
     pre, records = pipeline.state.pre, pipeline.pre_records
     if which == "multicast_group_entry":
-        kind, key, entries = "group", msg.multicast_group_entry.multicast_group_id, pre.groups
+        kind, key = "group", msg.multicast_group_entry.multicast_group_id
         what = f"multicast group {key}"
+        restore_entry = _restorer(pre.groups, key)
     else:
-        kind, key, entries = "session", msg.clone_session_entry.session_id, pre.sessions
+        kind, key = "session", msg.clone_session_entry.session_id
         what = f"clone session {key}"
+        restore_entry = _restorer(pre.sessions, key)
     if key == 0:
         raise invalid(f"{what}: id 0 is not valid in a write")
-    saved, saved_record = entries.get(key), records.get((kind, key))
+    restore_record = _restorer(records, (kind, key))
     if utype == DELETE:
         if kind == "group":
             pre.delete_group(key)
@@ -341,16 +345,23 @@ def _pre_entry(
         records[(kind, key)] = PreRecord(kept, replicas)
 
     def undo() -> None:
+        restore_entry()
+        restore_record()
+
+    return undo
+
+
+def _restorer(entries: dict[_K, _V], key: _K) -> Undo:
+    """How to put `entries[key]` back as it is now (absent: removed again)."""
+    saved = entries.get(key)
+
+    def restore() -> None:
         if saved is None:
             entries.pop(key, None)
         else:
             entries[key] = saved
-        if saved_record is None:
-            records.pop((kind, key), None)
-        else:
-            records[(kind, key)] = saved_record
 
-    return undo
+    return restore
 
 
 _HANDLERS: dict[str, Callable[[Pipeline, int, Any], Undo]] = {
