@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from p4switch import ir
 from p4switch.compiler import bits
@@ -55,72 +56,63 @@ class StmtCompiler:
             self.stmt(st, info)
 
     def stmt(self, st: ir.Stmt, info: Block) -> None:
-        src, x = self.src, self.x
-        if isinstance(st, ir.Assign):
-            self.assign(st.target, st.value)
-        elif isinstance(st, ir.Declare):
-            self._declare(st)
-        elif isinstance(st, ir.If):
-            with src.block(f"if {x.expr(st.cond)}:"):
-                self.block(st.then, info)
-            if st.else_:
-                with src.block("else:"):
-                    self.block(st.else_, info)
-        elif isinstance(st, ir.ApplyTable):
-            src.line(f"{self.names.tables[st.table]}(S)")
-        elif isinstance(st, ir.SwitchTable):
-            self._switch(st, info)
-        elif isinstance(st, ir.CallAction):
-            self._call(st)
-        elif isinstance(st, ir.Return):
-            src.line(info.returns)
-        elif isinstance(st, ir.Exit):  # in a control's own body, leaving the function will do
-            src.line("return" if info.kind in ("control", "deparser") else "raise ControlExit()")
-        elif isinstance(st, ir.SetValid):
-            src.line(f"{self.storage.valid(st.header)} = {1 if st.valid else 0}")
-        elif isinstance(st, ir.Extract):
-            self._extract(st)
-        elif isinstance(st, ir.Advance):
-            amount = src.temp("_n")
-            src.line(f"{amount} = {x.expr(st.bits)} >> 3")
-            src.line(f"if off + {amount} > n: raise ParserReject({self.names.too_short}, off)")
-            src.line(f"off += {amount}")
-        elif isinstance(st, ir.Verify):
-            src.line(f"if not {x.expr(st.cond)}: raise ParserReject({x.expr(st.error)}, off)")
-        elif isinstance(st, ir.Emit):
-            self._emit(st)
-        elif isinstance(st, ir.RegisterRead):
-            cells, size = self.names.registers[st.register]
-            index = self._simple(st.index)
-            self.store(st.dest, f"({cells}[{index}] if {index} < {size} else 0)")
-        elif isinstance(st, ir.RegisterWrite):
-            cells, size = self.names.registers[st.register]
-            index = self._simple(st.index)
-            with src.block(f"if {index} < {size}:"):
-                src.line(f"{cells}[{index}] = {x.expr(st.value)}")
-        elif isinstance(st, ir.CounterCount):
-            self._count(st)
-        elif isinstance(st, ir.MarkToDrop):
-            src.line(f"S[{self.names.sm['egress_spec']}] = 511")
-            src.line(f"S[{self.names.sm['mcast_grp']}] = 0")
-        elif isinstance(st, ir.Clone):
-            src.line(f"S[{CLONE}] = 1")
-            src.line(f"S[{CLONE_SESSION}] = {x.expr(st.session)}")
-            fl = -1 if st.field_list is None else st.field_list
-            src.line(f"S[{CLONE_FIELD_LIST}] = {fl}")
-        elif isinstance(st, ir.Hash):
-            self._hash(st)
-        elif isinstance(st, ir.Checksum):
-            self._checksum(st)
-        elif isinstance(st, ir.Truncate):
-            src.line(f"S[{TRUNCATE}] = {x.expr(st.length)}")
-        elif isinstance(st, ir.Random):
-            lo, hi = self._simple(st.lo), self._simple(st.hi)
-            self.store(st.dest, f"(RNG.randint({lo}, {hi}) if {lo} < {hi} else {lo})")
-        else:
+        code = _STATEMENTS.get(type(st))
+        if code is None:
             raise CompilerBug(f"no code for statement {type(st).__name__}")
+        code(self, st, info)
+
+    # --- control flow ---------------------------------------------------------------------------
+
+    def _if(self, st: ir.If, info: Block) -> None:
+        with self.src.block(f"if {self.x.expr(st.cond)}:"):
+            self.block(st.then, info)
+        if st.else_:
+            with self.src.block("else:"):
+                self.block(st.else_, info)
+
+    def _return(self, st: ir.Return, info: Block) -> None:
+        self.src.line(info.returns)
+
+    def _exit(self, st: ir.Exit, info: Block) -> None:
+        # in a control's own body, leaving the function will do
+        self.src.line("return" if info.kind in ("control", "deparser") else "raise ControlExit()")
+
+    # --- state ----------------------------------------------------------------------------------
+
+    def _register_read(self, st: ir.RegisterRead, info: Block) -> None:
+        cells, size = self.names.registers[st.register]
+        index = self._simple(st.index)
+        self.store(st.dest, f"({cells}[{index}] if {index} < {size} else 0)")
+
+    def _register_write(self, st: ir.RegisterWrite, info: Block) -> None:
+        cells, size = self.names.registers[st.register]
+        index = self._simple(st.index)
+        with self.src.block(f"if {index} < {size}:"):
+            self.src.line(f"{cells}[{index}] = {self.x.expr(st.value)}")
+
+    def _random(self, st: ir.Random, info: Block) -> None:
+        lo, hi = self._simple(st.lo), self._simple(st.hi)
+        self.store(st.dest, f"(RNG.randint({lo}, {hi}) if {lo} < {hi} else {lo})")
+
+    # --- standard metadata ----------------------------------------------------------------------
+
+    def _mark_to_drop(self, st: ir.MarkToDrop, info: Block) -> None:
+        self.src.line(f"S[{self.names.sm['egress_spec']}] = 511")
+        self.src.line(f"S[{self.names.sm['mcast_grp']}] = 0")
+
+    def _clone(self, st: ir.Clone, info: Block) -> None:
+        self.src.line(f"S[{CLONE}] = 1")
+        self.src.line(f"S[{CLONE_SESSION}] = {self.x.expr(st.session)}")
+        fl = -1 if st.field_list is None else st.field_list
+        self.src.line(f"S[{CLONE_FIELD_LIST}] = {fl}")
+
+    def _truncate(self, st: ir.Truncate, info: Block) -> None:
+        self.src.line(f"S[{TRUNCATE}] = {self.x.expr(st.length)}")
 
     # --- assignments --------------------------------------------------------------------------
+
+    def _assign(self, st: ir.Assign, info: Block) -> None:
+        self.assign(st.target, st.value)
 
     def assign(self, target: ir.Expr, value: ir.Expr) -> None:
         if isinstance(target.type, ir.StructT):
@@ -150,7 +142,7 @@ class StmtCompiler:
         assert found is not None
         return self.storage.ref(found[0], found[1] + leaf)
 
-    def _declare(self, st: ir.Declare) -> None:
+    def _declare(self, st: ir.Declare, info: Block) -> None:
         var = st.var
         if isinstance(var.type, ir.StructT):
             for leaf, t in leaves(var.type):
@@ -176,6 +168,9 @@ class StmtCompiler:
 
     # --- tables and actions -------------------------------------------------------------------
 
+    def _apply(self, st: ir.ApplyTable, info: Block) -> None:
+        self.src.line(f"{self.names.tables[st.table]}(S)")
+
     def _switch(self, st: ir.SwitchTable, info: Block) -> None:
         run = self.src.temp("_run")
         self.src.line(f"{run} = {self.names.table_runs[st.table]}(S)")
@@ -190,7 +185,7 @@ class StmtCompiler:
                 self.block(case.body, info)
             keyword = "elif"
 
-    def _call(self, st: ir.CallAction) -> None:
+    def _call(self, st: ir.CallAction, info: Block) -> None:
         action = self.names.action_ir[st.action]
         fn = self.names.actions[st.action]
         args = ["S"]
@@ -208,7 +203,7 @@ class StmtCompiler:
         for i, target in enumerate(outs):
             self.store(target, f"{result}[{i}]")
 
-    def _count(self, st: ir.CounterCount) -> None:
+    def _count(self, st: ir.CounterCount, info: Block) -> None:
         packets, nbytes, size, unit = self.names.counters[st.counter]
         index = self._simple(st.index)
         with self.src.block(f"if {index} < {size}:"):
@@ -219,7 +214,10 @@ class StmtCompiler:
 
     # --- packets --------------------------------------------------------------------------------
 
-    def _extract(self, st: ir.Extract) -> None:
+    def _set_valid(self, st: ir.SetValid, info: Block) -> None:
+        self.src.line(f"{self.storage.valid(st.header)} = {1 if st.valid else 0}")
+
+    def _extract(self, st: ir.Extract, info: Block) -> None:
         header = st.header.type
         assert isinstance(header, ir.StructT)
         size = header.width // 8
@@ -232,7 +230,17 @@ class StmtCompiler:
         self.src.line(f"{self.storage.valid(st.header)} = 1")
         self.src.line(f"off += {size}")
 
-    def _emit(self, st: ir.Emit) -> None:
+    def _advance(self, st: ir.Advance, info: Block) -> None:
+        amount = self.src.temp("_n")
+        self.src.line(f"{amount} = {self.x.expr(st.bits)} >> 3")
+        self.src.line(f"if off + {amount} > n: raise ParserReject({self.names.too_short}, off)")
+        self.src.line(f"off += {amount}")
+
+    def _verify(self, st: ir.Verify, info: Block) -> None:
+        cond, error = self.x.expr(st.cond), self.x.expr(st.error)
+        self.src.line(f"if not {cond}: raise ParserReject({error}, off)")
+
+    def _emit(self, st: ir.Emit, info: Block) -> None:
         header = st.header.type
         assert isinstance(header, ir.StructT)
         found = path_of(st.header)
@@ -269,7 +277,7 @@ class StmtCompiler:
         value = " | ".join(terms) if terms else "0"
         return f"({value}).to_bytes({nbytes}, 'big')"
 
-    def _hash(self, st: ir.Hash) -> None:
+    def _hash(self, st: ir.Hash, info: Block) -> None:
         assert isinstance(st.dest.type, ir.BitT)
         mask = st.dest.type.mask
         base = self.x.expr(st.base)
@@ -283,7 +291,7 @@ class StmtCompiler:
         else:
             self.store(st.dest, f"((({base} + {value} % {limit}) if {limit} else {base}) & {mask})")
 
-    def _checksum(self, st: ir.Checksum) -> None:
+    def _checksum(self, st: ir.Checksum, info: Block) -> None:
         assert isinstance(st.checksum.type, ir.BitT)
         value = f"({st.algorithm}({self._bytes(st.data)}) & {st.checksum.type.mask})"
         cond = self.x.expr(st.cond)
@@ -298,6 +306,33 @@ class StmtCompiler:
             return
         with self.src.block(f"if {cond}:"):
             self.store(st.checksum, value)
+
+
+# The code of each kind of statement: a method taking the statement and the block it is in.
+_STATEMENTS: dict[type[ir.Stmt], Callable[[StmtCompiler, Any, Block], None]] = {
+    ir.Assign: StmtCompiler._assign,
+    ir.Declare: StmtCompiler._declare,
+    ir.If: StmtCompiler._if,
+    ir.ApplyTable: StmtCompiler._apply,
+    ir.SwitchTable: StmtCompiler._switch,
+    ir.CallAction: StmtCompiler._call,
+    ir.Return: StmtCompiler._return,
+    ir.Exit: StmtCompiler._exit,
+    ir.SetValid: StmtCompiler._set_valid,
+    ir.Extract: StmtCompiler._extract,
+    ir.Advance: StmtCompiler._advance,
+    ir.Verify: StmtCompiler._verify,
+    ir.Emit: StmtCompiler._emit,
+    ir.RegisterRead: StmtCompiler._register_read,
+    ir.RegisterWrite: StmtCompiler._register_write,
+    ir.CounterCount: StmtCompiler._count,
+    ir.MarkToDrop: StmtCompiler._mark_to_drop,
+    ir.Clone: StmtCompiler._clone,
+    ir.Hash: StmtCompiler._hash,
+    ir.Checksum: StmtCompiler._checksum,
+    ir.Truncate: StmtCompiler._truncate,
+    ir.Random: StmtCompiler._random,
+}
 
 
 def _flatten_slice(e: ir.Slice) -> tuple[ir.Expr, int, int]:

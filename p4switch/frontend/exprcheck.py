@@ -8,6 +8,8 @@ and `bit<8>` in one operation, or assigning one to the other, needs a cast.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
@@ -87,46 +89,34 @@ class ExprChecker:
     # --- the cases --------------------------------------------------------------------------------
 
     def _expr(self, e: s.Expr, scope: Scope) -> ir.Expr:
-        if isinstance(e, s.IntLit):
-            if e.width is None:
-                return ir.Const(ir.IntLitT(), e.value)
-            if e.width < 1 or (e.signed and e.width < 2):
-                raise P4CompileError.at(e.loc, f"{e.text}: invalid width")
-            return self._literal(e.value, ir.BitT(e.width, e.signed), e.loc)
-        if isinstance(e, s.BoolLit):
-            return ir.Const(ir.BoolT(), e.value)
-        if isinstance(e, s.StrLit):
-            return ir.Const(ir.StringT(), 0)
-        if isinstance(e, s.Name):
-            return self._name(e, scope)
-        if isinstance(e, s.ErrorMember):
-            return ir.Const(ir.ErrorT(), self.env.error_code(e.name, e.loc))
-        if isinstance(e, s.MemberExpr):
-            return self._member(e, scope)
-        if isinstance(e, s.SliceExpr):
-            return self._slice(e, scope)
-        if isinstance(e, s.CastExpr):
-            return self._cast(e, scope)
-        if isinstance(e, s.UnaryExpr):
-            return self._unary(e, scope)
-        if isinstance(e, s.BinaryExpr):
-            return self._binary(e, scope)
-        if isinstance(e, s.TernaryExpr):
-            return self._ternary(e, scope)
-        if isinstance(e, s.CallExpr):
-            return self._call(e, scope)
-        if isinstance(e, s.ListLit):
-            items = tuple(self.expr(i, scope) for i in e.items)
-            return ir.ListExpr(items, ir.TupleT(tuple(i.type for i in items)))
-        if isinstance(e, s.IndexExpr):
-            raise P4CompileError.at(e.loc, "header stacks and indexing are not supported")
-        what = {
-            s.MaskExpr: "a mask (&&&)",
-            s.RangeExpr: "a range (..)",
-            s.DontCare: "`_`",
-            s.DefaultKey: "`default`",
-        }.get(type(e), type(e).__name__)
+        check = _EXPRESSIONS.get(type(e))
+        if check is not None:
+            return check(self, e, scope)
+        what = _KEYSET_ONLY.get(type(e), type(e).__name__)
         raise P4CompileError.at(e.loc, f"{what} is only allowed in select cases and table entries")
+
+    def _int(self, e: s.IntLit, scope: Scope) -> ir.Expr:
+        if e.width is None:
+            return ir.Const(ir.IntLitT(), e.value)
+        if e.width < 1 or (e.signed and e.width < 2):
+            raise P4CompileError.at(e.loc, f"{e.text}: invalid width")
+        return self._literal(e.value, ir.BitT(e.width, e.signed), e.loc)
+
+    def _bool(self, e: s.BoolLit, scope: Scope) -> ir.Expr:
+        return ir.Const(ir.BoolT(), e.value)
+
+    def _string(self, e: s.StrLit, scope: Scope) -> ir.Expr:
+        return ir.Const(ir.StringT(), 0)
+
+    def _error_member(self, e: s.ErrorMember, scope: Scope) -> ir.Expr:
+        return ir.Const(ir.ErrorT(), self.env.error_code(e.name, e.loc))
+
+    def _list(self, e: s.ListLit, scope: Scope) -> ir.Expr:
+        items = tuple(self.expr(i, scope) for i in e.items)
+        return ir.ListExpr(items, ir.TupleT(tuple(i.type for i in items)))
+
+    def _index(self, e: s.IndexExpr, scope: Scope) -> ir.Expr:
+        raise P4CompileError.at(e.loc, "header stacks and indexing are not supported")
 
     def _name(self, e: s.Name, scope: Scope) -> ir.Expr:
         found = scope.lookup(e.name)
@@ -336,6 +326,32 @@ class ExprChecker:
         if not isinstance(t, ir.BitT) or t.signed:
             raise P4CompileError.at(e.loc, f"lookahead of {t} is not supported (use bit<N>)")
         return ir.Lookahead(t)
+
+
+# How each kind of expression is checked: a method taking the expression and its scope.
+_EXPRESSIONS: dict[type[s.Expr], Callable[[ExprChecker, Any, Scope], ir.Expr]] = {
+    s.IntLit: ExprChecker._int,
+    s.BoolLit: ExprChecker._bool,
+    s.StrLit: ExprChecker._string,
+    s.Name: ExprChecker._name,
+    s.ErrorMember: ExprChecker._error_member,
+    s.MemberExpr: ExprChecker._member,
+    s.SliceExpr: ExprChecker._slice,
+    s.CastExpr: ExprChecker._cast,
+    s.UnaryExpr: ExprChecker._unary,
+    s.BinaryExpr: ExprChecker._binary,
+    s.TernaryExpr: ExprChecker._ternary,
+    s.CallExpr: ExprChecker._call,
+    s.ListLit: ExprChecker._list,
+    s.IndexExpr: ExprChecker._index,
+}
+# expressions that are keysets, not values
+_KEYSET_ONLY: dict[type[s.Expr], str] = {
+    s.MaskExpr: "a mask (&&&)",
+    s.RangeExpr: "a range (..)",
+    s.DontCare: "`_`",
+    s.DefaultKey: "`default`",
+}
 
 
 def literal(value: int, t: ir.Type) -> ir.Const:

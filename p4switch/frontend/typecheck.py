@@ -8,7 +8,8 @@ then name the same three shared variables (headers, metadata, standard metadata)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
@@ -77,38 +78,49 @@ class ProgramChecker:
     # --- declarations -------------------------------------------------------------------------
 
     def _declare(self, d: s.Decl) -> None:
-        if isinstance(d, s.Unsupported):
-            raise P4CompileError.at(d.loc, d.what)
-        if isinstance(d, s.TypedefDecl):
-            self.env.declare(d.name, self.env.resolve(d.type), d.loc)
-        elif isinstance(d, s.StructDecl):
-            self.env.declare(d.name, self._struct(d), d.loc)
-        elif isinstance(d, s.EnumDecl):
-            self.env.declare(d.name, self._enum(d), d.loc)
-        elif isinstance(d, s.ErrorDecl | s.MatchKindDecl):
-            members = self.env.errors if isinstance(d, s.ErrorDecl) else self.env.match_kinds
-            for m in d.members:
-                if m in members:
-                    raise P4CompileError.at(d.loc, f"{d.name} member {m!r} is declared twice")
-                members.append(m)
-        elif isinstance(d, s.ExternDecl):
-            self.env.declare(d.name, ir.ExternT(d.name), d.loc)
-            if ir.find_annotation(d.annotations, "p4switch_unsupported"):
-                self.env.unsupported.add(d.name)
-        elif isinstance(d, s.ExternFunctionDecl):
-            if ir.find_annotation(d.proto.annotations, "p4switch_unsupported"):
-                self.env.unsupported.add(d.name)
-        elif isinstance(d, s.ActionDecl):
-            self._action(d, self.top, "")
-        elif isinstance(d, s.ParserDecl | s.ControlDecl):
-            if d.name in self.blocks or d.name in self.env.types:
-                raise P4CompileError.at(d.loc, f"{d.name!r} is already declared")
-            self.blocks[d.name] = d
-        elif isinstance(d, s.BlockTypeDecl):
-            self.block_types[d.name] = d
-            self.env.declare(d.name, ir.BlockT(d.kind, d.name), d.loc)
-        elif isinstance(d, s.TopDecl):
-            self._top(d)
+        declare = _DECLARATIONS.get(type(d))
+        if declare is not None:
+            declare(self, d)
+
+    def _unsupported(self, d: s.Unsupported) -> None:
+        raise P4CompileError.at(d.loc, d.what)
+
+    def _typedef(self, d: s.TypedefDecl) -> None:
+        self.env.declare(d.name, self.env.resolve(d.type), d.loc)
+
+    def _struct_decl(self, d: s.StructDecl) -> None:
+        self.env.declare(d.name, self._struct(d), d.loc)
+
+    def _enum_decl(self, d: s.EnumDecl) -> None:
+        self.env.declare(d.name, self._enum(d), d.loc)
+
+    def _members(self, d: s.ErrorDecl | s.MatchKindDecl) -> None:
+        members = self.env.errors if isinstance(d, s.ErrorDecl) else self.env.match_kinds
+        for m in d.members:
+            if m in members:
+                raise P4CompileError.at(d.loc, f"{d.name} member {m!r} is declared twice")
+            members.append(m)
+
+    def _extern(self, d: s.ExternDecl) -> None:
+        self.env.declare(d.name, ir.ExternT(d.name), d.loc)
+        if ir.find_annotation(d.annotations, "p4switch_unsupported"):
+            self.env.unsupported.add(d.name)
+
+    def _extern_function(self, d: s.ExternFunctionDecl) -> None:
+        if ir.find_annotation(d.proto.annotations, "p4switch_unsupported"):
+            self.env.unsupported.add(d.name)
+
+    def _top_action(self, d: s.ActionDecl) -> None:
+        self._action(d, self.top, "")
+
+    def _block(self, d: s.ParserDecl | s.ControlDecl) -> None:
+        if d.name in self.blocks or d.name in self.env.types:
+            raise P4CompileError.at(d.loc, f"{d.name!r} is already declared")
+        self.blocks[d.name] = d
+
+    def _block_type(self, d: s.BlockTypeDecl) -> None:
+        self.block_types[d.name] = d
+        self.env.declare(d.name, ir.BlockT(d.kind, d.name), d.loc)
 
     def _top(self, d: s.TopDecl) -> None:
         st = d.stmt
@@ -362,3 +374,21 @@ def _refuse_loops(states: dict[str, ir.ParserState], d: s.ParserDecl) -> None:
         done.add(name)
 
     visit("start", ())
+
+
+# How each kind of top-level declaration is taken in (any other kind is ignored).
+_DECLARATIONS: dict[type[s.Decl], Callable[[ProgramChecker, Any], None]] = {
+    s.Unsupported: ProgramChecker._unsupported,
+    s.TypedefDecl: ProgramChecker._typedef,
+    s.StructDecl: ProgramChecker._struct_decl,
+    s.EnumDecl: ProgramChecker._enum_decl,
+    s.ErrorDecl: ProgramChecker._members,
+    s.MatchKindDecl: ProgramChecker._members,
+    s.ExternDecl: ProgramChecker._extern,
+    s.ExternFunctionDecl: ProgramChecker._extern_function,
+    s.ActionDecl: ProgramChecker._top_action,
+    s.ParserDecl: ProgramChecker._block,
+    s.ControlDecl: ProgramChecker._block,
+    s.BlockTypeDecl: ProgramChecker._block_type,
+    s.TopDecl: ProgramChecker._top,
+}
