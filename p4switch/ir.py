@@ -194,10 +194,6 @@ def bit_width(t: Type) -> int:
     raise TypeError(f"{t} has no bit width")
 
 
-def is_scalar(t: Type) -> bool:
-    return isinstance(t, BitT | BoolT | ErrorT | EnumT | MatchKindT)
-
-
 # --- storage ------------------------------------------------------------------------------------
 
 
