@@ -1,0 +1,168 @@
+"""The program model's objects: actions, tables, externs, blocks and the program itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from p4switch.ir.expressions import Expr, Var
+from p4switch.ir.statements import Stmt
+from p4switch.ir.types import Annotation, BitT, Loc, StructT, Type
+
+# --- program objects ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: Type
+    direction: str  # "", "in", "out" or "inout"
+    var: Var
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str  # fully qualified control-plane name
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    annotations: tuple[Annotation, ...] = ()
+    loc: Loc | None = None
+
+    @property
+    def control_params(self) -> tuple[Param, ...]:
+        """The directionless parameters: the ones the control plane supplies."""
+        return tuple(p for p in self.params if p.direction == "")
+
+
+@dataclass(frozen=True)
+class MatchKey:
+    expr: Expr
+    match_kind: str
+    name: str  # as P4Info names it
+    bitwidth: int
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableActionRef:
+    action: str
+    annotations: tuple[Annotation, ...] = ()
+
+    @property
+    def scope(self) -> str:
+        names = {a.name for a in self.annotations}
+        if "defaultonly" in names:
+            return "DEFAULT_ONLY"
+        if "tableonly" in names:
+            return "TABLE_ONLY"
+        return "TABLE_AND_DEFAULT"
+
+
+@dataclass(frozen=True)
+class ConstEntry:
+    match: tuple[tuple[int, int], ...]  # (value, mask) per key
+    action: str
+    args: tuple[int, ...]
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    keys: tuple[MatchKey, ...]
+    actions: tuple[TableActionRef, ...]
+    default_action: str
+    default_args: tuple[int, ...] = ()
+    const_default: bool = False
+    size: int = 1024
+    entries: tuple[ConstEntry, ...] | None = None  # `entries` or `const entries`
+    const_entries: bool = False
+    direct_counter: str | None = None
+    annotations: tuple[Annotation, ...] = ()
+    loc: Loc | None = None
+
+
+@dataclass(frozen=True)
+class Register:
+    name: str
+    value_type: BitT
+    size: int
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class Counter:
+    name: str
+    size: int
+    unit: str  # "packets", "bytes" or "packets_and_bytes"
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class DirectCounter:
+    name: str
+    unit: str
+    table: str
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class ControllerHeader:
+    name: str  # from @controller_header("...")
+    type: StructT
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class Control:
+    name: str
+    body: tuple[Stmt, ...]
+    locals: tuple[Var, ...] = ()  # control-level variables (kept in slots)
+
+
+@dataclass(frozen=True)
+class SelectCase:
+    keysets: tuple[tuple[int, int] | None, ...]  # (value, mask) per key; None: any value
+    next_state: str
+
+
+@dataclass(frozen=True)
+class ParserState:
+    name: str
+    body: tuple[Stmt, ...]
+    keys: tuple[Expr, ...] = ()  # the select expression; () for a direct transition
+    cases: tuple[SelectCase, ...] = ()  # with keys: tried in order; without: one case, no keys
+
+
+@dataclass(frozen=True)
+class Parser:
+    name: str
+    states: tuple[ParserState, ...]  # "start" first; "accept" and "reject" are implicit
+    locals: tuple[Var, ...] = ()
+
+
+@dataclass(frozen=True)
+class Program:
+    path: str
+    headers: Var  # the H argument shared by every block
+    meta: Var  # the M argument
+    standard_metadata: Var
+    parser: Parser
+    verify_checksum: Control
+    ingress: Control
+    egress: Control
+    compute_checksum: Control
+    deparser: Control
+    actions: tuple[Action, ...]
+    tables: tuple[Table, ...]
+    registers: tuple[Register, ...]
+    counters: tuple[Counter, ...]
+    direct_counters: tuple[DirectCounter, ...]
+    controller_headers: tuple[ControllerHeader, ...]
+    errors: tuple[str, ...]  # error members; the code of each is its position
+
+    def action(self, name: str) -> Action:
+        return next(a for a in self.actions if a.name == name)
+
+    def table(self, name: str) -> Table:
+        return next(t for t in self.tables if t.name == name)

@@ -1,0 +1,188 @@
+"""Where things are in the P4 source, annotations, and the P4 types of the program model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# --- where ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Loc:
+    path: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Annotation:
+    name: str
+    args: tuple[str | int | bool, ...] = ()
+    text: str = ""  # the argument list as written, without parentheses
+
+    def source(self) -> str:
+        """The annotation as p4c prints it into P4Info, e.g. `@controller_header("packet_in")`."""
+        return f"@{self.name}({self.text})" if self.text else f"@{self.name}"
+
+
+def find_annotation(annotations: tuple[Annotation, ...], name: str) -> Annotation | None:
+    return next((a for a in annotations if a.name == name), None)
+
+
+# --- types ------------------------------------------------------------------------------------
+
+
+class Type:
+    """A P4 type."""
+
+    def __str__(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True)
+class BitT(Type):
+    width: int
+    signed: bool = False
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.width) - 1
+
+    def __str__(self) -> str:
+        return f"{'int' if self.signed else 'bit'}<{self.width}>"
+
+
+@dataclass(frozen=True)
+class BoolT(Type):
+    def __str__(self) -> str:
+        return "bool"
+
+
+@dataclass(frozen=True)
+class IntLitT(Type):
+    """An integer constant without a width (P4's arbitrary-precision `int`)."""
+
+    def __str__(self) -> str:
+        return "int"
+
+
+@dataclass(frozen=True)
+class VoidT(Type):
+    def __str__(self) -> str:
+        return "void"
+
+
+@dataclass(frozen=True)
+class StringT(Type):
+    def __str__(self) -> str:
+        return "string"
+
+
+@dataclass(frozen=True)
+class ErrorT(Type):
+    def __str__(self) -> str:
+        return "error"
+
+
+@dataclass(frozen=True)
+class MatchKindT(Type):
+    def __str__(self) -> str:
+        return "match_kind"
+
+
+@dataclass(frozen=True)
+class EnumT(Type):
+    name: str
+    members: tuple[str, ...]
+    values: tuple[int, ...]  # the member's code (its position for a plain enum)
+    underlying: BitT | None = None  # serializable enums only
+
+    def value_of(self, member: str) -> int:
+        return self.values[self.members.index(member)]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: Type
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class StructT(Type):
+    """A struct or a header (`is_header`)."""
+
+    name: str
+    fields: tuple[Field, ...]
+    is_header: bool = False
+    annotations: tuple[Annotation, ...] = ()
+
+    def field(self, name: str) -> Field | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+    @property
+    def width(self) -> int:
+        """Total bit width of a header's fields."""
+        return sum(bit_width(f.type) for f in self.fields)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class TupleT(Type):
+    elements: tuple[Type, ...]
+
+    def __str__(self) -> str:
+        return "tuple<" + ", ".join(str(e) for e in self.elements) + ">"
+
+
+@dataclass(frozen=True)
+class TypeVar(Type):
+    """A type parameter of a generic extern, parser, control or package declaration."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class ExternT(Type):
+    name: str
+    args: tuple[Type, ...] = ()
+
+    def __str__(self) -> str:
+        if not self.args:
+            return self.name
+        return f"{self.name}<" + ", ".join(str(a) for a in self.args) + ">"
+
+
+@dataclass(frozen=True)
+class BlockT(Type):
+    """A parser or control type (a block's signature), or a package."""
+
+    kind: str  # "parser", "control" or "package"
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def bit_width(t: Type) -> int:
+    """Width in bits of a scalar type as it sits in a header or a P4Runtime message."""
+    if isinstance(t, BitT):
+        return t.width
+    if isinstance(t, BoolT):
+        return 1
+    if isinstance(t, EnumT) and t.underlying is not None:
+        return t.underlying.width
+    if isinstance(t, StructT):
+        return t.width
+    raise TypeError(f"{t} has no bit width")

@@ -1,0 +1,56 @@
+"""The switch's run-time state: table entries, registers, counters, the packet replication engine.
+
+Both sides of the switch use it: the compiled pipeline reads it on every packet (table lookups,
+register and counter updates, multicast and clone replication) and the P4Runtime server changes
+it. Objects are named as in P4Info (fully qualified, e.g. `MyIngress.ipv4_lpm`); the server maps
+P4Info ids to these names. Every change is checked here, so the server only translates, and a bad
+write raises a `p4switch.exceptions.StateError` whose `code` is the P4Runtime canonical code to
+report.
+
+All access goes through `SwitchState.lock` (the packet path holds it for one packet). A
+compiled pipeline keeps references to the `Table` objects and to the lists `Register.cells`,
+`Counter.packets` and `Counter.bytes`: change those lists in place (`cells[:] = ...`), never
+replace them.
+
+`specs` holds what a program declares (and the values entries are made of), `tables` the
+tables and their entries, `replication` multicast groups and clone sessions, `state` registers,
+counters and `SwitchState`. Every name is exported here.
+"""
+
+from p4switch.runtime.replication import CloneSession, PacketReplication, Replica
+from p4switch.runtime.specs import (
+    ActionCall,
+    ActionSpec,
+    CounterSpec,
+    FieldMatch,
+    KeySpec,
+    ParamSpec,
+    RegisterSpec,
+    StaticEntry,
+    TableSpec,
+)
+from p4switch.runtime.state import Counter, Register, SwitchState
+from p4switch.runtime.tables import Table, TableEntry, exact, lpm, prefix_len
+
+__all__ = [
+    "ActionCall",
+    "ActionSpec",
+    "CloneSession",
+    "Counter",
+    "CounterSpec",
+    "FieldMatch",
+    "KeySpec",
+    "PacketReplication",
+    "ParamSpec",
+    "Register",
+    "RegisterSpec",
+    "Replica",
+    "StaticEntry",
+    "SwitchState",
+    "Table",
+    "TableEntry",
+    "TableSpec",
+    "exact",
+    "lpm",
+    "prefix_len",
+]

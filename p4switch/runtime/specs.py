@@ -1,0 +1,80 @@
+"""What a program declares to the run-time state, and the values its entries are made of."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    bitwidth: int
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    name: str  # fully qualified, e.g. "MyIngress.forward"; "NoAction" for the core action
+    params: tuple[ParamSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    name: str  # as P4Info names match fields, e.g. "hdr.ipv4.dstAddr"
+    match_kind: str  # "exact", "lpm" or "ternary"
+    bitwidth: int
+
+
+@dataclass(frozen=True)
+class ActionCall:
+    name: str
+    args: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class FieldMatch:
+    """One key field of an entry as (value, mask); a wildcard is (0, 0)."""
+
+    value: int
+    mask: int
+
+
+@dataclass(frozen=True)
+class StaticEntry:
+    """An entry the program itself declares (`entries` or `const entries`)."""
+
+    match: tuple[FieldMatch, ...]
+    action: ActionCall
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    keys: tuple[KeySpec, ...]
+    actions: tuple[str, ...]  # every action the table may run
+    default_action: ActionCall
+    const_default: bool = False
+    size: int = 1024
+    table_only: frozenset[str] = frozenset()  # @tableonly: not as default
+    default_only: frozenset[str] = frozenset()  # @defaultonly: only as default
+    direct_counter: str | None = None  # name of the direct counter attached, if any
+    static_entries: tuple[StaticEntry, ...] = ()  # installed when the state is created
+    const_entries: bool = False  # `const entries`: the control plane may not change them
+
+    @property
+    def needs_priority(self) -> bool:
+        return any(k.match_kind == "ternary" for k in self.keys)
+
+
+@dataclass(frozen=True)
+class RegisterSpec:
+    name: str
+    bitwidth: int
+    size: int
+
+
+@dataclass(frozen=True)
+class CounterSpec:
+    name: str
+    size: int
+    unit: str = "packets_and_bytes"  # "packets", "bytes" or "packets_and_bytes"

@@ -1,0 +1,96 @@
+"""Registers, counters, and `SwitchState`: everything a P4Runtime client can read or write."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from p4switch.exceptions import InvalidArgument, NotFound
+from p4switch.runtime.replication import PacketReplication
+from p4switch.runtime.specs import ActionSpec, CounterSpec, RegisterSpec, TableSpec
+from p4switch.runtime.tables import Table
+
+
+class Register:
+    def __init__(self, spec: RegisterSpec) -> None:
+        self.spec = spec
+        self.cells = [0] * spec.size
+
+    def read(self, index: int) -> int:
+        self._index(index)
+        return self.cells[index]
+
+    def write(self, index: int, value: int) -> None:
+        self._index(index)
+        if not 0 <= value < (1 << self.spec.bitwidth):
+            raise InvalidArgument(
+                f"{self.spec.name}: value {value} does not fit in {self.spec.bitwidth} bits"
+            )
+        self.cells[index] = value
+
+    def _index(self, index: int) -> None:
+        if not 0 <= index < self.spec.size:
+            raise InvalidArgument(
+                f"{self.spec.name}: index {index} outside 0..{self.spec.size - 1}"
+            )
+
+
+class Counter:
+    def __init__(self, spec: CounterSpec) -> None:
+        self.spec = spec
+        self.packets = [0] * spec.size
+        self.bytes = [0] * spec.size
+
+    def count(self, index: int, length: int) -> None:
+        if 0 <= index < self.spec.size:  # out of range: ignored, as BMv2 does
+            self.packets[index] += 1
+            self.bytes[index] += length
+
+    def set(self, index: int, packets: int, nbytes: int) -> None:
+        if not 0 <= index < self.spec.size:
+            raise InvalidArgument(
+                f"{self.spec.name}: index {index} outside 0..{self.spec.size - 1}"
+            )
+        if packets < 0 or nbytes < 0:
+            raise InvalidArgument(f"{self.spec.name}: counts cannot be negative")
+        self.packets[index], self.bytes[index] = packets, nbytes
+
+
+class SwitchState:
+    """Everything a P4Runtime client can read or write, for one loaded program."""
+
+    def __init__(
+        self,
+        actions: Sequence[ActionSpec],
+        tables: Sequence[TableSpec],
+        registers: Sequence[RegisterSpec] = (),
+        counters: Sequence[CounterSpec] = (),
+    ) -> None:
+        self.lock = threading.RLock()
+        self.actions = {a.name: a for a in actions}
+        self.tables = {t.name: Table(t, self.actions) for t in tables}
+        self.registers = {r.name: Register(r) for r in registers}
+        self.counters = {c.name: Counter(c) for c in counters}
+        self.pre = PacketReplication()
+        for t in tables:
+            missing = [a for a in t.actions if a not in self.actions]
+            if missing:
+                raise ValueError(f"table {t.name} names undeclared actions {missing}")
+
+    def table(self, name: str) -> Table:
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise NotFound(f"no table {name!r}") from None
+
+    def register(self, name: str) -> Register:
+        try:
+            return self.registers[name]
+        except KeyError:
+            raise NotFound(f"no register {name!r}") from None
+
+    def counter(self, name: str) -> Counter:
+        try:
+            return self.counters[name]
+        except KeyError:
+            raise NotFound(f"no counter {name!r}") from None
