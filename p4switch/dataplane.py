@@ -9,14 +9,14 @@ One thread runs `Switch.run`: it waits (select) on the port sockets and a wake-u
 longer than until the next shaped frame is due, then receives up to `RX_BATCH` frames per
 ready port and sends the shaped frames whose time has come. The processor is only ever called on
 that thread. Other threads (control channel, P4Runtime server) talk to the loop through `shape`,
-`inject`, `set_processor` and `stats`, which are safe to call while it runs.
+`inject`, `set_processor` and `stats`, which are safe to call while it runs. What the loop keeps
+per port (socket, egress queue, capture files, counters) is a `p4switch.switchports.SwitchPort`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import random
 import select
 import threading
 import time
@@ -27,9 +27,9 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from p4switch.exceptions import UnknownPortError
-from p4switch.pcap import PcapWriter, capture_path
-from p4switch.ports import MAX_FRAME_BYTES, PACKET_OUTGOING, Port, open_port, take_kernel_drops
-from p4switch.shaping import EgressQueue, ShapeSpec, Verdict
+from p4switch.ports import MAX_FRAME_BYTES, PACKET_OUTGOING, Port, take_kernel_drops
+from p4switch.shaping import ShapeSpec, Verdict
+from p4switch.switchports import PortCounters, SwitchPort, SwitchPorts
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +37,6 @@ RX_BATCH = 64  # frames received from one port before looking at the others and 
 MAX_WAIT_S = 0.25  # the longest wait: how late `run` may notice a stop without `wake`
 FD_SETSIZE = 1024  # select() handles descriptors below this
 LOG_INTERVAL_S = 10.0  # the same kind of error on the same port is logged at most this often
-DROP_REASONS = (
-    "pipeline_drop",  # the processor emitted nothing: the P4 program dropped the frame
-    "pipeline_error",  # the processor raised or returned something that is not frames
-    "no_such_port",  # the processor chose an egress port the switch does not have
-    "loss",  # random loss of a shaped port
-    "queue_full",  # a shaped port's serialisation queue was full (drop tail)
-    "tx_error",  # the kernel refused to send the frame
-    "rx_overrun",  # the kernel dropped it: the switch did not read the port fast enough
-    "no_cpu_listener",  # a frame for the CPU port while nobody listens
-    "cpu_listener_error",  # the CPU listener raised
-)
 
 
 class PacketProcessor(Protocol):
@@ -56,44 +45,6 @@ class PacketProcessor(Protocol):
     def process(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
         """The (egress port, frame) pairs to emit, [] to drop; must not raise for a bad frame."""
         ...
-
-
-class _Counters:
-    """Traffic counters of one port (hot path: plain attributes)."""
-
-    __slots__ = ("drops", "rx_bytes", "rx_packets", "tx_bytes", "tx_packets")
-
-    def __init__(self) -> None:
-        self.rx_packets = 0
-        self.rx_bytes = 0
-        self.tx_packets = 0
-        self.tx_bytes = 0
-        self.drops = dict.fromkeys(DROP_REASONS, 0)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "rx_packets": self.rx_packets,
-            "rx_bytes": self.rx_bytes,
-            "tx_packets": self.tx_packets,
-            "tx_bytes": self.tx_bytes,
-            "drops": dict(self.drops),
-        }
-
-
-class _PortState:
-    """Everything the loop needs about one port, looked up once per frame."""
-
-    __slots__ = ("counters", "name", "number", "pcap_in", "pcap_out", "queue", "shaped", "sock")
-
-    def __init__(self, number: int, port: Port, queue: EgressQueue) -> None:
-        self.number = number
-        self.name = port.name
-        self.sock = port.sock
-        self.queue = queue
-        self.shaped = not queue.spec.is_passthrough  # False: send at once, skip the queue
-        self.counters = _Counters()
-        self.pcap_in: PcapWriter | None = None
-        self.pcap_out: PcapWriter | None = None
 
 
 class Switch:
@@ -130,30 +81,15 @@ class Switch:
         self._processor = processor
         self._cpu_port = cpu_port
         self.on_cpu_packet = on_cpu_packet
-        self._owned: list[Port] = []
-        self._ports: dict[int, _PortState] = {}
-        self._by_fd: dict[int, _PortState] = {}
+        self._port_set = SwitchPorts(ports, shaping or {}, seed, pcap_dir)
+        self._ports = self._port_set.by_number
+        self._by_fd = self._port_set.by_fd
         try:
-            for number, port in sorted(ports.items()):
-                if isinstance(port, str):
-                    port = open_port(port)
-                    self._owned.append(port)
-                spec = (shaping or {}).get(number, ShapeSpec())
-                queue = EgressQueue(spec, random.Random(f"{seed}:{number}"))
-                state = _PortState(number, port, queue)
-                self._ports[number] = state
-                self._by_fd[port.sock.fileno()] = state
-            if pcap_dir is not None:
-                pcap_dir.mkdir(parents=True, exist_ok=True)
-                for number, state in self._ports.items():
-                    state.pcap_in = PcapWriter(capture_path(pcap_dir, number, "in"))
-                    state.pcap_out = PcapWriter(capture_path(pcap_dir, number, "out"))
             self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         except BaseException:
-            self._close_captures()
-            self._close_ports()
+            self._port_set.close()
             raise
-        self._cpu = _Counters()
+        self._cpu = PortCounters()
         self._active: set[int] = set()  # ports holding shaped frames
         self._injected: deque[tuple[int, bytes]] = deque()
         self._lock = threading.Lock()  # guards _pending and _running
@@ -223,15 +159,7 @@ class Switch:
             for state in self._ports.values():  # under the lock: each read resets the kernel's
                 state.counters.drops["rx_overrun"] += take_kernel_drops(state.sock)
         for number, state in self._ports.items():
-            entry = state.counters.snapshot()
-            entry["interface"] = state.name
-            entry["queue_depth"] = state.queue.backlog(now)
-            entry["queue_held"] = len(state.queue)
-            entry["lateness_max_s"] = state.queue.lateness_max_s
-            if reset_peaks:
-                state.queue.lateness_max_s = 0.0
-            entry["shape"] = pending.get(number, state.queue.spec).as_dict()
-            ports[number] = entry
+            ports[number] = state.stats(now, pending.get(number, state.queue.spec), reset_peaks)
         cpu = None
         if self._cpu_port is not None:
             cpu = {"port": self._cpu_port, **self._cpu.snapshot()}
@@ -280,7 +208,7 @@ class Switch:
             with self._lock:
                 self._running = False
                 self._apply_pending()
-            self._flush_captures()
+            self._port_set.flush_captures()
             log.info("switch stopped")
 
     def _waiter(self) -> Callable[[float], list[int]]:
@@ -299,7 +227,7 @@ class Switch:
             poller.register(fd, select.POLLIN)
         return lambda timeout: [fd for fd, _ in poller.poll(timeout * 1000)]
 
-    def _receive(self, state: _PortState) -> None:
+    def _receive(self, state: SwitchPort) -> None:
         recvfrom = state.sock.recvfrom
         counters = state.counters
         pcap = state.pcap_in
@@ -320,7 +248,7 @@ class Switch:
                 pcap.write(data, time.time())
             self._process(number, data, counters)
 
-    def _process(self, ingress_port: int, data: bytes, counters: _Counters) -> None:
+    def _process(self, ingress_port: int, data: bytes, counters: PortCounters) -> None:
         """Run one frame through the processor and emit what it returns."""
         try:
             emitted = self._processor.process(ingress_port, data)
@@ -354,7 +282,7 @@ class Switch:
                 exc_info=True,
             )
 
-    def _send(self, state: _PortState, frame: bytes) -> None:
+    def _send(self, state: SwitchPort, frame: bytes) -> None:
         try:
             state.sock.send(frame)
         except OSError as err:
@@ -367,7 +295,7 @@ class Switch:
         if state.pcap_out is not None:
             state.pcap_out.write(frame, time.time())
 
-    def _to_cpu(self, egress_port: int, frame: bytes, counters: _Counters) -> None:
+    def _to_cpu(self, egress_port: int, frame: bytes, counters: PortCounters) -> None:
         if egress_port != self._cpu_port:
             counters.drops["no_such_port"] += 1
             return
@@ -446,30 +374,12 @@ class Switch:
 
     # -- shutdown ----------------------------------------------------------------------------
 
-    def _flush_captures(self) -> None:
-        for state in self._ports.values():
-            for writer in (state.pcap_in, state.pcap_out):
-                if writer is not None:
-                    writer.flush()
-
-    def _close_captures(self) -> None:
-        for state in self._ports.values():
-            for writer in (state.pcap_in, state.pcap_out):
-                if writer is not None:
-                    writer.close()
-
-    def _close_ports(self) -> None:
-        for port in self._owned:
-            port.close()
-        self._owned.clear()
-
     def close(self) -> None:
         """Close the ports opened here, the capture files and the wake-up pipe."""
         if self._closed:
             return
         self._closed = True
-        self._close_captures()
-        self._close_ports()
+        self._port_set.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
 
