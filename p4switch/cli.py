@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         defines = _defines(args.defines)
         program = compile_file(args.p4, args.include, defines) if args.p4 is not None else None
         if program is not None and args.p4info_out is not None:
-            from p4switch.p4info import write_p4info
+            from p4switch.p4info import write_p4info  # protobuf: only when a P4Info is written
 
             write_p4info(program.p4info, args.p4info_out)
     except P4CompileError as err:
@@ -191,7 +191,7 @@ def _compile_source(
     source: bytes, include: Sequence[Path], defines: dict[str, str]
 ) -> CompiledProgram:
     """Compile a program sent by a controller (SetForwardingPipelineConfig's device config)."""
-    from p4switch.program import compile_file
+    from p4switch.program import compile_file  # the compiler: only when it is needed (see main)
 
     with tempfile.TemporaryDirectory(prefix="p4switch-") as tmp:
         path = Path(tmp) / "device_config.p4"
@@ -208,6 +208,7 @@ def _serve(
     shaping: dict[int, ShapeSpec],
     program: CompiledProgram | None,
 ) -> int:
+    # the switch itself (data plane, control channel, gRPC): only once the arguments are good
     from p4switch.control import ControlServer
     from p4switch.dataplane import Switch
     from p4switch.p4rt import LoadedProgram, P4RuntimeServer

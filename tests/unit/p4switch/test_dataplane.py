@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 from p4switch.dataplane import Switch
-from p4switch.exceptions import UnknownPortError
+from p4switch.exceptions import PortError, UnknownPortError
 from p4switch.pcap import read_pcap
-from p4switch.ports import PACKET_OUTGOING, Port
+from p4switch.ports import PACKET_OUTGOING, Port, open_port
 from p4switch.shaping import ShapeSpec
 
 CPU = 64
@@ -292,9 +292,6 @@ def test_bad_configuration_is_refused(kwargs, error):
 
 
 def test_missing_interface_is_a_port_error():
-    from p4switch.exceptions import PortError
-    from p4switch.ports import open_port
-
     with pytest.raises(PortError, match="does not exist"):
         open_port("p4nosuchif0")
     with pytest.raises(PortError, match="not a valid interface name"):
