@@ -1,4 +1,6 @@
-"""The `innet` command line. Errors become one line on stderr and exit status 2."""
+"""The `innet` command line: the planner's commands here, the runner's and the service's from
+their packages. Every innet error becomes one line on stderr and the exit status its class
+gives (`innet.exceptions`: 2 for bad input, 1 for a failure)."""
 
 from __future__ import annotations
 
@@ -7,33 +9,32 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, cast
 
-from controller.cli_net import SERVICE_COMMANDS, BadInput, NotRunning
-from controller.cli_net import run as run_service_command
-from controller.planner.cost import CostParams, PlanError
-from controller.planner.optimise import DEFAULT_EPSILON, Planner
-from controller.planner.schedule import ScheduleError
-from controller.planner.schedule_file import ScheduleFileError, load_schedule
-from controller.scenario import ScenarioError
-from topo.exceptions import TopologyError, UnitError
+from controller.exceptions import CommandLineError
+from controller.planner.check import check_family
+from controller.planner.cost import CostParams
+from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
+from controller.planner.plot import plot_sweep
+from controller.planner.report import (
+    check_text,
+    plan_json,
+    plan_text,
+    sweep_json,
+    sweep_text,
+    topo_text,
+)
+from controller.planner.schedule_file import load_schedule
+from controller.planner.sweep import memory_points, sweep
+from controller.runner.cli import add_command as add_run_command
+from controller.runner.cli import run as run_experiment
+from controller.service.cli import SERVICE_COMMANDS, add_commands
+from controller.service.cli import run as run_service_command
+from innet.exceptions import InnetError, one_line
 from topo.loader import default_wan, load_wan
 from topo.siteplan import SLOT_BYTES
 from topo.units import format_rate, format_size, parse_rate, parse_size, parse_size_range
 from topo.wan import Wan
-
-USER_ERRORS = (
-    UnitError,
-    TopologyError,
-    ScheduleFileError,
-    ScheduleError,
-    PlanError,
-    ScenarioError,
-)
-
-
-class CliError(Exception):
-    """A problem with what the user asked for; printed as one line."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -93,7 +94,12 @@ def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
 
 def build_parser() -> dict[str, argparse.ArgumentParser]:
     main = Parser(prog="innet", description=__doc__)
-    sub = main.add_subparsers(dest="command", required=True)
+    # the subcommands' parsers are Parsers too; the runner and service packages add theirs
+    # through argparse's own type
+    sub = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        main.add_subparsers(dest="command", required=True),
+    )
     plan = sub.add_parser(
         "plan",
         help="choose a synchronisation schedule",
@@ -128,8 +134,6 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     )
     topo = sub.add_parser("topo", help="show a topology and how well it fits measured RTTs")
     topo.add_argument("topology", nargs="?", type=Path, help="topology YAML (default: nine cities)")
-    from controller.cli_net import add_commands
-    from controller.cli_run import add_command as add_run_command
 
     add_commands(sub)
     add_run_command(sub)
@@ -148,8 +152,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = args.command
     try:
         if command == "topo":
-            from controller.planner.report import topo_text
-
             print(topo_text(_wan(args.topology)))
         elif command == "plan":
             _plan(args)
@@ -160,15 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif command in SERVICE_COMMANDS:
             run_service_command(command, args)
         elif command == "run":
-            from controller.cli_run import run as run_experiment
-
             return run_experiment(args)
-    except (*USER_ERRORS, CliError, BadInput) as err:
-        print(f"innet: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 2
-    except NotRunning as err:
-        print(f"innet: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 1
+    except InnetError as err:
+        print(f"innet: error: {one_line(err)}", file=sys.stderr)
+        return err.exit_status
     return 0
 
 
@@ -182,7 +179,7 @@ def _setup(args: argparse.Namespace, memory: int) -> tuple[Wan, CostParams]:
     if args.wan_bandwidth is not None:
         wan = wan.with_capacity(parse_rate(args.wan_bandwidth))
     if not 0 <= args.epsilon < 1:
-        raise CliError(f"--epsilon must be in [0, 1), got {args.epsilon}")
+        raise CommandLineError(f"--epsilon must be in [0, 1), got {args.epsilon}")
     params = CostParams(
         update_bytes=parse_size(args.update_size),
         memory_bytes=memory,
@@ -195,14 +192,10 @@ def _setup(args: argparse.Namespace, memory: int) -> tuple[Wan, CostParams]:
 
 
 def _plan(args: argparse.Namespace) -> None:
-    from controller.planner.report import plan_json, plan_text
-
     wan, params = _setup(args, parse_size(args.memory))
     planner = Planner(wan)
     if args.schedule is not None:
         schedule = load_schedule(args.schedule, wan)
-        from controller.planner.optimise import Plan
-
         plan = Plan(
             params, args.epsilon, (planner.evaluate(planner.model(params), schedule, args.epsilon),)
         )
@@ -212,13 +205,9 @@ def _plan(args: argparse.Namespace) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> None:
-    from controller.planner.plot import plot_sweep
-    from controller.planner.report import sweep_json, sweep_text
-    from controller.planner.sweep import memory_points, sweep
-
     low, high = parse_size_range(args.memory)
     if args.points < 2:
-        raise CliError(f"--points must be at least 2, got {args.points}")
+        raise CommandLineError(f"--points must be at least 2, got {args.points}")
     wan, params = _setup(args, low)
     planner = Planner(wan)
     result = sweep(
@@ -241,13 +230,10 @@ def _sweep(args: argparse.Namespace) -> None:
 
 
 def _simulate(args: argparse.Namespace) -> None:
-    from controller.planner.check import check_family
-    from controller.planner.report import check_text
-
     if args.chunks < 1:
-        raise CliError(f"--chunks must be at least 1, got {args.chunks}")
+        raise CommandLineError(f"--chunks must be at least 1, got {args.chunks}")
     if args.rate_factor <= 0:
-        raise CliError(f"--rate-factor must be positive, got {args.rate_factor}")
+        raise CommandLineError(f"--rate-factor must be positive, got {args.rate_factor}")
     wan, params = _setup(args, parse_size(args.memory))
     planner = Planner(wan)
     model = planner.model(params)

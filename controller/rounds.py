@@ -1,34 +1,34 @@
-"""What the controller installs for innet.p4, and the driver that plays a schedule's rounds.
+"""What the controller installs for innet.p4, and the driver that installs a schedule's rounds.
 
 The pure part turns (WAN, round, job, round number, hosts) into entries per edge switch, by
 name, following docs/protocol.md and docs/controller.md:
 
-    base = base_plan(wan, Addressing.default(wan.n, hosts_per_island=2))   # once per switch
-    r7 = round_plan(wan, schedule.round_at(7), job=1, number=7, hosts_per_island=2)
+    base = base_entries(wan, Addressing.default(wan.n, hosts_per_island=2))   # once per switch
+    r7 = round_entries(wan, schedule.round_at(7), job=1, number=7, hosts_per_island=2)
     changes = install_changes(r7, present=[base])      # {city: (Change, ...)}
     updates = to_updates(schema, changes[0])           # P4Runtime updates for city 0's edge
 
-Port convention: the edge of city u has ports 1..W for its W hosts, then port W+1+k for the
-link to its k-th neighbour in `wan.neighbours(u)` (ascending city index). The island id in
-innet packets is the city index.
+Ports and addresses are the site plan's (topo/siteplan.py): the edge of city u has ports 1..W
+for its W hosts, then port W+1+k for the link to its k-th neighbour in `wan.neighbours(u)`
+(ascending city index). The island id in innet packets is the city index.
 
 Multicast group ids encode their port set: id = 2 * mask + h, where bit k of mask is the link
 to the k-th neighbour and h = 1 adds every host port (replica id 1; WAN replicas have id 0).
 The island's local group is therefore id 1, and two rounds that replicate to the same ports
-share a group. `RoundDriver` (the impure part) installs, awaits and retires rounds on a Fabric.
+share a group. `RoundDriver` (the impure part) installs and retires rounds on a Fabric; when a
+round is done is the experiment's business (the leaders report it), not the switches'.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from p4.v1 import p4runtime_pb2
 
+from controller.exceptions import RoundEntriesError
 from controller.p4rt.fabric import Fabric
 from controller.p4rt.schema import Lpm, Match, Schema, delete, insert
 from controller.planner.schedule import Round, Schedule
@@ -72,20 +72,6 @@ MEMBERSHIP, TREE = "InnetIngress.membership", "InnetIngress.tree"
 HOST_PORT, IPV4_LPM = "InnetEgress.host_port", "InnetIngress.ipv4_lpm"
 
 
-class RoundPlanError(ValueError):
-    """A round, WAN or addressing that innet.p4 cannot carry."""
-
-
-class RoundTimeout(TimeoutError):
-    """Islands that did not report a round done before the deadline."""
-
-    def __init__(self, number: int, missing: Sequence[int], names: Sequence[str]) -> None:
-        self.number = number
-        self.missing = tuple(missing)
-        who = ", ".join(f"{names[i]} ({i})" for i in missing)
-        super().__init__(f"round {number}: no done report before the deadline from {who}")
-
-
 # --- entries by name ---------------------------------------------------------------------------
 
 
@@ -119,7 +105,7 @@ class Change:
     item: TableWrite | GroupWrite
 
 
-Plan = Mapping[int, SwitchEntries]  # city index -> what its edge holds
+Entries = Mapping[int, SwitchEntries]  # city index -> what its edge holds
 
 
 # --- addresses and ports -----------------------------------------------------------------------
@@ -144,7 +130,7 @@ class Addressing:
     def default(cls, n: int, hosts_per_island: int) -> Addressing:
         """The site plan's addresses (topo/siteplan.py) for n islands of `hosts_per_island`."""
         if not 1 <= hosts_per_island <= MAX_HOSTS_PER_ISLAND or not 1 <= n <= MAX_SITES:
-            raise RoundPlanError(f"no default addressing for {n} islands of {hosts_per_island}")
+            raise RoundEntriesError(f"no default addressing for {n} islands of {hosts_per_island}")
         hosts = tuple(
             tuple(HostAddress(host_mac(i, k), host_ip(i, k))
                   for k in range(1, hosts_per_island + 1))
@@ -161,7 +147,7 @@ class Addressing:
     def hosts_per_island(self) -> int:
         sizes = {len(h) for h in self.hosts}
         if len(sizes) != 1:
-            raise RoundPlanError(f"islands have different numbers of hosts: {sorted(sizes)}")
+            raise RoundEntriesError(f"islands have different numbers of hosts: {sorted(sizes)}")
         return sizes.pop()
 
 
@@ -169,7 +155,7 @@ def group_id(wan: Wan, u: int, children: Iterable[int], with_hosts: bool) -> int
     """The multicast group of u's edge replicating to these neighbours (and its hosts)."""
     neighbours = wan.neighbours(u)
     if len(neighbours) > MAX_NEIGHBOURS:
-        raise RoundPlanError(
+        raise RoundEntriesError(
             f"{wan.names[u]} has {len(neighbours)} links; group ids encode at most {MAX_NEIGHBOURS}"
         )
     mask = sum(1 << neighbours.index(v) for v in set(children))
@@ -189,12 +175,14 @@ def group_entry(wan: Wan, u: int, gid: int, hosts_per_island: int) -> GroupWrite
 # --- plans -------------------------------------------------------------------------------------
 
 
-def base_plan(wan: Wan, addressing: Addressing) -> dict[int, SwitchEntries]:
+def base_entries(wan: Wan, addressing: Addressing) -> dict[int, SwitchEntries]:
     """Once per edge: host_port per host, the local group, IPv4 routes to every island."""
     if len(addressing.hosts) != wan.n:
-        raise RoundPlanError(f"addressing covers {len(addressing.hosts)} islands, WAN has {wan.n}")
+        raise RoundEntriesError(
+            f"addressing covers {len(addressing.hosts)} islands, WAN has {wan.n}"
+        )
     w = addressing.hosts_per_island
-    plan = {}
+    entries = {}
     for u in range(wan.n):
         tables = [
             TableWrite(HOST_PORT, (("standard_metadata.egress_port", port),), "InnetEgress.to_host",
@@ -210,8 +198,8 @@ def base_plan(wan: Wan, addressing: Addressing) -> dict[int, SwitchEntries]:
                 tables.append(
                     _route(Lpm(prefix, length), wan_port(wan, u, hop, w), addressing.edge_macs[hop])
                 )
-        plan[u] = SwitchEntries(tuple(tables), (group_entry(wan, u, LOCAL_GRP, w),))
-    return plan
+        entries[u] = SwitchEntries(tuple(tables), (group_entry(wan, u, LOCAL_GRP, w),))
+    return entries
 
 
 def _route(prefix: Lpm, port: int, dmac: str) -> TableWrite:
@@ -219,16 +207,16 @@ def _route(prefix: Lpm, port: int, dmac: str) -> TableWrite:
                       (("port", port), ("dmac", dmac)))  # fmt: skip
 
 
-def round_plan(
+def round_entries(
     wan: Wan, rnd: Round, *, job: int, number: int, hosts_per_island: int
 ) -> dict[int, SwitchEntries]:
     """Membership, transit and tree entries of one round, with the groups they use, per edge."""
     if wan.n > MAX_ISLANDS:
-        raise RoundPlanError(f"innet carries at most {MAX_ISLANDS} islands, the WAN has {wan.n}")
+        raise RoundEntriesError(f"innet carries at most {MAX_ISLANDS} islands, the WAN has {wan.n}")
     if not 0 <= job < 1 << 16 or not 0 <= number < 1 << 16:
-        raise RoundPlanError(f"job {job} and round {number} must fit in 16 bits")
+        raise RoundEntriesError(f"job {job} and round {number} must fit in 16 bits")
     if len(rnd.groups) > 256:
-        raise RoundPlanError(f"a round has at most 256 groups, this one {len(rnd.groups)}")
+        raise RoundEntriesError(f"a round has at most 256 groups, this one {len(rnd.groups)}")
     rnd.check(wan.n)
     tables: dict[int, list[TableWrite]] = {}
     groups: dict[int, dict[int, GroupWrite]] = {}
@@ -258,9 +246,9 @@ def round_plan(
                 local = group_id(wan, u, children[u], with_hosts=True) if u in members else wan_grp
                 for gid in {wan_grp, local}:
                     groups.setdefault(u, {})[gid] = group_entry(wan, u, gid, hosts_per_island)
-                params = (("wan_grp", wan_grp), ("wan_local_grp", local))
+                replicate = (("wan_grp", wan_grp), ("wan_local_grp", local))
                 entry = TableWrite(TREE, (*key, ("hdr.innet.src", src)), "InnetIngress.replicate",
-                                   params)  # fmt: skip
+                                   replicate)  # fmt: skip
                 tables.setdefault(u, []).append(entry)
     return {
         u: SwitchEntries(tuple(tables[u]), tuple(sorted(groups.get(u, {}).values(),
@@ -269,31 +257,32 @@ def round_plan(
     }  # fmt: skip
 
 
-def _groups_of(plans: Iterable[Plan], u: int) -> set[int]:
-    return {e.group_id for plan in plans if u in plan for e in plan[u].groups}
+def _groups_of(tables: Iterable[Entries], u: int) -> set[int]:
+    return {e.group_id for entries in tables if u in entries for e in entries[u].groups}
 
 
-def install_changes(plan: Plan, present: Iterable[Plan] = ()) -> dict[int, tuple[Change, ...]]:
-    """Inserts putting `plan` on top of the installed plans: new groups first, then tables."""
+Changes = dict[int, tuple[Change, ...]]  # city index -> changes of its edge, in order
+
+
+def install_changes(entries: Entries, present: Iterable[Entries] = ()) -> Changes:
+    """Inserts putting `entries` on top of the installed ones: new groups first, then tables."""
     present = list(present)
     out = {}
-    for u, entries in plan.items():
+    for u, edge in entries.items():
         have = _groups_of(present, u)
-        new_groups = [Change("insert", g) for g in entries.groups if g.group_id not in have]
-        out[u] = (*new_groups, *(Change("insert", t) for t in entries.tables))
+        new_groups = [Change("insert", g) for g in edge.groups if g.group_id not in have]
+        out[u] = (*new_groups, *(Change("insert", t) for t in edge.tables))
     return out
 
 
-def retire_changes(plan: Plan, remaining: Iterable[Plan] = ()) -> dict[int, tuple[Change, ...]]:
-    """Deletes removing `plan`: its tables first, then the groups no remaining plan uses."""
+def retire_changes(entries: Entries, remaining: Iterable[Entries] = ()) -> Changes:
+    """Deletes removing `entries`: its tables first, then the groups no remaining round uses."""
     remaining = list(remaining)
     out = {}
-    for u, entries in plan.items():
+    for u, edge in entries.items():
         keep = _groups_of(remaining, u)
-        old_groups = [
-            Change("delete", g) for g in reversed(entries.groups) if g.group_id not in keep
-        ]
-        out[u] = (*(Change("delete", t) for t in reversed(entries.tables)), *old_groups)
+        old_groups = [Change("delete", g) for g in reversed(edge.groups) if g.group_id not in keep]
+        out[u] = (*(Change("delete", t) for t in reversed(edge.tables)), *old_groups)
     return out
 
 
@@ -318,7 +307,7 @@ def to_updates(schema: Schema, changes: Iterable[Change]) -> list[p4runtime_pb2.
 
 
 class RoundDriver:
-    """Installs a schedule's rounds on a Fabric, collects done reports, retires rounds.
+    """Installs a schedule's rounds on a Fabric and retires them.
 
     Round `number` plays `schedule.round_at(number)`; innet packets carry `number % 2**16`.
     `switches[u]` is the fabric's name for city u's edge (default: the fabric's order).
@@ -335,16 +324,14 @@ class RoundDriver:
         switches: Sequence[str] | None = None,
     ) -> None:
         if schedule.n != wan.n:
-            raise RoundPlanError(f"the schedule has {schedule.n} islands, the WAN {wan.n}")
+            raise RoundEntriesError(f"the schedule has {schedule.n} islands, the WAN {wan.n}")
         self.fabric, self.wan, self.schedule, self.job = fabric, wan, schedule, job
         self.addressing = addressing
         self.switches = tuple(switches) if switches is not None else fabric.names
         if len(self.switches) != wan.n:
-            raise RoundPlanError(f"{len(self.switches)} switch names for {wan.n} cities")
+            raise RoundEntriesError(f"{len(self.switches)} switch names for {wan.n} cities")
         self._base: dict[int, SwitchEntries] | None = None
         self._installed: dict[int, dict[int, SwitchEntries]] = {}
-        self._done: dict[int, set[int]] = {}
-        self._cond = threading.Condition()
 
     @property
     def installed(self) -> tuple[int, ...]:
@@ -360,7 +347,7 @@ class RoundDriver:
         """Install the once-per-switch entries (host ports, local group, routes)."""
         if self._base is not None:
             return
-        base = base_plan(self.wan, self.addressing)
+        base = base_entries(self.wan, self.addressing)
         self._apply(install_changes(base))
         self._base = base
 
@@ -371,45 +358,26 @@ class RoundDriver:
         wire = number % (1 << 16)
         clash = [n for n in self._installed if n % (1 << 16) == wire]
         if clash:
-            raise RoundPlanError(f"round {number} would reuse the keys of installed round {clash}")
+            raise RoundEntriesError(
+                f"round {number} would reuse the keys of installed round {clash}"
+            )
         rnd = self.schedule.round_at(number)
-        plan = round_plan(self.wan, rnd, job=self.job, number=wire,
+        entries = round_entries(self.wan, rnd, job=self.job, number=wire,
                           hosts_per_island=self.addressing.hosts_per_island)  # fmt: skip
-        self._apply(install_changes(plan, [self._base, *self._installed.values()]))
-        self._installed[number] = plan
+        self._apply(install_changes(entries, [self._base, *self._installed.values()]))
+        self._installed[number] = entries
         log.info("round %d installed: groups %s", number, rnd.groups)
         return rnd
-
-    def report_done(self, island: int, number: int) -> None:
-        """A leader says its island finished round `number` (any thread)."""
-        with self._cond:
-            self._done.setdefault(number, set()).add(island)
-            self._cond.notify_all()
-
-    def wait_done(
-        self, number: int, deadline: float, expected: Iterable[int] | None = None
-    ) -> None:
-        """Block until every island (or `expected`) reported `number` done, or RoundTimeout.
-
-        `deadline` is an absolute time.monotonic() value."""
-        want = set(range(self.wan.n) if expected is None else expected)
-        with self._cond:
-            while not want <= self._done.get(number, set()):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    missing = sorted(want - self._done.get(number, set()))
-                    raise RoundTimeout(number, missing, self.wan.names)
-                self._cond.wait(left)
 
     def retire(self, number: int) -> None:
         """Delete round `number`'s entries and the groups no other installed round uses."""
         if number not in self._installed:
-            raise RoundPlanError(f"round {number} is not installed (installed: {self.installed})")
-        plan = self._installed[number]
+            raise RoundEntriesError(
+                f"round {number} is not installed (installed: {self.installed})"
+            )
+        entries = self._installed[number]
         others = [p for n, p in self._installed.items() if n != number]
         assert self._base is not None
-        self._apply(retire_changes(plan, [self._base, *others]))
+        self._apply(retire_changes(entries, [self._base, *others]))
         del self._installed[number]
-        with self._cond:
-            self._done.pop(number, None)
         log.info("round %d retired", number)

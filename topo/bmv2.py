@@ -17,13 +17,15 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from topo.exceptions import Bmv2Error, SwitchStartError
-from topo.p4node import P4Switch
+from p4switch.p4info_diff import load as load_p4info
+from topo.exceptions import Bmv2Error, SwitchControlError, SwitchStartError
+from topo.p4node import P4Switch, PortCounters, SwitchPipeline
 
 SIMPLE_SWITCH = "simple_switch_grpc"
 P4C = "p4c-bm2-ss"
 CPU_PORT = 255
 THRIFT_BASE_PORT = 9090
+KERNEL_COUNTERS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes")
 
 
 def missing_tools() -> list[str]:
@@ -89,7 +91,29 @@ class Bmv2Switch(P4Switch):
     ) -> None:
         super().__init__(name, **params)  # type: ignore[arg-type]
         self.thrift_port, self.cpu_port, self.log_console = thrift_port, cpu_port, log_console
-        self.control_path = None  # type: ignore[assignment]
+
+    def pipeline(self, build_dir: Path) -> SwitchPipeline:
+        """p4c's BMv2 JSON and P4Info for this switch's defines, compiled into `build_dir`."""
+        compiled = compile_bmv2(self.program, build_dir, self.defines)
+        return SwitchPipeline(load_p4info(compiled.p4info), compiled.json.read_bytes())
+
+    def port_counters(self, reset_peaks: bool = False) -> PortCounters:
+        """The kernel's counters of the switch's interfaces (BMv2 has no control channel);
+        there is no processing-lag reading, so `reset_peaks` has nothing to restart."""
+        counters: PortCounters = {}
+        for port, name in self.port_interfaces().items():
+            stats = Path("/sys/class/net", name, "statistics")
+            try:
+                counters[port] = {
+                    "interface": name,
+                    **{k: int((stats / k).read_text()) for k in KERNEL_COUNTERS},
+                }
+            except (OSError, ValueError) as err:
+                raise SwitchControlError(f"{self.name}: {name}: {err}") from err
+        return counters
+
+    def control_alive(self) -> bool | None:
+        return None
 
     def command(self) -> list[str]:
         return bmv2_command(self.port_interfaces(), self.grpc_addr, self.device_id,

@@ -55,6 +55,10 @@ class NetworkBuildError(InnetError):
     way, a missing tool)."""
 
 
+class SwitchControlError(InnetError):
+    """A switch whose counters cannot be read (it is dead, restarting, or its channel is gone)."""
+
+
 class SwitchStartError(InnetError):
     """A switch process that could not start, exited early, or did not become ready."""
 

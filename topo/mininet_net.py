@@ -1,6 +1,6 @@
 """The Mininet testbed: one p4switch edge per city, W hosts behind each, WAN links between edges.
 
-    with build_network(default_wan(), hosts_per_city=2, workdir=Path("/tmp/run")) as net:
+    with build_network(NetworkSpec(default_wan(), hosts_per_city=2), Path("/tmp/run")) as net:
         net.hosts[0][0].cmd("ping -c1 10.0.3.1")      # city 0's leader pings city 3's
         net.grpc_addresses[3]                          # "127.0.0.1:50003": city 3's edge
 
@@ -25,57 +25,39 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from mininet.cli import CLI
 from mininet.link import Link, TCLink
+from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host
 
+from innet.paths import INNET_P4
 from topo.bmv2 import THRIFT_BASE_PORT, Bmv2Switch, missing_tools
-from topo.exceptions import NetworkBuildError, SwitchStartError
-from topo.p4node import IFNAMSIZ, P4Switch
+from topo.exceptions import NetworkBuildError, ShapingError, SwitchStartError, TopologyError
+from topo.loader import default_wan, load_wan
+from topo.mininet_hosts import (
+    HostSpec,
+    check_names,
+    configure_host,
+    existing_interfaces,
+    host_specs,
+    switch_name,
+)
+from topo.p4node import P4Switch, PortCounters, SwitchPipeline, wait_all_ready
 from topo.shaping import ShapingMode, choose_shaping, kernel_link_params, switch_shape
 from topo.siteplan import (
     GRPC_BASE_PORT,
+    ISLAND_PREFIX_LENGTH,
     MAX_HOSTS_PER_ISLAND,
     MAX_SITES,
-    SUPERNET,
+    TARGETS,
     device_id,
-    gateway_ip,
-    gateway_mac,
     grpc_address,
-    host_ip,
-    host_mac,
-    host_ports,
     wan_ports,
 )
 from topo.wan import Wan
 
 log = logging.getLogger(__name__)
-
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_PROGRAM = REPO / "p4src" / "innet.p4"
-TARGETS = ("p4switch", "bmv2")
-
-
-@dataclass(frozen=True)
-class HostSpec:
-    """One emulated host: Mininet name, switch port, addresses."""
-
-    name: str
-    port: int
-    ip: str
-    mac: str
-
-
-def host_specs(city: int, hosts_per_city: int, prefix: str = "") -> tuple[HostSpec, ...]:
-    """City `city`'s hosts in port order; host 1 is the island's leader."""
-    return tuple(
-        HostSpec(f"{prefix}h{city}_{k}", port, host_ip(city, k), host_mac(city, k))
-        for k, port in enumerate(host_ports(hosts_per_city), start=1)
-    )
-
-
-def switch_name(city: int, prefix: str = "") -> str:
-    return f"{prefix}s{city}"
 
 
 @dataclass
@@ -91,6 +73,7 @@ class TestbedNet:
     shaping: ShapingMode
     scale: float
     workdir: Path
+    target: str = "p4switch"
     stopped: bool = False
 
     @property
@@ -107,6 +90,43 @@ class TestbedNet:
 
     def leader(self, city: int) -> Host:
         return self.hosts[city][0]
+
+    # --- what the controller cannot ask over P4Runtime ----------------------------------------
+
+    def pipeline(self) -> SwitchPipeline:
+        """The program every edge runs, as the controller pushes it (the same for all edges)."""
+        return self.switches[0].pipeline(self.workdir / "build")
+
+    def port_counters(self, city: int, reset_peaks: bool = False) -> PortCounters:
+        """City `city`'s edge: its port counters (SwitchControlError when it cannot be read)."""
+        return self.switches[city].port_counters(reset_peaks)
+
+    def control_alive(self, city: int) -> bool | None:
+        """Whether city `city`'s edge answers on its control channel (None: it has none)."""
+        return self.switches[city].control_alive()
+
+    def process_alive(self, city: int) -> bool:
+        proc = self.switches[city].process
+        return proc is not None and proc.poll() is None
+
+    def restart(self, city: int, deadline: float) -> None:
+        """Start city `city`'s switch process again (if it has exited) and wait until it is
+        ready or `deadline` (time.monotonic()) passes."""
+        switch = self.switches[city]
+        switch.start([])  # starts a new process only when the old one has exited
+        wait_all_ready([switch], deadline)
+        log.info("switch %s restarted as PID %s", switch.name, switch.switch_pid)
+
+    def processes(self) -> list[tuple[str, int]]:
+        """(role, PID) of every process this network started: switches, then host shells."""
+        started = [(f"{self.target} {sw.name}", pid)
+                   for sw in self.switches if (pid := sw.switch_pid) is not None]  # fmt: skip
+        started += [(f"host {h.name}", h.pid) for hosts in self.hosts for h in hosts]
+        return started
+
+    def interfaces(self) -> list[str]:
+        """Every root-namespace interface this network created (the switches' ports)."""
+        return sorted(i.name for sw in self.switches for i in sw.intfList() if i.name != "lo")
 
     def stop(self) -> None:
         """Stop the p4switch processes this testbed started, then Mininet (idempotent)."""
@@ -129,93 +149,76 @@ class TestbedNet:
         self.stop()
 
 
-def _check_names(wan: Wan, hosts_per_city: int, prefix: str) -> list[str]:
-    """Every root-namespace interface name the testbed will create; raise if one is too long."""
-    names = []
-    for u in range(wan.n):
-        last_port = hosts_per_city + len(wan.neighbours(u))
-        names += [f"{switch_name(u, prefix)}-eth{p}" for p in range(1, last_port + 1)]
-        host_if = f"{host_specs(u, hosts_per_city, prefix)[-1].name}-eth0"
-        if len(host_if) > IFNAMSIZ:
-            raise NetworkBuildError(f"host interface name {host_if!r} is longer than {IFNAMSIZ}")
-    too_long = [n for n in names if len(n) > IFNAMSIZ]
-    if too_long:
-        raise NetworkBuildError(
-            f"interface names longer than {IFNAMSIZ} characters: {too_long[:3]}; "
-            "use a shorter name prefix or fewer hosts per city"
-        )
-    return names
+@dataclass(frozen=True, slots=True)
+class NetworkSpec:
+    """The emulated network as data; `build_network` builds it.
 
-
-def _existing_interfaces(names: Sequence[str]) -> list[str]:
-    return [n for n in names if Path("/sys/class/net", n).exists()]
-
-
-def _run_in(host: Host, argv: list[str]) -> None:
-    """Run a command in a host's namespace (an argument list); raise with its stderr on failure."""
-    _out, err, code = host.pexec(argv)
-    if code != 0:
-        raise NetworkBuildError(f"{host.name}: {' '.join(argv)} failed ({code}): {err.strip()}")
-
-
-def _configure_host(host: Host, city: int, island: Sequence[HostSpec], me: HostSpec) -> None:
-    dev = host.defaultIntf().name
-    gw_ip, gw_mac = gateway_ip(city), gateway_mac(city)
-    _run_in(host, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
-    _run_in(host, ["ethtool", "-K", dev, "tx", "off", "rx", "off"])
-    neighbours = [(gw_ip, gw_mac)] + [(h.ip, h.mac) for h in island if h != me]
-    for ip, mac in neighbours:
-        _run_in(host, ["ip", "neigh", "replace", ip, "lladdr", mac, "dev", dev, "nud", "permanent"])
-    _run_in(host, ["ip", "route", "replace", SUPERNET, "via", gw_ip, "dev", dev])
-
-
-def build_network(
-    wan: Wan,
-    hosts_per_city: int,
-    workdir: Path,
-    program: Path = DEFAULT_PROGRAM,
-    slots: int | None = None,
-    scale: float = 1.0,
-    shaping: str = "auto",
-    *,
-    name_prefix: str = "",
-    grpc_base_port: int = GRPC_BASE_PORT,
-    startup_timeout: float = 90.0,
-    target: str = "p4switch",
-    log_console: bool = False,
-    loss: float = 0.0,
-) -> TestbedNet:
-    """Build and start the testbed: Mininet (controller=None), one P4Switch per city.
-
-    `slots` is passed to the program as `-D SLOTS=..` (the caller divides real aggregator
-    memory by `scale`); link rates are capacities divided by `scale`, delays are kept.
-    `shaping` is `auto`, `kernel` or `switch` (see topo/shaping.py); the mode used is
-    `TestbedNet.shaping`. City u's edge has device id u + 1 and P4Runtime at
-    127.0.0.1:(grpc_base_port + u).
-
-    `loss` makes every WAN link lose that share of its frames, each way, at random.
-    `target` `bmv2` runs each edge on simple_switch_grpc instead (topo/bmv2.py): no program at
-    start (the controller pushes p4c's JSON), links shaped by the kernel only, BMv2's console
-    log only with `log_console`.
+    `slots` is innet.p4's SLOTS (`-D SLOTS=..`: the slot pool per bank, at emulation scale);
+    link rates are capacities divided by `scale`, delays are kept. `shaping` is `auto`,
+    `kernel` or `switch` (topo/shaping.py). `loss` makes every WAN link lose that share of its
+    frames, each way, at random. `target` `bmv2` runs each edge on simple_switch_grpc instead
+    (topo/bmv2.py): no program at start (the controller pushes p4c's JSON), links shaped by the
+    kernel only, BMv2's console log only with `log_console`. City u's edge has device id u + 1
+    and P4Runtime at 127.0.0.1:(grpc_base_port + u) (the site plan).
     """
-    if target not in TARGETS:
-        raise NetworkBuildError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
-    if not 1 <= hosts_per_city <= MAX_HOSTS_PER_ISLAND or wan.n > MAX_SITES:
-        raise NetworkBuildError(f"no addressing for {wan.n} cities of {hosts_per_city} hosts")
-    if not scale > 0:
-        raise NetworkBuildError(f"scale must be positive, got {scale!r}")
-    if target == "bmv2":
-        missing = missing_tools()
-        if missing:
+
+    wan: Wan
+    hosts_per_city: int
+    slots: int | None = None  # None: the program's own default
+    scale: float = 1.0
+    shaping: str = "auto"
+    program: Path = INNET_P4
+    target: str = "p4switch"
+    grpc_base_port: int = GRPC_BASE_PORT
+    loss: float = 0.0
+    log_console: bool = False
+    name_prefix: str = ""
+    startup_timeout: float = 90.0
+
+    def __post_init__(self) -> None:
+        if self.target not in TARGETS:
+            raise NetworkBuildError(f"unknown target {self.target!r}; known: {', '.join(TARGETS)}")
+        if not 1 <= self.hosts_per_city <= MAX_HOSTS_PER_ISLAND or self.wan.n > MAX_SITES:
             raise NetworkBuildError(
-                f"the bmv2 target needs {', '.join(missing)} (the VM has them: vagrant up)"
+                f"no addressing for {self.wan.n} cities of {self.hosts_per_city} hosts"
             )
-        if shaping == "switch":
+        if not self.scale > 0:
+            raise NetworkBuildError(f"scale must be positive, got {self.scale!r}")
+        if self.target == "bmv2" and self.shaping == "switch":
             raise NetworkBuildError("BMv2 cannot shape its ports: use --shaping kernel (netem)")
-        shaping = "kernel"
-    mode = choose_shaping(shaping)
-    names = _check_names(wan, hosts_per_city, name_prefix)
-    in_the_way = _existing_interfaces(names)
+
+    def shaping_mode(self) -> ShapingMode:
+        """Who shapes WAN links here: BMv2 needs the kernel; p4switch takes what works."""
+        if self.target == "bmv2":
+            missing = missing_tools()
+            if missing:
+                raise NetworkBuildError(
+                    f"the bmv2 target needs {', '.join(missing)} (the VM has them: vagrant up)"
+                )
+            return choose_shaping("kernel")
+        return choose_shaping(self.shaping)
+
+    def switch_shapes(self, mode: ShapingMode) -> list[dict[int, str]]:
+        """Per city: WAN port -> the egress shape its switch applies (none: kernel shaping)."""
+        wan, w = self.wan, self.hosts_per_city
+        shapes: list[dict[int, str]] = [{} for _ in range(wan.n)]
+        if mode == "switch":
+            for link in wan.links:
+                u, v = wan.index(link.a), wan.index(link.b)
+                shapes[u][wan_ports(wan, u, w)[v]] = switch_shape(link, self.scale, self.loss)
+                shapes[v][wan_ports(wan, v, w)[u]] = switch_shape(link, self.scale, self.loss)
+        return shapes
+
+    def hosts(self, city: int) -> tuple[HostSpec, ...]:
+        return host_specs(city, self.hosts_per_city, self.name_prefix)
+
+
+def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
+    """Build and start the network: Mininet (controller=None), one switch process per city."""
+    wan = spec.wan
+    mode = spec.shaping_mode()
+    names = check_names(wan, spec.hosts_per_city, spec.name_prefix)
+    in_the_way = existing_interfaces(names)
     if in_the_way:
         raise NetworkBuildError(
             f"interfaces {in_the_way[:5]} already exist in the root namespace (another testbed, "
@@ -224,67 +227,74 @@ def build_network(
         )
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    defines = {"SLOTS": str(slots)} if slots is not None else {}
-    shapes: list[dict[int, str]] = [{} for _ in range(wan.n)]
-    if mode == "switch":
-        for link in wan.links:
-            u, v = wan.index(link.a), wan.index(link.b)
-            shapes[u][wan_ports(wan, u, hosts_per_city)[v]] = switch_shape(link, scale, loss)
-            shapes[v][wan_ports(wan, v, hosts_per_city)[u]] = switch_shape(link, scale, loss)
-
+    shapes = spec.switch_shapes(mode)
     net = Mininet(topo=None, controller=None, switch=P4Switch, host=Host, link=Link,
                   build=False, autoSetMacs=False, autoStaticArp=False)  # fmt: skip
     started = time.monotonic()
     try:
-        switches: list[P4Switch] = []
-        hosts: list[tuple[Host, ...]] = []
-        for u in range(wan.n):
-            extra: dict[str, object] = {}
-            cls: type[P4Switch] = P4Switch
-            if target == "bmv2":
-                cls = Bmv2Switch
-                extra = {"thrift_port": THRIFT_BASE_PORT + u, "log_console": log_console}
-            switch = net.addSwitch(
-                switch_name(u, name_prefix), cls=cls, dpid=f"{u + 1:x}",
-                program=Path(program).resolve(), rundir=workdir,
-                grpc_addr=grpc_address(u, grpc_base_port), device_id=device_id(u),
-                defines=defines, shapes=shapes[u], startup_timeout=startup_timeout, **extra,
-            )  # fmt: skip
-            switches.append(switch)
-        for u in range(wan.n):
-            island = host_specs(u, hosts_per_city, name_prefix)
-            city_hosts = []
-            for spec in island:  # host k on port k
-                host = net.addHost(spec.name, ip=f"{spec.ip}/24", mac=spec.mac)
-                net.addLink(host, switches[u], port1=0, port2=spec.port, cls=Link)
-                city_hosts.append(host)
-            hosts.append(tuple(city_hosts))
-        # ascending u, then ascending neighbour v > u: each edge meets its links in neighbour
-        # order, so Mininet's own numbering agrees with the explicit W+1+k ports
-        for u in range(wan.n):
-            for v in wan.neighbours(u):
-                if v < u:
-                    continue
-                link = wan.link(u, v)
-                params = kernel_link_params(link, scale, loss) if mode == "kernel" else {}
-                net.addLink(switches[u], switches[v], cls=TCLink if mode == "kernel" else Link,
-                            port1=wan_ports(wan, u, hosts_per_city)[v],
-                            port2=wan_ports(wan, v, hosts_per_city)[u], **params)  # fmt: skip
+        switches = [_add_switch(net, spec, u, workdir, shapes[u]) for u in range(wan.n)]
+        hosts = [_add_hosts(net, spec, u, switches[u]) for u in range(wan.n)]
+        _add_wan_links(net, spec, mode, switches)
         net.build()
         for u, city_hosts in enumerate(hosts):
-            island = host_specs(u, hosts_per_city, name_prefix)
-            for host, spec in zip(city_hosts, island, strict=True):
-                _configure_host(host, u, island, spec)
-        net.start()  # starts every p4switch, then P4Switch.batchStartup waits for them all
+            island = spec.hosts(u)
+            for host, me in zip(city_hosts, island, strict=True):
+                configure_host(host, u, island, me)
+        net.start()  # starts every switch, then P4Switch.batchStartup waits for them all
     except BaseException:
         for sw in net.switches:
             sw.stop_process()
         net.stop()
         raise
-    testbed = TestbedNet(wan, net, tuple(hosts), tuple(switches), mode, scale, workdir)
+    testbed = TestbedNet(wan, net, tuple(hosts), tuple(switches), mode, spec.scale, workdir,
+                         spec.target)  # fmt: skip
     log.info("testbed up in %.1f s: %d cities x %d hosts, %s shaping, scale %g",
-             time.monotonic() - started, wan.n, hosts_per_city, mode, scale)  # fmt: skip
+             time.monotonic() - started, wan.n, spec.hosts_per_city, mode, spec.scale)  # fmt: skip
     return testbed
+
+
+def _add_switch(
+    net: Mininet, spec: NetworkSpec, u: int, workdir: Path, shapes: dict[int, str]
+) -> P4Switch:
+    extra: dict[str, object] = {}
+    cls: type[P4Switch] = P4Switch
+    if spec.target == "bmv2":
+        cls = Bmv2Switch
+        extra = {"thrift_port": THRIFT_BASE_PORT + u, "log_console": spec.log_console}
+    defines = {"SLOTS": str(spec.slots)} if spec.slots is not None else {}
+    switch: P4Switch = net.addSwitch(
+        switch_name(u, spec.name_prefix), cls=cls, dpid=f"{u + 1:x}",
+        program=Path(spec.program).resolve(), rundir=workdir,
+        grpc_addr=grpc_address(u, spec.grpc_base_port), device_id=device_id(u),
+        defines=defines, shapes=shapes, startup_timeout=spec.startup_timeout, **extra,
+    )  # fmt: skip
+    return switch
+
+
+def _add_hosts(net: Mininet, spec: NetworkSpec, u: int, switch: P4Switch) -> tuple[Host, ...]:
+    hosts = []
+    for me in spec.hosts(u):  # host k on port k
+        host = net.addHost(me.name, ip=f"{me.ip}/{ISLAND_PREFIX_LENGTH}", mac=me.mac)
+        net.addLink(host, switch, port1=0, port2=me.port, cls=Link)
+        hosts.append(host)
+    return tuple(hosts)
+
+
+def _add_wan_links(
+    net: Mininet, spec: NetworkSpec, mode: ShapingMode, switches: Sequence[P4Switch]
+) -> None:
+    """Ascending u, then ascending neighbour v > u: each edge meets its links in neighbour
+    order, so Mininet's own numbering agrees with the explicit W+1+k ports."""
+    wan, w = spec.wan, spec.hosts_per_city
+    for u in range(wan.n):
+        for v in wan.neighbours(u):
+            if v < u:
+                continue
+            link = wan.link(u, v)
+            params = kernel_link_params(link, spec.scale, spec.loss) if mode == "kernel" else {}
+            net.addLink(switches[u], switches[v], cls=TCLink if mode == "kernel" else Link,
+                        port1=wan_ports(wan, u, w)[v], port2=wan_ports(wan, v, w)[u],
+                        **params)  # fmt: skip
 
 
 # --- the script --------------------------------------------------------------------------------
@@ -303,7 +313,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--scale", type=float, default=1.0,
                         help="emulation scale: link rates are divided by it")  # fmt: skip
     parser.add_argument("--slots", type=int, default=None, help="SLOTS for innet.p4")
-    parser.add_argument("--program", type=Path, default=DEFAULT_PROGRAM, help="P4 program")
+    parser.add_argument("--program", type=Path, default=INNET_P4, help="P4 program")
     parser.add_argument("--shaping", choices=("auto", "kernel", "switch"), default="auto")
     parser.add_argument(
         "--target",
@@ -324,18 +334,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    from mininet.cli import CLI
-    from mininet.log import setLogLevel
-
-    from topo.exceptions import ShapingError, TopologyError
-    from topo.loader import default_wan, load_wan
-
     setLogLevel("info")
     try:
         wan = default_wan() if args.topology is None else load_wan(args.topology)
-        net = build_network(wan, args.hosts, args.workdir, program=args.program,
-                            slots=args.slots, scale=args.scale, shaping=args.shaping,
-                            target=args.target, log_console=args.log_console)  # fmt: skip
+        spec = NetworkSpec(wan, args.hosts, slots=args.slots, scale=args.scale,
+                           shaping=args.shaping, program=args.program, target=args.target,
+                           log_console=args.log_console)  # fmt: skip
+        net = build_network(spec, args.workdir)
     except (NetworkBuildError, ShapingError, SwitchStartError, TopologyError, OSError) as err:
         print(f"topo.mininet_net: error: {err}", file=sys.stderr)
         return 2

@@ -7,7 +7,10 @@ address every controller in the root namespace reaches. Each switch has a contro
 log file in the run directory it is given.
 
 The node remembers the one process it started and stops exactly that one (SIGTERM, then SIGKILL
-after a grace period); nothing is ever looked up or killed by name.
+after a grace period); nothing is ever looked up or killed by name. What the controller cannot
+ask over P4Runtime (port counters, processing lag, whether the process answers) it gets from the
+node (`port_counters`, `control_alive`), which asks p4switch's control channel; the pipeline the
+controller pushes comes from `pipeline()`.
 """
 
 from __future__ import annotations
@@ -21,11 +24,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from mininet.node import Switch
+from p4.config.v1 import p4info_pb2
 
-from topo.exceptions import SwitchStartError
+from innet.jsontypes import JSONObject
+from p4switch.control import control_request
+from p4switch.exceptions import ControlError
+from p4switch.program import compile_file
+from topo.exceptions import SwitchControlError, SwitchStartError
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +42,19 @@ STOP_GRACE_S = 5.0
 STARTUP_TIMEOUT_S = 60.0
 UNIX_PATH_MAX = 107  # sun_path holds 108 bytes, the last one a NUL
 IFNAMSIZ = 15
+
+
+# port -> what the switch counts there, as it reports it (interface, rx/tx packets and bytes,
+# drops, lateness_max_s, ...; docs/p4switch-process.md)
+PortCounters = dict[int, JSONObject]
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchPipeline:
+    """What a controller's SetForwardingPipelineConfig carries to a switch of this kind."""
+
+    p4info: p4info_pb2.P4Info
+    device_config: bytes  # p4switch: the P4 source; BMv2: p4c's JSON
 
 
 def _log_tail(path: Path, lines: int = 20) -> str:
@@ -56,7 +78,7 @@ def control_ping(path: Path, timeout: float = 1.0) -> bool:
     return isinstance(reply, dict) and reply.get("ok") is True
 
 
-class P4Switch(Switch):
+class P4Switch(Switch):  # type: ignore[misc]  # Mininet has no type information
     """Mininet switch backed by one p4switch process.
 
     Parameters (given to `Mininet.addSwitch`): `program` (P4 source), `rundir` (control socket
@@ -100,6 +122,32 @@ class P4Switch(Switch):
     def port_interfaces(self) -> dict[int, str]:
         """Switch port number -> interface name (port 0, Mininet's control `lo`, left out)."""
         return {port: intf.name for intf, port in self.ports.items() if port > 0}
+
+    # --- what the controller asks of the node -----------------------------------------------
+
+    def pipeline(self, build_dir: Path) -> SwitchPipeline:
+        """The program compiled with this switch's defines: P4Info and the P4 source.
+
+        `build_dir` is unused here (p4switch compiles the source itself); BMv2 writes p4c's
+        output there."""
+        compiled = compile_file(self.program, defines=self.defines)
+        return SwitchPipeline(compiled.p4info, self.program.read_bytes())
+
+    def port_counters(self, reset_peaks: bool = False) -> PortCounters:
+        """Every port's counters from the control channel; with `reset_peaks`, each port's
+        lateness peak restarts after the reading (so the next one covers the interval)."""
+        try:
+            reply = control_request(self.control_path, {"cmd": "stats", "reset_peaks": reset_peaks})
+        except (ControlError, OSError) as err:
+            raise SwitchControlError(f"{self.name}: control channel: {err}") from err
+        if not reply.get("ok"):
+            raise SwitchControlError(f"{self.name}: control channel: {reply.get('error')}")
+        ports = reply.get("stats", {}).get("ports", {})
+        return {int(port): dict(values) for port, values in ports.items()}
+
+    def control_alive(self) -> bool | None:
+        """Whether the control channel answers (None: this kind of switch has none)."""
+        return control_ping(self.control_path)
 
     def command(self) -> list[str]:
         """The p4switch command line (an argument list, never a shell string)."""

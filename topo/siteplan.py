@@ -63,6 +63,7 @@ GATEWAY_HOST = 254
 WORKER_PORT = 20042  # a leader's TCP port for its island's other workers
 GRPC_BASE_PORT = 50000  # P4Runtime port of city 0's switch; city u's is base + u
 LOOPBACK = "127.0.0.1"
+TARGETS = ("p4switch", "bmv2")  # the P4 targets an edge can run on (ARCHITECTURE.md)
 
 
 @dataclass(frozen=True, slots=True)

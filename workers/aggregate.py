@@ -32,18 +32,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from workers.group import (
+from workers.exceptions import (
     AggregationError,
     AggregationTimeout,
-    AggregatorStats,
-    GroupSpec,
+    PacketError,
     PolicyError,
-    ResultMismatch,
-    SendPolicy,
-)
-from workers.packets import Flag, InnetPacket, PacketError, PacketType
-from workers.quantise import (
     QuantiseError,
+    ResultMismatch,
+)
+from workers.group import AggregatorStats, GroupSpec, SendPolicy
+from workers.packets import Flag, InnetPacket, PacketType
+from workers.quantise import (
     agreed_exponent,
     check_finite,
     dequantise,

@@ -10,27 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from topo.siteplan import MAX_ISLANDS
-
-
-class AggregationError(RuntimeError):
-    """The round cannot produce an exact sum (and says why); nothing wrong is ever returned."""
-
-
-class AggregationTimeout(AggregationError):
-    """The round's deadline passed with chunks still missing; names them and the silent members."""
-
-    def __init__(self, message: str, chunks: tuple[int, ...], members: tuple[int, ...]) -> None:
-        super().__init__(message)
-        self.chunks = chunks
-        self.members = members
-
-
-class ResultMismatch(AggregationError):
-    """A RESULT contradicts what the group must sum (another membership, or another sum)."""
-
-
-class PolicyError(ValueError):
-    """A SendPolicy or GroupSpec that cannot work."""
+from workers.exceptions import PolicyError
 
 
 def describe_ranges(numbers: Iterable[int], limit: int = 8) -> str:

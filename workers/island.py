@@ -3,15 +3,9 @@
     python -m workers.island CONFIG.json --island U --host K
 
 Runs in host K of island U (a Mininet host namespace); CONFIG is what the experiment runner
-wrote (`IslandConfig`). Host 1 is the leader: it takes commands on stdin and answers on stdout,
-one JSON object a line (logging goes to stderr):
-
-    {"cmd": "reset"}                      fresh model and optimisers  -> {"event": "reset"}
-    {"cmd": "prepare", "round": r}        every worker's local phase -> {"event": "prepared", ...}
-    {"cmd": "go", "round": r, "number": N, "group": g, "members": [...], "start_at": T,
-     "policy": {SendPolicy fields}}       the group average through the network
-                                          -> {"event": "done", ...} or {"event": "failed", ...}
-    {"cmd": "stop"}                       exit
+wrote (`IslandConfig`). Host 1 is the leader: it takes the runner's commands on stdin and
+answers with events on stdout, one JSON object a line (workers/protocol.py; logging goes to
+stderr).
 
 The other hosts (K > 1) are workers: they connect to the leader over TCP on the island's LAN
 (through the edge, routed), receive the island's model, run their local phase and send back
@@ -28,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import select
@@ -37,14 +30,31 @@ import struct
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from topo.siteplan import LEADER_HOST, WORKER_PORT, gateway_ip, host_ip
-from workers.aggregate import AggregationError, Aggregator, GroupSpec, SendPolicy
+from workers import train
+from workers.aggregate import Aggregator, GroupSpec
+from workers.config import IslandConfig
+from workers.exceptions import AggregationError, ProtocolError
+from workers.group import AggregatorStats
+from workers.protocol import (
+    Done,
+    Event,
+    Failed,
+    Go,
+    Prepare,
+    Prepared,
+    Ready,
+    Refused,
+    Reset,
+    ResetDone,
+    Stop,
+    decode_command,
+    encode,
+)
 from workers.quantise import scale_for
 from workers.transport import UdpTransport
 
@@ -52,26 +62,6 @@ log = logging.getLogger("workers.island")
 
 _HEADER = struct.Struct("!cI")  # kind, payload bytes
 CONNECT_TIMEOUT_S = 60.0
-
-
-@dataclass(frozen=True)
-class IslandConfig:
-    """What every island process of one experiment shares (written by the runner as JSON)."""
-
-    islands: int
-    hosts: int
-    seed: int
-    training: dict[str, Any]  # workers.train.TrainConfig fields
-    update_floats: int  # values on the wire: the model's parameters, zero-padded to this
-    bound_exponent: int  # sends |x - theta0| <= 2**bound_exponent (clipped, counted)
-    job: int
-
-    @classmethod
-    def read(cls, path: Path) -> IslandConfig:
-        return cls(**json.loads(Path(path).read_text()))
-
-    def write(self, path: Path) -> None:
-        Path(path).write_text(json.dumps(dataclasses.asdict(self), indent=1))
 
 
 # --- framing between the leader and its island's workers ---------------------------------------
@@ -104,10 +94,8 @@ class IslandTraining:
     """This host's share of the island's training (its shard and inner optimiser)."""
 
     def __init__(self, config: IslandConfig, island: int, host: int) -> None:
-        from workers import train
-
         self.train = train
-        self.cfg = train.TrainConfig(**config.training)
+        self.cfg = config.training
         self.split = train.split_digits(config.islands, config.hosts, config.seed)
         self.theta0 = train.flatten(train.make_model(self.cfg.hidden, config.seed))
         self.shard = self.split.islands[island][host - 1]
@@ -193,7 +181,7 @@ class Leader:
                 by_host[struct.unpack("!I", payload)[0]] = conn
         self.workers = [by_host[k] for k in sorted(by_host)]
 
-    def prepare(self) -> dict[str, Any]:
+    def prepare(self, command: Prepare) -> Prepared:
         """Every worker's local phase from the island's model; the island's proposal."""
         began = time.time()
         theta = self.state.theta
@@ -207,19 +195,17 @@ class Leader:
             locals_.append(np.frombuffer(payload[8:], dtype=np.float32))
         mean_local = np.mean(np.stack(locals_), axis=0, dtype=np.float64).astype(np.float32)
         self.proposal = self.state.propose(mean_local)
-        return {"train_loss": float(np.mean(losses)), "compute_s": time.time() - began}
+        return Prepared(self.island, command.round, float(np.mean(losses)), time.time() - began)
 
-    def go(self, command: dict[str, Any]) -> dict[str, Any]:
+    def go(self, command: Go) -> Done:
         """The group average of the proposals through the edge, then the outer state's update."""
         if self.proposal is None:
             raise AggregationError("'go' before 'prepare': no proposal to send")
-        members = tuple(int(m) for m in command["members"])
-        k = len(members)
-        start_at = float(command["start_at"])
-        report: dict[str, Any] = {"clipped": 0, "pacing_lag_s": 0.0, "stats": {}}
-        if k == 1:
+        k = len(command.members)
+        clipped, lag, stats = 0, 0.0, AggregatorStats()
+        if k == 1 or command.policy is None:
             mean = self.proposal
-            done_at = start_at
+            done_at = command.start_at
         else:
             cfg = self.config
             encoded, clipped = self.train.encode(
@@ -228,41 +214,37 @@ class Leader:
             values = np.zeros(cfg.update_floats, dtype=np.int32)
             values[: encoded.size] = encoded
             spec = GroupSpec(
-                cfg.job,
-                int(command["number"]) & 0xFFFF,
-                int(command["group"]),
-                self.island,
-                members,
+                cfg.job, command.number & 0xFFFF, command.group, self.island, command.members
             )
-            policy = SendPolicy(**command["policy"])
-            aggregator = Aggregator(self.transport, spec, policy, clock=time.time)
+            aggregator = Aggregator(self.transport, spec, command.policy, clock=time.time)
             self.last = None
             _drain(self.transport)
-            _sleep_until(start_at)
+            _sleep_until(command.start_at)
             int_sum = aggregator.allreduce_sum(values, scale_for(cfg.bound_exponent, k))
             done_at = time.time()
             mean = self.train.decode(
                 int_sum[: encoded.size], self.training.theta0, cfg.bound_exponent, k, k
             )
             stream = aggregator.active
-            report = {
-                "clipped": int(clipped),
-                "pacing_lag_s": stream.pacing_lag_s if stream is not None else 0.0,
-                "stats": dataclasses.asdict(aggregator.stats),
-            }
+            lag = stream.pacing_lag_s if stream is not None else 0.0
+            stats = dataclasses.replace(aggregator.stats)
             self.last = aggregator
         self.state.accept(mean)
         self.proposal = None
         test_loss, accuracy = self.train.evaluate(
             self.state.theta, self.training.cfg, self.training.split.test
         )
-        return {
-            "elapsed_s": done_at - start_at,
-            "done_at": done_at,
-            "test_loss": float(test_loss),
-            "accuracy": float(accuracy),
-            **report,
-        }
+        return Done(
+            island=self.island,
+            round=command.round,
+            elapsed_s=done_at - command.start_at,
+            done_at=done_at,
+            test_loss=float(test_loss),
+            accuracy=float(accuracy),
+            clipped=int(clipped),
+            pacing_lag_s=lag,
+            stats=stats,
+        )
 
     def close(self) -> None:
         for sock in self.workers:
@@ -287,8 +269,8 @@ def _sleep_until(t: float) -> None:
         time.sleep(left - 0.002 if left > 0.003 else 0.0)
 
 
-def _emit(event: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(event) + "\n")
+def _emit(event: Event) -> None:
+    sys.stdout.write(encode(event) + "\n")
     sys.stdout.flush()
 
 
@@ -322,7 +304,7 @@ def serve_leader(config: IslandConfig, island: int) -> int:
     reader = LineReader(sys.stdin.fileno())
     try:
         leader.accept_workers()
-        _emit({"event": "ready", "island": island, "params": int(leader.training.theta0.size)})
+        _emit(Ready(island, int(leader.training.theta0.size)))
         while True:
             try:
                 line = reader.poll(0.0 if leader.last is not None else 0.5)
@@ -332,35 +314,37 @@ def serve_leader(config: IslandConfig, island: int) -> int:
                 if leader.last is not None:
                     leader.last.step(0.02)  # answers NACKs; waits up to 20 ms for a packet
                 continue
-            command = json.loads(line)
-            cmd = command.get("cmd")
-            if cmd == "stop":
+            try:
+                command = decode_command(line)
+            except ProtocolError as err:
+                _emit(Refused(island, str(err)))
+                continue
+            if isinstance(command, Stop):
                 return 0
-            if cmd == "reset":
-                leader.reset()
-                _emit({"event": "reset", "island": island})
-            elif cmd == "prepare":
-                try:
-                    prepared = leader.prepare()
-                except (ConnectionError, OSError) as err:
-                    _emit({"event": "failed", "island": island, "round": command["round"],
-                           "error": f"a worker of the island is gone during its local phase: "
-                                    f"{err}"})  # fmt: skip
-                    return 1
-                _emit({"event": "prepared", "island": island, "round": command["round"],
-                       **prepared})  # fmt: skip
-            elif cmd == "go":
-                try:
-                    result = leader.go(command)
-                except AggregationError as err:
-                    _emit({"event": "failed", "island": island, "round": command["round"],
-                           "error": str(err)})  # fmt: skip
-                    continue
-                _emit({"event": "done", "island": island, "round": command["round"], **result})
-            else:
-                _emit({"event": "error", "island": island, "error": f"unknown command {cmd!r}"})
+            if not _serve(leader, command):
+                return 1
     finally:
         leader.close()
+
+
+def _serve(leader: Leader, command: Reset | Prepare | Go) -> bool:
+    """Carry out one command and answer it; False when the island cannot go on."""
+    if isinstance(command, Reset):
+        leader.reset()
+        _emit(ResetDone(leader.island))
+    elif isinstance(command, Prepare):
+        try:
+            _emit(leader.prepare(command))
+        except (ConnectionError, OSError) as err:
+            why = f"a worker of the island is gone during its local phase: {err}"
+            _emit(Failed(leader.island, why, command.round))
+            return False
+    else:
+        try:
+            _emit(leader.go(command))
+        except AggregationError as err:
+            _emit(Failed(leader.island, str(err), command.round))
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:

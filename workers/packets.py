@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from topo.siteplan import LANES, MAX_ISLANDS
+from workers.exceptions import PacketError
 
 VERSION = 1
 HEADER = struct.Struct("!BBHHBBII")
@@ -32,10 +33,6 @@ class Flag(enum.IntFlag):
     LOCAL = 2  # merge at this edge
     RETRANSMIT = 4  # a resend
     REMOTE = 8  # merge at the members' edges but the source's own (its copy comes just in time)
-
-
-class PacketError(ValueError):
-    """Bytes that are not an innet packet, or fields out of range."""
 
 
 @dataclass(frozen=True)

@@ -22,14 +22,11 @@ import math
 import numpy as np
 
 from topo.siteplan import LANES
+from workers.exceptions import QuantiseError
 
 INT32_MAX = 2**31 - 1
 EXPONENT_LOW = -24  # exponents a one-hot vote can carry: 2**-24 .. 2**7
 EXPONENT_HIGH = EXPONENT_LOW + LANES - 1
-
-
-class QuantiseError(ValueError):
-    """Input the codec refuses (NaN or Inf, a bound out of range, a bad contributor count)."""
 
 
 def check_finite(x: np.ndarray) -> None:

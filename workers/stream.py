@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topo.siteplan import FRAME_BITS, LANES
-from workers.group import AggregatorStats, GroupSpec, ResultMismatch, SendPolicy, describe_ranges
+from workers.exceptions import ResultMismatch
+from workers.group import AggregatorStats, GroupSpec, SendPolicy, describe_ranges
 from workers.packets import Flag, InnetPacket, PacketType
 
 LOCAL_REPLAY = Flag.LOCAL | Flag.RETRANSMIT  # healing: to the own edge only

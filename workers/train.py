@@ -29,15 +29,15 @@ group's size (`encode`, `decode`).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from sklearn.datasets import load_digits
 from torch import nn
 
+from workers.config import TrainConfig
 from workers.quantise import quantise, scale_for
 
 log = logging.getLogger(__name__)
@@ -154,38 +154,6 @@ def load_flat(model: nn.Module, vec: np.ndarray) -> None:
             offset += p.numel()
 
 
-@dataclass(frozen=True)
-class TrainConfig:
-    """Model size, inner (AdamW) and outer (Nesterov SGD) optimisers, and the seed."""
-
-    hidden: int = 32
-    inner_steps: int = 20  # H
-    batch_size: int = 32
-    inner_lr: float = 3e-3
-    weight_decay: float = 0.0
-    outer_lr: float = 0.7
-    outer_momentum: float = 0.9
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"{f.name} must be finite, got {value}")
-        for name in ("hidden", "inner_steps", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("inner_lr", "outer_lr"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if not 0.0 <= self.outer_momentum < 1.0:
-            raise ValueError(f"outer_momentum must be in [0, 1), got {self.outer_momentum}")
-        if self.seed < 0:
-            raise ValueError(f"seed must be >= 0, got {self.seed}")
-
-
 def worker_seed(seed: int, island: int, worker: int) -> int:
     """The minibatch seed of one worker, the same in every process that derives it."""
     return int(np.random.SeedSequence([seed, island, worker]).generate_state(1)[0])
@@ -216,7 +184,7 @@ class WorkerTrainer:
             idx = torch.randperm(n, generator=self.generator)[:batch]
             loss = nn.functional.cross_entropy(self.model(self.shard.x[idx]), self.shard.y[idx])
             self.optimiser.zero_grad()
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]  # torch does not annotate it
             self.optimiser.step()
             total += loss.item()
         return flatten(self.model), total / self.config.inner_steps

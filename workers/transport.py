@@ -14,15 +14,12 @@ import socket
 from typing import Protocol
 
 from topo.siteplan import INNET_UDP_PORT
+from workers.exceptions import TransportError
 
 log = logging.getLogger(__name__)
 
 BUFFER_BYTES = 8 << 20  # socket buffers: a window of 1024 chunks is ~190 kB, leave room
 MAX_DATAGRAM = 2048
-
-
-class TransportError(OSError):
-    """The transport cannot be opened or used (address, port, closed socket)."""
 
 
 class Transport(Protocol):

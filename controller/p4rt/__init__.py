@@ -1,19 +1,20 @@
 """The controller's P4Runtime client: one switch (`connection`), names to ids (`schema`), and
 many switches programmed all-or-none (`fabric`)."""
 
-from controller.p4rt.connection import (
+from controller.p4rt.connection import PacketIn, SwitchConnection, deadline_after
+from controller.p4rt.exceptions import (
     ArbitrationError,
     ConnectionLost,
+    FabricError,
+    InstallError,
     P4RuntimeError,
-    PacketIn,
-    SwitchConnection,
+    SchemaError,
     SwitchUnreachable,
     UpdateFailure,
     WriteError,
-    deadline_after,
 )
-from controller.p4rt.fabric import Fabric, FabricError, InstallError
-from controller.p4rt.schema import Lpm, Schema, SchemaError, Ternary
+from controller.p4rt.fabric import Fabric
+from controller.p4rt.schema import Lpm, Schema, Ternary
 
 __all__ = [
     "ArbitrationError",

@@ -17,7 +17,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -25,6 +25,15 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from controller.p4rt.exceptions import (
+    ArbitrationError,
+    ConnectionLost,
+    P4RuntimeError,
+    SwitchUnreachable,
+    UpdateFailure,
+    WriteError,
+    code_name,
+)
 from controller.p4rt.schema import Schema, Value
 
 log = logging.getLogger(__name__)
@@ -37,65 +46,6 @@ PACKET_IN_BACKLOG = 4096
 def deadline_after(seconds: float) -> float:
     """An absolute deadline `seconds` from now, as the methods here take it."""
     return time.monotonic() + seconds
-
-
-def code_name(code: int) -> str:
-    try:
-        return code_pb2.Code.Name(code)
-    except ValueError:
-        return str(code)
-
-
-class P4RuntimeError(Exception):
-    """A P4Runtime request a switch refused or could not answer."""
-
-
-class SwitchUnreachable(P4RuntimeError):
-    """No answer from a switch's address before the deadline (not started, or wrong address)."""
-
-
-class ConnectionLost(P4RuntimeError):
-    """The switch's stream ended or an RPC found it unavailable (stopped or restarted)."""
-
-
-class ArbitrationError(P4RuntimeError):
-    """This controller could not become the switch's primary."""
-
-
-@dataclass(frozen=True)
-class UpdateFailure:
-    """One refused update of a Write: its position in the batch, the update, code and message."""
-
-    index: int
-    update: p4runtime_pb2.Update
-    code: int
-    message: str
-
-    @property
-    def code_name(self) -> str:
-        return code_name(self.code)
-
-
-class WriteError(P4RuntimeError):
-    """Some updates of a Write were refused; the others (`succeeded`, by index) were applied."""
-
-    def __init__(
-        self,
-        switch: str,
-        failures: Sequence[UpdateFailure],
-        succeeded: Sequence[int],
-        describe: Callable[[p4runtime_pb2.Entity], str] | None = None,
-    ) -> None:
-        self.switch = switch
-        self.failures = tuple(failures)
-        self.succeeded = tuple(succeeded)
-        total = len(self.failures) + len(self.succeeded)
-        lines = [f"switch {switch} refused {len(self.failures)} of {total} updates:"]
-        for f in self.failures:
-            kind = p4runtime_pb2.Update.Type.Name(f.update.type)
-            what = describe(f.update.entity) if describe else f.update.entity.WhichOneof("entity")
-            lines.append(f"  #{f.index} {kind} {what}: {f.code_name}: {f.message}")
-        super().__init__("\n".join(lines))
 
 
 @dataclass(frozen=True)

@@ -27,48 +27,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller.p4rt.connection import P4RuntimeError, SwitchConnection, UpdateFailure, WriteError
+from controller.p4rt.connection import SwitchConnection
+from controller.p4rt.exceptions import (
+    FabricError,
+    InstallError,
+    P4RuntimeError,
+    UpdateFailure,
+    WriteError,
+)
 from controller.p4rt.schema import Schema, delete, insert, modify
 
 log = logging.getLogger(__name__)
 
-Update = p4runtime_pb2.Update
 Key = tuple[object, ...]
-
-
-class FabricError(P4RuntimeError):
-    """A fabric-level request that cannot be carried out (unknown or lost switch)."""
-
-
-class InstallError(P4RuntimeError):
-    """A switch refused an installation; what was written elsewhere was rolled back.
-
-    `unrestored` maps switches whose rollback failed to the reason: their state is unknown and
-    `Fabric.reinstall` brings them back to the remembered state.
-    """
-
-    def __init__(
-        self,
-        switch: str,
-        cause: P4RuntimeError,
-        failures: Sequence[UpdateFailure],
-        rolled_back: Sequence[str],
-        unrestored: Mapping[str, str],
-    ) -> None:
-        self.switch = switch
-        self.cause = cause
-        self.failures = tuple(failures)
-        self.rolled_back = tuple(rolled_back)
-        self.unrestored = dict(unrestored)
-        lines = [
-            f"installation refused by switch {switch}; nothing installed anywhere.",
-            str(cause),
-        ]
-        if rolled_back:
-            lines.append(f"rolled back on: {', '.join(rolled_back)}")
-        for name, why in self.unrestored.items():
-            lines.append(f"could NOT restore {name} ({why}): call Fabric.reinstall({name!r})")
-        super().__init__("\n".join(lines))
 
 
 def entity_key(entity: p4runtime_pb2.Entity) -> Key:
@@ -129,7 +100,7 @@ def key_query(entity: p4runtime_pb2.Entity) -> p4runtime_pb2.Entity:
     return entity
 
 
-def replay_update(entity: p4runtime_pb2.Entity) -> Update:
+def replay_update(entity: p4runtime_pb2.Entity) -> p4runtime_pb2.Update:
     """The update that puts a remembered entity on a switch with a fresh pipeline."""
     kind = entity.WhichOneof("entity")
     if kind == "table_entry" and not entity.table_entry.is_default_action:
@@ -139,13 +110,15 @@ def replay_update(entity: p4runtime_pb2.Entity) -> Update:
     return modify(entity)  # default entries, counters, registers: they always exist
 
 
-def inverse(update: Update, previous: p4runtime_pb2.Entity | None) -> Update | None:
+def inverse(
+    update: p4runtime_pb2.Update, previous: p4runtime_pb2.Entity | None
+) -> p4runtime_pb2.Update | None:
     """The update that undoes `update`, given the entity its key held before (if any)."""
-    if update.type == Update.INSERT:
+    if update.type == p4runtime_pb2.Update.INSERT:
         return delete(update.entity)
     if previous is None:
         return None  # nothing was there: a MODIFY or DELETE of it cannot have succeeded
-    if update.type == Update.DELETE:
+    if update.type == p4runtime_pb2.Update.DELETE:
         return replay_update(previous)
     return modify(previous)
 
@@ -207,7 +180,7 @@ class Fabric:
 
     # --- installation -----------------------------------------------------------------------
 
-    def install(self, changes: Mapping[str, Sequence[Update]]) -> None:
+    def install(self, changes: Mapping[str, Sequence[p4runtime_pb2.Update]]) -> None:
         """Apply each switch's updates, on every switch or (after a rollback) on none."""
         with self._lock:
             for name in changes:
@@ -218,7 +191,7 @@ class Fabric:
                     f"switches {lost} lost their connection (restarted?); nothing was written: "
                     "call Fabric.reinstall for each, then install again"
                 )
-            undo: list[tuple[str, list[Update]]] = []
+            undo: list[tuple[str, list[p4runtime_pb2.Update]]] = []
             for name, updates in changes.items():
                 if not updates:
                     continue
@@ -236,12 +209,12 @@ class Fabric:
                 self._remember(name, updates)
 
     def _previous(
-        self, conn: SwitchConnection, updates: Sequence[Update]
+        self, conn: SwitchConnection, updates: Sequence[p4runtime_pb2.Update]
     ) -> list[p4runtime_pb2.Entity | None]:
         """For each MODIFY and DELETE, the entity its key holds now (None for INSERTs)."""
         previous: list[p4runtime_pb2.Entity | None] = []
         for update in updates:
-            if update.type == Update.INSERT:
+            if update.type == p4runtime_pb2.Update.INSERT:
                 previous.append(None)
                 continue
             key = entity_key(update.entity)
@@ -258,7 +231,7 @@ class Fabric:
         switch: str,
         cause: P4RuntimeError,
         failures: Sequence[UpdateFailure],
-        undo: list[tuple[str, list[Update]]],
+        undo: list[tuple[str, list[p4runtime_pb2.Update]]],
     ) -> None:
         rolled_back: list[str] = []
         unrestored: dict[str, str] = {}
@@ -272,11 +245,11 @@ class Fabric:
         log.warning("installation refused by %s, rolled back on %s", switch, rolled_back)
         raise InstallError(switch, cause, failures, rolled_back, unrestored) from cause
 
-    def _remember(self, name: str, updates: Sequence[Update]) -> None:
+    def _remember(self, name: str, updates: Sequence[p4runtime_pb2.Update]) -> None:
         desired = self._desired[name]
         for update in updates:
             key = entity_key(update.entity)
-            if update.type == Update.DELETE:
+            if update.type == p4runtime_pb2.Update.DELETE:
                 desired.pop(key, None)
             else:
                 desired[key] = update.entity
@@ -303,10 +276,10 @@ class Fabric:
 
 
 def _inverses(
-    updates: Sequence[Update],
+    updates: Sequence[p4runtime_pb2.Update],
     previous: Sequence[p4runtime_pb2.Entity | None],
     applied: Iterable[int],
-) -> list[Update]:
+) -> list[p4runtime_pb2.Update]:
     """Updates undoing the applied ones, last applied first."""
     out = []
     for index in sorted(applied, reverse=True):

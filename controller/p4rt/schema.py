@@ -26,12 +26,10 @@ from typing import TypeVar
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from controller.p4rt.exceptions import SchemaError
+
 Value = int | str | bytes
 T = TypeVar("T")
-
-
-class SchemaError(ValueError):
-    """A name the P4Info does not have, or a value that does not fit its field."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +108,7 @@ class Schema:
         self._actions = {a.preamble.name: a for a in p4info.actions}
         self._counters = {c.preamble.name: c for c in p4info.counters}
         self._packet_meta = {m.preamble.name: m for m in p4info.controller_packet_metadata}
-        self._names = {
+        self._names: dict[int, str] = {
             obj.preamble.id: obj.preamble.name
             for group in (p4info.tables, p4info.actions, p4info.counters)
             for obj in group

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from controller.planner.cost import CostModel, RoundCost
 from controller.planner.optimise import FamilyPlan
@@ -43,7 +43,7 @@ def check_family(
     p = model.params
     chunk = max(1, min(math.ceil(p.update_bytes / chunks), p.memory_bytes // MIN_SLOTS))
     update = min(p.update_bytes, chunk * max_chunks)
-    scaled = model.with_params(update_bytes=update, slot_bytes=chunk)
+    scaled = model.with_params(replace(model.params, update_bytes=update, slot_bytes=chunk))
     checks = []
     for t in range(min(fam.rounds or len(fam.costs), len(fam.costs))):
         cost = scaled.round_cost(fam.costs[t].round)

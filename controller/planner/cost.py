@@ -20,18 +20,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
+from controller.planner.exceptions import PlanError
 from controller.planner.offsets import Alignment, aligned, unaligned
 from controller.planner.schedule import Group, Round, Schedule
 from topo.siteplan import SLOT_BYTES, SlotPool
 from topo.wan import Wan
 
 Edge = tuple[int, int]
-
-
-class PlanError(ValueError):
-    """Parameters the planner cannot work with (e.g. memory below one slot)."""
 
 
 @dataclass(frozen=True)
@@ -141,9 +138,9 @@ class CostModel:
         self.params = params
         self.geometry = geometry if geometry is not None else Geometry(wan)
 
-    def with_params(self, **changes: object) -> CostModel:
+    def with_params(self, params: CostParams) -> CostModel:
         """The same WAN with other sizes, sharing the size-independent cache."""
-        return CostModel(self.wan, replace(self.params, **changes), self.geometry)
+        return CostModel(self.wan, params, self.geometry)
 
     def _choose_alignment(self, members: Group) -> tuple[Alignment, float]:
         """The offsets (none, or least-skew) that make the group alone fastest, and its rate cap."""

@@ -15,9 +15,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from controller.planner.cost import CostModel, CostParams, Geometry, PlanError, RoundCost
+from controller.planner.cost import CostModel, CostParams, Geometry, RoundCost
+from controller.planner.exceptions import PlanError
 from controller.planner.mixing import EXACT, rounds_to_consensus
 from controller.planner.schedule import (
+    Group,
     Round,
     Schedule,
     all_to_all,
@@ -152,7 +154,11 @@ class Planner:
         return order
 
 
-def _pair_key(p: Round, q: Round, tp: float, tq: float) -> tuple:
+# two rounds' time, the first's time, then their groups: the order grids are preferred in
+PairKey = tuple[float, float, tuple[Group, ...], tuple[Group, ...]]
+
+
+def _pair_key(p: Round, q: Round, tp: float, tq: float) -> PairKey:
     return (tp + tq, tp, p.groups, q.groups)
 
 
@@ -169,7 +175,7 @@ def exhaustive_grid(model: CostModel, k: int) -> Schedule:
     if n != k * k:
         raise ValueError(f"exhaustive search needs n = k^2 islands, got n={n}, k={k}")
     every = list(partitions(range(n), k))
-    best: tuple | None = None
+    best: PairKey | None = None
     for p in every:
         for q in every:
             if orthogonal(p, q):
@@ -194,7 +200,8 @@ def best_grid(model: CostModel, k: int, start: Sequence[int] | None = None) -> S
 
 
 def _partition_count(n: int, k: int) -> int:
-    return math.factorial(n) // (math.factorial(k) ** (n // k) * math.factorial(n // k))
+    ways: int = math.factorial(n) // (math.factorial(k) ** (n // k) * math.factorial(n // k))
+    return ways
 
 
 def _branch_and_bound(model: CostModel, k: int) -> Schedule:
@@ -206,7 +213,7 @@ def _branch_and_bound(model: CostModel, k: int) -> Schedule:
         key=lambda tp: (tp[0], tp[1].groups),
     )
     cheapest = ranked[0][0]
-    best: tuple | None = None
+    best: PairKey | None = None
     for tp, p in ranked:
         if best is not None and tp + cheapest > best[0]:
             break

@@ -9,6 +9,7 @@ from controller.planner.check import RoundCheck
 from controller.planner.cost import RoundCost
 from controller.planner.optimise import FamilyPlan, Plan
 from controller.planner.sweep import Sweep
+from innet.jsontypes import JSONObject
 from topo.units import format_duration, format_rate, format_size
 from topo.wan import Wan
 
@@ -88,7 +89,7 @@ def _round_figures(cost: RoundCost) -> list[str]:
     ]
 
 
-def plan_json(wan: Wan, plan: Plan) -> dict:
+def plan_json(wan: Wan, plan: Plan) -> JSONObject:
     p = plan.params
     return {
         "topology": wan.name,
@@ -104,7 +105,7 @@ def plan_json(wan: Wan, plan: Plan) -> dict:
     }
 
 
-def family_json(wan: Wan, fam: FamilyPlan) -> dict:
+def family_json(wan: Wan, fam: FamilyPlan) -> JSONObject:
     return {
         "family": fam.family,
         "rounds_to_consensus": fam.rounds,
@@ -251,7 +252,7 @@ def check_text(wan: Wan, fam: FamilyPlan, checks: Sequence[RoundCheck]) -> str:
     )
 
 
-def sweep_json(wan: Wan, result: Sweep) -> dict:
+def sweep_json(wan: Wan, result: Sweep) -> JSONObject:
     return {
         "topology": wan.name,
         "islands": list(wan.names),

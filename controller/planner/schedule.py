@@ -11,11 +11,9 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from controller.planner.exceptions import ScheduleError
+
 Group = tuple[int, ...]
-
-
-class ScheduleError(ValueError):
-    """A schedule that is not a cyclic sequence of partitions of the islands."""
 
 
 @dataclass(frozen=True)
@@ -124,10 +122,10 @@ def grid_rounds(cells: Sequence[int], dims: Sequence[int]) -> tuple[Round, ...]:
     if len(dims) == 2 and dims[0] == dims[1] and _is_prime(dims[0]):
         k = dims[0]
         for slope in range(1, k):
-            lines = {}
+            diagonals: dict[int, list[int]] = {}
             for c, (x, y) in enumerate(coords):
-                lines.setdefault((y - slope * x) % k, []).append(cells[c])
-            rounds.append(Round.of(lines.values()))
+                diagonals.setdefault((y - slope * x) % k, []).append(cells[c])
+            rounds.append(Round.of(diagonals.values()))
     return tuple(rounds)
 
 

@@ -11,18 +11,14 @@ Errors name the file and line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 
+from controller.planner.exceptions import ScheduleFileError
 from controller.planner.schedule import Round, Schedule
 from topo.wan import Wan
-
-
-class ScheduleFileError(ValueError):
-    def __init__(self, path: Path, line: int | None, what: str) -> None:
-        super().__init__(f"{path}:{line}: {what}" if line is not None else f"{path}: {what}")
-        self.path, self.line = path, line
 
 
 def load_schedule(path: Path, wan: Wan) -> Schedule:
@@ -59,7 +55,7 @@ def load_schedule(path: Path, wan: Wan) -> Schedule:
     return Schedule(f"file:{name}", wan.n, tuple(_round(r, wan, fail) for r in rounds_node.value))
 
 
-def _round(node: yaml.Node, wan: Wan, fail) -> Round:
+def _round(node: yaml.Node, wan: Wan, fail: Callable[[yaml.Node, str], ScheduleFileError]) -> Round:
     if not isinstance(node, yaml.SequenceNode) or not node.value:
         raise fail(node, "a round must be a non-empty list of groups")
     seen: dict[int, str] = {}

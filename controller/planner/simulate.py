@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from controller.planner.cost import CostParams, RoundCost
 from topo.wan import Wan
 
+Packet = tuple[int, ...]  # (group id, source, chunk, node it is at[, the member to resend to])
+
 
 @dataclass(frozen=True)
 class SimResult:
@@ -40,82 +42,104 @@ def simulate_round(
         raise ValueError(f"chunk size must be in 1..{params.update_bytes} bytes")
     if rate_factor <= 0:
         raise ValueError("rate factor must be positive")
-    chunks = math.ceil(params.update_bytes / chunk_bytes)
-    bits = chunk_bytes * 8.0
-    slots = params.memory_bytes // chunk_bytes
-    delay = wan.delay
+    return _Simulation(wan, cost, params, chunk_bytes, rate_factor).run()
 
-    events: list[tuple[float, int, str, tuple]] = []
-    seq = itertools.count()
 
-    def push(t: float, kind: str, data: tuple) -> None:
-        heapq.heappush(events, (t, next(seq), kind, data))
+class _Simulation:
+    """The event queue of one round and the state of its links, uplinks and slot pools."""
 
-    children: dict[tuple[int, int], dict[int, list[int]]] = {}  # (group id, src) -> node -> next
-    expected: dict[int, int] = {}  # receiver -> remote contributions per chunk
-    for gid, g in enumerate(cost.groups):
-        if len(g.members) < 2:
-            continue
-        rate = g.rate_bps * rate_factor
-        for src, offset in zip(g.members, g.offsets, strict=True):
+    def __init__(
+        self, wan: Wan, cost: RoundCost, params: CostParams, chunk_bytes: int, rate_factor: float
+    ) -> None:
+        self.wan, self.params, self.chunk_bytes = wan, params, chunk_bytes
+        self.chunks = math.ceil(params.update_bytes / chunk_bytes)
+        self.bits = chunk_bytes * 8.0
+        self.slots = params.memory_bytes // chunk_bytes
+        self.events: list[tuple[float, int, str, Packet]] = []
+        self.seq = itertools.count()
+        self.children: dict[tuple[int, int], dict[int, list[int]]] = {}  # (gid, src) -> tree
+        self.expected: dict[int, int] = {}  # receiver -> remote contributions per chunk
+        for gid, g in enumerate(cost.groups):
+            if len(g.members) > 1:
+                self._stream(gid, g.members, g.offsets, g.rate_bps * rate_factor)
+        self.members = {j: gid for gid, g in enumerate(cost.groups) for j in g.members}
+        self.link_free: dict[tuple[int, int], float] = defaultdict(float)
+        self.uplink: dict[int, float] = defaultdict(float)
+        self.held: dict[int, dict[int, set[int]]] = defaultdict(dict)  # receiver -> chunk -> srcs
+        self.done: dict[int, int] = defaultdict(int)
+        self.peak = self.exhausted = self.resent = 0
+        self.finish = 0.0
+
+    def _stream(
+        self, gid: int, members: tuple[int, ...], offsets: tuple[float, ...], rate: float
+    ) -> None:
+        """Every member's chunks, paced at the group's rate, then the access link."""
+        for src, offset in zip(members, offsets, strict=True):
             tree: dict[int, list[int]] = defaultdict(list)
-            for u, v in sorted(wan.tree(src, [d for d in g.members if d != src])):
+            for u, v in sorted(self.wan.tree(src, [d for d in members if d != src])):
                 tree[u].append(v)
-            children[(gid, src)] = tree
-            for c in range(chunks):  # paced at the group's rate, then the access link
-                push(offset + c * bits / rate, "send", (gid, src, c, src))
-        for j in g.members:
-            expected[j] = len(g.members) - 1
-    members = {j: gid for gid, g in enumerate(cost.groups) for j in g.members}
+            self.children[(gid, src)] = tree
+            for c in range(self.chunks):
+                self.push(offset + c * self.bits / rate, "send", (gid, src, c, src))
+        for j in members:
+            self.expected[j] = len(members) - 1
 
-    link_free: dict[tuple[int, int], float] = defaultdict(float)
-    uplink: dict[int, float] = defaultdict(float)
-    held: dict[int, dict[int, set[int]]] = defaultdict(dict)  # receiver -> chunk -> contributors
-    done: dict[int, int] = defaultdict(int)
-    peak = exhausted = resent = 0
-    finish = 0.0
+    def push(self, t: float, kind: str, data: Packet) -> None:
+        heapq.heappush(self.events, (t, next(self.seq), kind, data))
 
-    def send_on(t: float, u: int, v: int, data: tuple) -> None:
-        start = max(t, link_free[(u, v)])
-        link_free[(u, v)] = start + bits / wan.capacity(u, v)
-        push(link_free[(u, v)] + wan.link(u, v).delay_s, "at", (*data[:3], v, *data[4:]))
+    def send_on(self, t: float, u: int, v: int, data: Packet) -> None:
+        start = max(t, self.link_free[(u, v)])
+        self.link_free[(u, v)] = start + self.bits / self.wan.capacity(u, v)
+        due = self.link_free[(u, v)] + self.wan.link(u, v).delay_s
+        self.push(due, "at", (*data[:3], v, *data[4:]))
 
-    while events:
-        t, _, kind, data = heapq.heappop(events)
-        if kind == "at":  # a chunk copy fully arrived at node `here`
-            gid, src, c, here, *unicast = data
-            if unicast:  # a resent contribution on its shortest path to one receiver
-                dest = unicast[0]
-                if here != dest:
-                    send_on(t, here, wan.path(here, dest)[1], data)
-                    continue
-            else:
-                for nxt in children[(gid, src)].get(here, ()):
-                    send_on(t, here, nxt, data)
-                if here == src or members.get(here) != gid:
-                    continue
-            pool = held[here]
-            if c not in pool:
-                if len(pool) >= slots:
-                    exhausted += 1
-                    push(t + delay[here, src], "resend", (gid, src, c, src, here))
-                    continue
-                pool[c] = set()
-                peak = max(peak, len(pool))
-            pool[c].add(src)
-            if len(pool[c]) == expected[here]:
-                del pool[c]
-                done[here] += 1
-                finish = max(finish, t)
-        elif kind == "send":  # leaves the source island over its access link (FIFO)
-            src = data[1]
-            uplink[src] = max(t, uplink[src]) + bits / params.access_bps
-            push(uplink[src], "at", data)
-        elif kind == "resend":
-            resent += 1
-            push(t, "send", data)
+    def run(self) -> SimResult:
+        while self.events:
+            t, _, kind, data = heapq.heappop(self.events)
+            if kind == "at":
+                self.arrive(t, data)
+            elif kind == "send":  # leaves the source island over its access link (FIFO)
+                src = data[1]
+                self.uplink[src] = max(t, self.uplink[src]) + self.bits / self.params.access_bps
+                self.push(self.uplink[src], "at", data)
+            elif kind == "resend":
+                self.resent += 1
+                self.push(t, "send", data)
+        incomplete = [j for j, k in self.expected.items() if self.done[j] != self.chunks]
+        if incomplete:
+            raise RuntimeError(f"simulation ended with islands {incomplete} missing chunks")
+        return SimResult(self.finish, self.peak * self.chunk_bytes, self.exhausted, self.resent,
+                         self.chunk_bytes, int(self.slots))  # fmt: skip
 
-    incomplete = [j for j, k in expected.items() if done[j] != chunks]
-    if incomplete:
-        raise RuntimeError(f"simulation ended with islands {incomplete} missing chunks")
-    return SimResult(finish, peak * chunk_bytes, exhausted, resent, chunk_bytes, int(slots))
+    def arrive(self, t: float, data: Packet) -> None:
+        """A chunk copy fully arrived at node `here`: forward it, merge it if `here` is a
+        receiving member."""
+        gid, src, c, here, *unicast = data
+        if unicast:  # a resent contribution on its shortest path to one receiver
+            dest = unicast[0]
+            if here != dest:
+                self.send_on(t, here, self.wan.path(here, dest)[1], data)
+                return
+        else:
+            for nxt in self.children[(gid, src)].get(here, ()):
+                self.send_on(t, here, nxt, data)
+            if here == src or self.members.get(here) != gid:
+                return
+        self.merge(t, here, src, c, gid)
+
+    def merge(self, t: float, here: int, src: int, c: int, gid: int) -> None:
+        """A remote contribution in `here`'s slot pool; without a free slot it is dropped and
+        its source told (it resends when the notice arrives)."""
+        pool = self.held[here]
+        if c not in pool:
+            if len(pool) >= self.slots:
+                self.exhausted += 1
+                self.push(t + self.wan.delay[here, src], "resend", (gid, src, c, src, here))
+                return
+            pool[c] = set()
+            self.peak = max(self.peak, len(pool))
+        pool[c].add(src)
+        if len(pool[c]) == self.expected[here]:
+            del pool[c]
+            self.done[here] += 1
+            self.finish = max(self.finish, t)

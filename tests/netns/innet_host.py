@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 from topo.siteplan import INNET_UDP_PORT
-from workers.packets import Flag, InnetPacket, PacketError, PacketType
+from workers.exceptions import PacketError
+from workers.packets import Flag, InnetPacket, PacketType
 
 JOB, ROUND, GROUP = 1, 1, 0
 

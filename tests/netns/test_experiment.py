@@ -91,8 +91,10 @@ def wait_for_records(proc: subprocess.Popen[str], out: Path, n: int, timeout: fl
 
 
 def recorded_pids(run_dir: Path, role_prefix: str) -> list[int]:
+    """PIDs the run recorded for `innet clean`: the network's, and the island processes'."""
     state = json.loads((run_dir / "state.json").read_text())
-    return [p["pid"] for p in state["network"]["processes"] if p["role"].startswith(role_prefix)]
+    processes = state["network"]["processes"] + state.get("experiment", {}).get("processes", [])
+    return [p["pid"] for p in processes if p["role"].startswith(role_prefix)]
 
 
 def alive(pid: int) -> bool:

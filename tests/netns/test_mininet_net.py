@@ -30,11 +30,13 @@ if _REASON is not None:
     pytest.skip(f"Mininet testbed test skipped: {_REASON}", allow_module_level=True)
 
 from controller.p4rt import Fabric, SwitchConnection, deadline_after  # noqa: E402
-from controller.rounds import Addressing, base_plan, install_changes, to_updates  # noqa: E402
+from controller.rounds import Addressing, base_entries, install_changes, to_updates  # noqa: E402
+from innet.paths import INNET_P4  # noqa: E402
 from p4switch.program import compile_file  # noqa: E402
 from topo.exceptions import ShapingError  # noqa: E402
 from topo.loader import default_wan  # noqa: E402
-from topo.mininet_net import DEFAULT_PROGRAM, TestbedNet, build_network, host_specs  # noqa: E402
+from topo.mininet_hosts import host_specs  # noqa: E402
+from topo.mininet_net import NetworkSpec, TestbedNet, build_network  # noqa: E402
 from topo.p4node import IFNAMSIZ  # noqa: E402
 from topo.shaping import netem_available  # noqa: E402
 from topo.siteplan import gateway_ip, gateway_mac, wan_port, wan_ports  # noqa: E402
@@ -52,7 +54,7 @@ def wan() -> Wan:
 def testbed(wan: Wan, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestbedNet]:
     workdir = tmp_path_factory.mktemp("mn")
     started = time.monotonic()
-    net = build_network(wan, hosts_per_city=W, workdir=workdir, slots=SLOTS, shaping="auto")
+    net = build_network(NetworkSpec(wan, W, slots=SLOTS, shaping="auto"), workdir)
     print(f"\nnine-city testbed up in {time.monotonic() - started:.1f} s ({net.shaping} shaping)")
     try:
         yield net
@@ -63,17 +65,17 @@ def testbed(wan: Wan, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Test
 @pytest.fixture(scope="module")
 def programmed(testbed: TestbedNet, wan: Wan) -> TestbedNet:
     """The controller's base plan (host ports, local group, IPv4 routes) on every edge."""
-    program = compile_file(DEFAULT_PROGRAM, defines={"SLOTS": str(SLOTS)})
+    program = compile_file(INNET_P4, defines={"SLOTS": str(SLOTS)})
     connections = [
         SwitchConnection(sw.name, address, device_id)
         for sw, address, device_id in zip(
             testbed.switches, testbed.grpc_addresses, testbed.device_ids, strict=True
         )
     ]
-    fabric = Fabric(connections, program.p4info, DEFAULT_PROGRAM.read_bytes())
+    fabric = Fabric(connections, program.p4info, INNET_P4.read_bytes())
     started = time.monotonic()
     fabric.connect(deadline_after(60))
-    plan = base_plan(wan, Addressing.default(wan.n, W))
+    plan = base_entries(wan, Addressing.default(wan.n, W))
     changes = install_changes(plan)
     fabric.install(
         {testbed.switches[u].name: to_updates(fabric.schema, c) for u, c in changes.items()}
@@ -106,7 +108,7 @@ def test_shaping_mode_is_recorded_and_never_silent(
             assert f"delay={wan.link(u, v).delay_s:g}s," in sw.shapes[port]
             assert f"rate={wan.link(u, v).capacity_bps:.0f}bit" in sw.shapes[port]
     with pytest.raises(ShapingError, match="netem"):  # no kernel shaping without netem
-        build_network(wan, hosts_per_city=W, workdir=tmp_path, shaping="kernel")
+        build_network(NetworkSpec(wan, W, shaping="kernel"), tmp_path)
 
 
 def test_ports_and_interface_names(testbed: TestbedNet, wan: Wan) -> None:

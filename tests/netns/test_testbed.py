@@ -70,7 +70,7 @@ def in_host(st: dict, city: int, argv: list[str]) -> subprocess.Popen[str]:
 
 LISTEN = """
 import socket, sys, time
-from workers.packets import INNET_UDP_PORT
+from topo.siteplan import INNET_UDP_PORT
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((sys.argv[1], INNET_UDP_PORT)); s.settimeout(0.2)
 n, end = 0, time.monotonic() + float(sys.argv[2])

@@ -16,18 +16,54 @@ from controller.rounds import (
     MEMBERSHIP,
     Addressing,
     RoundDriver,
-    RoundTimeout,
     SwitchEntries,
     TableWrite,
-    base_plan,
+    base_entries,
     install_changes,
-    round_plan,
+    round_entries,
     to_updates,
 )
 from tests.unit.controller.conftest import Innet, Switch, snapshot, triangle
 
 W = 1
 WAN = triangle()
+
+
+class RoundTimeout(TimeoutError):
+    """Islands that did not report a round done before the deadline."""
+
+    def __init__(self, number: int, missing: list[int], names: tuple[str, ...]) -> None:
+        self.number, self.missing = number, tuple(missing)
+        who = ", ".join(f"{names[i]} ({i})" for i in missing)
+        super().__init__(f"round {number}: no done report before the deadline from {who}")
+
+
+class DoneBoard:
+    """Which islands reported which round done (any thread), and a wait with a deadline: how
+    a controller driving rounds by done reports would pace the driver."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.done: dict[int, set[int]] = {}
+        self.cond = threading.Condition()
+
+    def report_done(self, island: int, number: int) -> None:
+        with self.cond:
+            self.done.setdefault(number, set()).add(island)
+            self.cond.notify_all()
+
+    def wait_done(self, number: int, deadline: float) -> None:
+        """Until every island reported `number` done; RoundTimeout at `deadline` (monotonic)."""
+        want = set(range(len(self.names)))
+        with self.cond:
+            while not want <= self.done.get(number, set()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    missing = sorted(want - self.done.get(number, set()))
+                    raise RoundTimeout(number, missing, self.names)
+                self.cond.wait(left)
+
+
 NAMES = ("s0", "s1", "s2")
 SCHEDULE = Schedule("test", 3, (Round.of([[0, 1, 2]]), Round.of([[0, 2], [1]])))
 
@@ -72,8 +108,8 @@ def install_plan(fabric: Fabric, changes: Mapping[int, tuple]) -> None:
 def test_a_round_installs_on_every_switch_and_reads_back(
     fabric: Fabric, switches: list[Switch]
 ) -> None:
-    base = base_plan(WAN, Addressing.default(3, W))
-    plan = round_plan(WAN, SCHEDULE.rounds[1], job=1, number=0, hosts_per_island=W)
+    base = base_entries(WAN, Addressing.default(3, W))
+    plan = round_entries(WAN, SCHEDULE.rounds[1], job=1, number=0, hosts_per_island=W)
     install_plan(fabric, install_changes(base))
     install_plan(fabric, install_changes(plan, [base]))
     assert snapshots(switches) == expected(fabric.schema, base, plan)
@@ -91,9 +127,9 @@ def test_all_or_none_rolls_back_the_switches_written_before_the_refusal(
     fabric: Fabric, switches: list[Switch]
 ) -> None:
     schema = fabric.schema
-    base = base_plan(WAN, Addressing.default(3, W))
+    base = base_entries(WAN, Addressing.default(3, W))
     install_plan(fabric, install_changes(base))
-    plan = round_plan(WAN, SCHEDULE.rounds[0], job=1, number=4, hosts_per_island=W)
+    plan = round_entries(WAN, SCHEDULE.rounds[0], job=1, number=4, hosts_per_island=W)
     # someone else put an entry with round 4's key on s2: the controller's insert will clash
     clash = to_updates(schema, install_changes(plan, [base])[2])[-1]
     fabric.connection("s2").write([clash])
@@ -136,16 +172,17 @@ def test_the_driver_overlaps_rounds_and_retires_exactly(
 ) -> None:
     addressing = Addressing.default(3, W)
     driver = RoundDriver(fabric, WAN, SCHEDULE, job=2, addressing=addressing)
-    base = base_plan(WAN, addressing)
-    plans = [round_plan(WAN, SCHEDULE.round_at(n), job=2, number=n, hosts_per_island=W)
+    base = base_entries(WAN, addressing)
+    plans = [round_entries(WAN, SCHEDULE.round_at(n), job=2, number=n, hosts_per_island=W)
              for n in range(3)]  # fmt: skip
     driver.install(0)
     driver.install(1)
     assert snapshots(switches) == expected(fabric.schema, base, plans[0], plans[1])
-    reporters = [threading.Thread(target=driver.report_done, args=(i, 0)) for i in range(3)]
+    board = DoneBoard(WAN.names)
+    reporters = [threading.Thread(target=board.report_done, args=(i, 0)) for i in range(3)]
     for t in reporters:
         t.start()
-    driver.wait_done(0, deadline_after(5))
+    board.wait_done(0, deadline_after(5))
     driver.retire(0)
     assert snapshots(switches) == expected(fabric.schema, base, plans[1])
     driver.install(2)  # same partition as round 0, new keys, shared groups
@@ -157,17 +194,18 @@ def test_the_driver_overlaps_rounds_and_retires_exactly(
 def test_a_missed_deadline_names_the_silent_islands(fabric: Fabric) -> None:
     driver = RoundDriver(fabric, WAN, SCHEDULE, job=2, addressing=Addressing.default(3, W))
     driver.install(0)
-    driver.report_done(1, 0)
+    board = DoneBoard(WAN.names)
+    board.report_done(1, 0)
     with pytest.raises(RoundTimeout, match=r"round 0: .* from A \(0\), C \(2\)") as caught:
-        driver.wait_done(0, deadline_after(0.2))
+        board.wait_done(0, deadline_after(0.2))
     assert caught.value.missing == (0, 2)
 
 
 def test_innet_is_what_the_driver_installs(innet: Innet) -> None:
     """The names the pure plan uses exist in innet.p4 (a P4Info change would show here)."""
     schema = Schema(innet.p4info)
-    base = base_plan(WAN, Addressing.default(3, W))
-    plan = round_plan(WAN, SCHEDULE.rounds[0], job=1, number=0, hosts_per_island=W)
+    base = base_entries(WAN, Addressing.default(3, W))
+    plan = round_entries(WAN, SCHEDULE.rounds[0], job=1, number=0, hosts_per_island=W)
     for changes in (install_changes(base), install_changes(plan, [base])):
         for c in changes.values():
             assert to_updates(schema, c)

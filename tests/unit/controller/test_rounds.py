@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+from controller.exceptions import RoundEntriesError
 from controller.planner.schedule import Round, cliques, ring_pairs
 from controller.rounds import (
     HOST_RID,
@@ -16,14 +17,13 @@ from controller.rounds import (
     Addressing,
     Change,
     GroupWrite,
-    RoundPlanError,
     SwitchEntries,
     TableWrite,
-    base_plan,
+    base_entries,
     group_entry,
     install_changes,
     retire_changes,
-    round_plan,
+    round_entries,
 )
 from tests.unit.controller.conftest import triangle
 from topo.loader import default_wan
@@ -59,7 +59,7 @@ def group(entries: SwitchEntries, gid: int) -> GroupWrite:
 def test_every_member_has_its_membership_and_every_tree_edge_is_covered(wan_name: str) -> None:
     wan = WANS[wan_name]
     for number, rnd in enumerate(rounds_of(wan)):
-        plan = round_plan(wan, rnd, job=3, number=number, hosts_per_island=W)
+        plan = round_entries(wan, rnd, job=3, number=number, hosts_per_island=W)
         for g, members in enumerate(rnd.groups):
             expected = sum(1 << m for m in members)
             for u in members:
@@ -93,7 +93,7 @@ def test_every_member_has_its_membership_and_every_tree_edge_is_covered(wan_name
 
 def test_a_slow_direct_link_makes_the_middle_city_a_transit() -> None:
     wan = triangle()
-    plan = round_plan(wan, Round.of([[0, 2], [1]]), job=1, number=5, hosts_per_island=1)
+    plan = round_entries(wan, Round.of([[0, 2], [1]]), job=1, number=5, hosts_per_island=1)
     (transit,) = find(plan[1], MEMBERSHIP, group=0)
     assert transit.action == "InnetIngress.transit"
     # B forwards A's stream to C and C's to A, never to its own hosts
@@ -137,9 +137,11 @@ def contents(*plans: Mapping[int, SwitchEntries]) -> dict[int, set[object]]:
 @pytest.mark.parametrize("wan_name", sorted(WANS))
 def test_overlapping_rounds_install_and_retire_exactly(wan_name: str) -> None:
     wan = WANS[wan_name]
-    base = base_plan(wan, Addressing.default(wan.n, W))
+    base = base_entries(wan, Addressing.default(wan.n, W))
     rounds = rounds_of(wan)
-    plans = [round_plan(wan, r, job=1, number=n, hosts_per_island=W) for n, r in enumerate(rounds)]
+    plans = [
+        round_entries(wan, r, job=1, number=n, hosts_per_island=W) for n, r in enumerate(rounds)
+    ]
     state: dict[int, set[object]] = {}
     apply(state, install_changes(base))
     assert state == contents(base)
@@ -156,9 +158,9 @@ def test_overlapping_rounds_install_and_retire_exactly(wan_name: str) -> None:
 @pytest.mark.parametrize("wan_name", sorted(WANS))
 def test_retire_is_the_exact_inverse_of_install(wan_name: str) -> None:
     wan = WANS[wan_name]
-    base = base_plan(wan, Addressing.default(wan.n, W))
+    base = base_entries(wan, Addressing.default(wan.n, W))
     for n, rnd in enumerate(rounds_of(wan)):
-        plan = round_plan(wan, rnd, job=1, number=n, hosts_per_island=W)
+        plan = round_entries(wan, rnd, job=1, number=n, hosts_per_island=W)
         installed = install_changes(plan, [base])
         retired = retire_changes(plan, [base])
         assert installed.keys() == retired.keys()
@@ -170,7 +172,7 @@ def test_retire_is_the_exact_inverse_of_install(wan_name: str) -> None:
 def test_base_routes_lead_every_prefix_to_its_island() -> None:
     wan = default_wan()
     addressing = Addressing.default(wan.n, W)
-    base = base_plan(wan, addressing)
+    base = base_entries(wan, addressing)
     for u in range(wan.n):
         routes = {dict(t.match)["hdr.ipv4.dstAddr"].value: dict(t.params)
                   for t in base[u].tables if t.table == "InnetIngress.ipv4_lpm"}  # fmt: skip
@@ -190,7 +192,7 @@ def test_base_routes_lead_every_prefix_to_its_island() -> None:
 
 def test_bad_rounds_are_refused_with_a_reason() -> None:
     wan = triangle()
-    with pytest.raises(RoundPlanError, match="16 bits"):
-        round_plan(wan, Round.of([[0, 1, 2]]), job=1, number=1 << 16, hosts_per_island=1)
+    with pytest.raises(RoundEntriesError, match="16 bits"):
+        round_entries(wan, Round.of([[0, 1, 2]]), job=1, number=1 << 16, hosts_per_island=1)
     with pytest.raises(ValueError, match="in no group"):
-        round_plan(wan, Round.of([[0, 1]]), job=1, number=1, hosts_per_island=1)
+        round_entries(wan, Round.of([[0, 1]]), job=1, number=1, hosts_per_island=1)

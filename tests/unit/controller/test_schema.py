@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.p4rt.schema import Lpm, Schema, SchemaError, encode
+from controller.p4rt.exceptions import SchemaError
+from controller.p4rt.schema import Lpm, Schema, encode
 from tests.unit.controller.conftest import Innet
 
 

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from controller.planner.cost import CostModel, CostParams, PlanError
+from controller.planner.cost import CostModel, CostParams
+from controller.planner.exceptions import PlanError
 from controller.planner.offsets import aligned, arrival_skew, unaligned
 from controller.planner.schedule import Round
 from tests.unit.planner.wans import line_wan

@@ -1,9 +1,9 @@
 import pytest
 
+from controller.planner.exceptions import ScheduleError
 from controller.planner.schedule import (
     Round,
     Schedule,
-    ScheduleError,
     all_to_all,
     cliques,
     exponential_pairs,

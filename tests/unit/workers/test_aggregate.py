@@ -21,17 +21,8 @@ from tests.unit.workers.network import (
     run_round_robin,
     updates,
 )
-from workers.aggregate import (
-    AggregationError,
-    AggregationTimeout,
-    Aggregator,
-    GroupSpec,
-    GroupSum,
-    PolicyError,
-    QuantiseError,
-    SendPolicy,
-    group_sum,
-)
+from workers.aggregate import Aggregator, GroupSpec, GroupSum, QuantiseError, SendPolicy, group_sum
+from workers.exceptions import AggregationError, AggregationTimeout, PolicyError
 from workers.quantise import dequantise
 
 N_FLOATS = 100_000

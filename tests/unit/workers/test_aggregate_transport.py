@@ -6,8 +6,9 @@ import socket
 
 import pytest
 
+from workers.exceptions import TransportError
 from workers.packets import Flag, InnetPacket, PacketType
-from workers.transport import TransportError, UdpTransport
+from workers.transport import UdpTransport
 
 
 def packet(chunk: int) -> bytes:

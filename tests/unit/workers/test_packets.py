@@ -3,7 +3,8 @@ import struct
 import numpy as np
 import pytest
 
-from workers.packets import PACKET_BYTES, Flag, InnetPacket, PacketError, PacketType
+from workers.exceptions import PacketError
+from workers.packets import PACKET_BYTES, Flag, InnetPacket, PacketType
 
 
 def packet(**changes):

@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 
 from topo.siteplan import LANES
+from workers.exceptions import QuantiseError
 from workers.quantise import (
     EXPONENT_HIGH,
     EXPONENT_LOW,
     INT32_MAX,
-    QuantiseError,
     agreed_exponent,
     dequantise,
     exponent_of,

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
+from workers.config import TrainConfig
 from workers.quantise import INT32_MAX, scale_for
 from workers.train import (
     DigitsSplit,
     IslandState,
-    TrainConfig,
     WorkerTrainer,
     baseline,
     decode,

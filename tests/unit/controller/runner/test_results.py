@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -11,29 +12,32 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.results import (
-    RECORD_KEYS,
-    SUMMARY_COLUMNS,
+from controller.runner.records import Baseline, RoundRecord
+from controller.runner.results import (
+    Cycle,
     ResultsWriter,
     collect_versions,
     format_table,
     read_records,
     summarise,
 )
+from controller.runner.results.summary import SUMMARY_COLUMNS
+
+CYCLES = {"all-to-all": Cycle(1, 1), "cliques-3": Cycle(3, 3)}
 
 MB = 10**6
 SCENARIO = {"name": "tiny", "memory": ["25.6MB", "1.6GB"], "schedules": ["all-to-all"]}
 VERSIONS = {"innet": "0.1.0", "python": "3.11"}
 
 
-def rec(memory: int, schedule: str, index: int, time_s: float | None, **over: Any) -> dict:
+def rec(memory: int, schedule: str, index: int, time_s: float | None, **over: Any) -> RoundRecord:
     """A round record; predicted is 10 s unless given, status ok unless given."""
     base: dict[str, Any] = {
         "memory": memory,
         "slots": 1 if memory < 100 * MB else 32,
         "schedule": schedule,
         "round": index,
-        "groups": [["Tokyo", "London"], ["New York"]],
+        "groups": (("Tokyo", "London"), ("New York",)),
         "started": 1_700_000_000.0 + index,
         "time_s": time_s,
         "predicted_s": 10.0,
@@ -52,7 +56,7 @@ def rec(memory: int, schedule: str, index: int, time_s: float | None, **over: An
         "status": "ok",
     }
     base.update(over)
-    return base
+    return RoundRecord(**base)
 
 
 def test_writer_starts_the_folder_with_scenario_and_versions(tmp_path: Path) -> None:
@@ -80,7 +84,7 @@ def test_records_round_trip_through_rounds_jsonl(tmp_path: Path) -> None:
     assert len((tmp_path / "rounds.jsonl").read_text().splitlines()) == 3
 
 
-def crashing_round(writer: ResultsWriter, first: dict[str, Any]) -> None:
+def crashing_round(writer: ResultsWriter, first: RoundRecord) -> None:
     """Records one round, then fails as a run would."""
     writer.record(first)
     raise RuntimeError("switch died")
@@ -101,18 +105,21 @@ def test_a_line_cut_short_by_a_crash_is_left_out(tmp_path: Path) -> None:
         writer.record(rec(25_600_000, "all-to-all", 0, 9.0))
     with (tmp_path / "rounds.jsonl").open("a") as f:
         f.write('{"memory": 256')
-    assert [r["round"] for r in read_records(tmp_path)] == [0]
+    assert [r.round for r in read_records(tmp_path)] == [0]
 
 
-def test_records_must_have_every_key_and_a_known_status(tmp_path: Path) -> None:
-    with ResultsWriter(tmp_path, SCENARIO, VERSIONS) as writer:
-        incomplete = rec(25_600_000, "all-to-all", 0, 9.0)
-        del incomplete["nacks"], incomplete["drops"]
-        with pytest.raises(ValueError, match="without drops, nacks"):
-            writer.record(incomplete)
-        with pytest.raises(ValueError, match="'ok' or 'failed: <reason>'"):
-            writer.record(rec(25_600_000, "all-to-all", 0, 9.0, status="broken"))
-    assert read_records(tmp_path) == []
+def test_records_read_back_must_have_every_key_and_a_known_status(tmp_path: Path) -> None:
+    written = rec(25_600_000, "all-to-all", 0, 9.0).to_json()
+    incomplete = {k: v for k, v in written.items() if k not in ("nacks", "drops")}
+    with pytest.raises(ValueError, match="without drops, nacks"):
+        RoundRecord.from_json(incomplete)
+    with pytest.raises(ValueError, match="unknown keys colour"):
+        RoundRecord.from_json({**written, "colour": "red"})
+    with pytest.raises(ValueError, match="'ok' or 'failed: <reason>'"):
+        rec(25_600_000, "all-to-all", 0, 9.0, status="broken")
+    (tmp_path / "rounds.jsonl").write_text(json.dumps(incomplete) + "\n")
+    with pytest.raises(ValueError, match=r"rounds.jsonl:1: not a round record"):
+        read_records(tmp_path)
 
 
 def test_non_finite_numbers_are_written_as_null(tmp_path: Path) -> None:
@@ -121,7 +128,7 @@ def test_non_finite_numbers_are_written_as_null(tmp_path: Path) -> None:
             rec(25_600_000, "all-to-all", 0, 9.0, train_loss=math.nan, test_loss=math.inf)
         )
     (back,) = read_records(tmp_path)
-    assert back["train_loss"] is None and back["test_loss"] is None
+    assert back.train_loss is None and back.test_loss is None
 
 
 def test_no_round_is_recorded_after_finish(tmp_path: Path) -> None:
@@ -131,7 +138,7 @@ def test_no_round_is_recorded_after_finish(tmp_path: Path) -> None:
         writer.record(rec(25_600_000, "all-to-all", 0, 9.0))
 
 
-def hand_made() -> list[dict[str, Any]]:
+def hand_made() -> list[RoundRecord]:
     """Two memory points (given large first) x two schedules; cliques-3 has a 3-round cycle."""
     big, small = 1_600_000_000, 25_600_000
     return [
@@ -156,8 +163,8 @@ def hand_made() -> list[dict[str, Any]]:
 
 
 def test_summarise_arithmetic() -> None:
-    rows = summarise(hand_made(), {"all-to-all": 1, "cliques-3": 3})
-    keys = [(r["memory"], r["schedule"]) for r in rows]
+    rows = summarise(hand_made(), CYCLES)
+    keys = [(r.memory, r.schedule) for r in rows]
     assert keys == [
         (25_600_000, "all-to-all"),
         (25_600_000, "cliques-3"),
@@ -165,52 +172,52 @@ def test_summarise_arithmetic() -> None:
         (1_600_000_000, "cliques-3"),
     ]  # memory ascending, schedules in the order they first ran
     small_all, small_cliques, big_all, big_cliques = rows
-    assert set(big_all) == set(SUMMARY_COLUMNS)
+    assert set(big_all.to_json()) == set(SUMMARY_COLUMNS)
 
-    assert big_all["rounds"] == 2 and big_all["slots"] == 32
-    assert big_all["mean_time_s"] == pytest.approx(5.5)
-    assert big_all["mean_predicted_s"] == pytest.approx(5.0)
-    assert big_all["ratio"] == pytest.approx(1.1)
-    assert big_all["consensus_s"] == pytest.approx(5.5)  # one-round cycle: the mean round
-    assert big_all["consensus_predicted_s"] == pytest.approx(5.0)
+    assert big_all.rounds == 2 and big_all.slots == 32
+    assert big_all.mean_time_s == pytest.approx(5.5)
+    assert big_all.mean_predicted_s == pytest.approx(5.0)
+    assert big_all.ratio == pytest.approx(1.1)
+    assert big_all.consensus_s == pytest.approx(5.5)  # one-round cycle: the mean round
+    assert big_all.consensus_predicted_s == pytest.approx(5.0)
 
-    assert big_cliques["mean_time_s"] == pytest.approx(13.0 / 4)
-    assert big_cliques["mean_predicted_s"] == pytest.approx(9.5 / 4)
-    assert big_cliques["consensus_s"] == pytest.approx(3.0 + 3.0 + 4.0)
-    assert big_cliques["consensus_predicted_s"] == pytest.approx(2.0 + 2.5 + 3.0)
-    assert big_cliques["final_train_loss"] == pytest.approx(1.7)
-    assert big_cliques["final_test_loss"] == pytest.approx(1.8)
-    assert big_cliques["final_accuracy"] == pytest.approx(0.53)
-    assert big_cliques["wan_bytes"] == 4 * 1500
-    assert big_cliques["retransmissions"] == 4 * 2
-    assert big_cliques["slot_conflicts"] == 4 * 3
-    assert big_cliques["status"] == "ok"
+    assert big_cliques.mean_time_s == pytest.approx(13.0 / 4)
+    assert big_cliques.mean_predicted_s == pytest.approx(9.5 / 4)
+    assert big_cliques.consensus_s == pytest.approx(3.0 + 3.0 + 4.0)
+    assert big_cliques.consensus_predicted_s == pytest.approx(2.0 + 2.5 + 3.0)
+    assert big_cliques.final_train_loss == pytest.approx(1.7)
+    assert big_cliques.final_test_loss == pytest.approx(1.8)
+    assert big_cliques.final_accuracy == pytest.approx(0.53)
+    assert big_cliques.wan_bytes == 4 * 1500
+    assert big_cliques.retransmissions == 4 * 2
+    assert big_cliques.slot_conflicts == 4 * 3
+    assert big_cliques.status == "ok"
 
     # the failed round counts in the totals, not in the means; its position has no time
-    assert small_cliques["rounds"] == 3
-    assert small_cliques["mean_time_s"] == pytest.approx(25.0)
-    assert small_cliques["mean_predicted_s"] == pytest.approx(15.0)
-    assert small_cliques["ratio"] == pytest.approx(25.0 / 15.0)
-    assert small_cliques["consensus_s"] is None
-    assert small_cliques["consensus_predicted_s"] == pytest.approx(40.0)
-    assert small_cliques["final_accuracy"] == pytest.approx(0.52)
-    assert small_cliques["cpu_bound_rounds"] == 2
-    assert small_cliques["wan_bytes"] == 3 * 1500
-    assert small_cliques["status"] == (
+    assert small_cliques.rounds == 3
+    assert small_cliques.mean_time_s == pytest.approx(25.0)
+    assert small_cliques.mean_predicted_s == pytest.approx(15.0)
+    assert small_cliques.ratio == pytest.approx(25.0 / 15.0)
+    assert small_cliques.consensus_s is None
+    assert small_cliques.consensus_predicted_s == pytest.approx(40.0)
+    assert small_cliques.final_accuracy == pytest.approx(0.52)
+    assert small_cliques.cpu_bound_rounds == 2
+    assert small_cliques.wan_bytes == 3 * 1500
+    assert small_cliques.status == (
         "1 of 3 rounds failed (round 1: deadline 60 s passed; Tokyo not done)"
     )
-    assert small_all["consensus_s"] == pytest.approx(12.0)
+    assert small_all.consensus_s == pytest.approx(12.0)
 
 
 def test_summarise_needs_every_cycle_length() -> None:
     with pytest.raises(ValueError, match="'cliques-3'"):
-        summarise(hand_made(), {"all-to-all": 1})
+        summarise(hand_made(), {"all-to-all": Cycle(1, 1)})
 
 
 def test_summarise_with_too_few_rounds_for_a_cycle() -> None:
-    (row,) = summarise([rec(25_600_000, "ring-pairs", 0, 4.0)], {"ring-pairs": 2})
-    assert row["consensus_s"] is None and row["consensus_predicted_s"] is None
-    assert row["mean_time_s"] == 4.0
+    (row,) = summarise([rec(25_600_000, "ring-pairs", 0, 4.0)], {"ring-pairs": Cycle(2, 2)})
+    assert row.consensus_s is None and row.consensus_predicted_s is None
+    assert row.mean_time_s == 4.0
 
 
 def test_finish_writes_the_summary_and_the_plots(tmp_path: Path) -> None:
@@ -218,8 +225,8 @@ def test_finish_writes_the_summary_and_the_plots(tmp_path: Path) -> None:
     with ResultsWriter(tmp_path, SCENARIO, VERSIONS) as writer:
         for r in records:
             writer.record(r)
-        rows = summarise(writer.records, {"all-to-all": 1, "cliques-3": 3})
-        writer.finish(rows, {"train_loss": 1.2, "test_loss": 1.3, "accuracy": 0.61})
+        rows = summarise(writer.records, CYCLES, baseline_accuracy=0.61)
+        writer.finish(rows, Baseline(1.2, 1.3, 0.61, ()))
     with (tmp_path / "summary.csv").open() as f:
         table = list(csv.DictReader(f))
     assert tuple(table[0]) == SUMMARY_COLUMNS
@@ -246,7 +253,7 @@ def test_finish_without_rounds_or_baseline_still_writes_everything(tmp_path: Pat
 
 
 def test_format_table_names_the_first_to_consensus_per_memory() -> None:
-    rows = summarise(hand_made(), {"all-to-all": 1, "cliques-3": 3})
+    rows = summarise(hand_made(), CYCLES)
     table = format_table(rows)
     lines = table.splitlines()
     assert lines[0].split() == [
@@ -269,7 +276,7 @@ def test_format_table_marks_a_schedule_that_beats_all_to_all() -> None:
         rec(25_600_000, "all-to-all", 0, 30.0),
         *(rec(25_600_000, "cliques-3", i, 6.0) for i in range(3)),
     ]
-    table = format_table(summarise(records, {"all-to-all": 1, "cliques-3": 3}))
+    table = format_table(summarise(records, CYCLES))
     (marked,) = [line for line in table.splitlines() if " * " in line]
     assert "cliques-3" in marked and "18.0 s" in marked
 
@@ -290,9 +297,12 @@ def test_collect_versions_without_git(monkeypatch: pytest.MonkeyPatch) -> None:
     assert versions["git_commit"] is None and versions["git_dirty"] is None
 
 
-def test_record_keys_are_the_documented_ones() -> None:
-    assert set(rec(1, "x", 0, 1.0)) == set(RECORD_KEYS)
-    assert len(RECORD_KEYS) == 21
+def test_a_record_is_written_with_every_field_as_a_key() -> None:
+    written = rec(1, "x", 0, 1.0).to_json()
+    assert list(written) == [f.name for f in dataclasses.fields(RoundRecord)]
+    assert len(written) == 21
+    assert written["groups"] == [["Tokyo", "London"], ["New York"]]
+    assert RoundRecord.from_json(json.loads(json.dumps(written))) == rec(1, "x", 0, 1.0)
 
 
 def test_format_table_says_which_rounds_measured_the_cpu() -> None:
@@ -300,10 +310,11 @@ def test_format_table_says_which_rounds_measured_the_cpu() -> None:
         rec(25_600_000, "all-to-all", 0, 30.0, cpu_bound=True, cpu_lag_ms=900.0),
         rec(25_600_000, "all-to-all", 1, 31.0),
     ]
-    table = format_table(summarise(records, {"all-to-all": 1}))
+    table = format_table(summarise(records, {"all-to-all": Cycle(1, 1)}))
     assert "ok, 1 CPU-bound round(s)" in table
     assert "those rounds measure the CPU, not the network" in table
-    calm = format_table(summarise([rec(25_600_000, "all-to-all", 0, 30.0)], {"all-to-all": 1}))
+    calm_rows = summarise([rec(25_600_000, "all-to-all", 0, 30.0)], {"all-to-all": Cycle(1, 1)})
+    calm = format_table(calm_rows)
     assert "CPU-bound" not in calm
 
 
@@ -311,11 +322,11 @@ def test_consensus_sums_the_rounds_to_consensus_by_cycle_position() -> None:
     """cliques-3: consensus after 2 rounds of a 4-round cycle; ring pairs: 5 rounds of 2."""
     times = [0.8, 0.9, 1.0, 1.1] * 2
     records = [rec(MB, "cliques-3", i, t, predicted_s=t) for i, t in enumerate(times)]
-    (row,) = summarise(records, {"cliques-3": (2, 4)})
-    assert row["consensus_s"] == pytest.approx(0.8 + 0.9)
-    assert row["consensus_predicted_s"] == pytest.approx(1.7)
+    (row,) = summarise(records, {"cliques-3": Cycle(2, 4)})
+    assert row.consensus_s == pytest.approx(0.8 + 0.9)
+    assert row.consensus_predicted_s == pytest.approx(1.7)
     ring = [rec(MB, "ring-pairs", i, 1.0 + i % 2) for i in range(4)]
-    (row,) = summarise(ring, {"ring-pairs": (5, 2)})
-    assert row["consensus_s"] == pytest.approx(1 + 2 + 1 + 2 + 1)
-    (row,) = summarise(ring, {"ring-pairs": (0, 2)})  # never reaches consensus
-    assert row["consensus_s"] is None
+    (row,) = summarise(ring, {"ring-pairs": Cycle(5, 2)})
+    assert row.consensus_s == pytest.approx(1 + 2 + 1 + 2 + 1)
+    (row,) = summarise(ring, {"ring-pairs": Cycle(0, 2)})  # never reaches consensus
+    assert row.consensus_s is None

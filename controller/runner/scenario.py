@@ -27,27 +27,25 @@ gives the pool for one memory point, and the full-scale memory its slots stand f
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import importlib.resources
-import math
 import re
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
-from controller.planner.cost import PlanError
+from controller.planner.exceptions import PlanError
 from controller.planner.optimise import Planner
-from topo.exceptions import SlotPoolError, TopologyError, UnitError
+from controller.runner.exceptions import ScenarioError
+from controller.runner.yamlnodes import NodeReader
+from topo.exceptions import SlotPoolError, TopologyError
 from topo.loader import load_wan, parse_wan
 from topo.siteplan import SlotPool
 from topo.units import format_size, parse_duration, parse_rate, parse_size
 from topo.wan import Wan
-
-T = TypeVar("T")
 
 MAX_HOSTS = 8
 MAX_LOSS = 0.5  # a link losing half its frames is a broken link, not a WAN
@@ -58,15 +56,6 @@ _KEYS = (
     "name", "topology", "hosts", "scale", "bandwidth", "wan_bandwidth", "memory",
     "update_size", "schedules", "training", "round_deadline", "seed", "wan_loss",
 )  # fmt: skip
-
-
-class ScenarioError(ValueError):
-    """A scenario that cannot run; str() is "{path}:{line}: {key}: {what is wrong}"."""
-
-    def __init__(self, path: Path | str, line: int | None, key: str, what: str) -> None:
-        where = f"{path}:{line}" if line is not None else f"{path}"
-        super().__init__(f"{where}: {key}: {what}" if key else f"{where}: {what}")
-        self.path, self.line, self.key, self.what = path, line, key, what
 
 
 @dataclass(frozen=True)
@@ -99,6 +88,12 @@ class Scenario:
     wan: Wan = field(compare=False, repr=False)
     path: Path | None = field(default=None, compare=False)  # the file it was loaded from
     wan_loss: float = 0.0  # each WAN link loses this share of frames, each way (the planner not)
+    # key path ("update_size", "schedules[1]", ...) -> its line in the file, for later checks
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def fail(self, key: str, what: str) -> ScenarioError:
+        """A ScenarioError at `key`'s line (for checks made after parsing, e.g. by resolve)."""
+        return ScenarioError(self.path or "<scenario>", self.lines.get(key), key, what)
 
     @property
     def islands(self) -> tuple[str, ...]:
@@ -114,9 +109,7 @@ class Scenario:
         if self.update_bytes is None:
             return model_bytes
         if self.update_bytes < model_bytes:
-            raise ScenarioError(
-                self.path or "<scenario>",
-                None,
+            raise self.fail(
                 "update_size",
                 f"{format_size(self.update_bytes)} is below the model's size "
                 f"({model_bytes} B); give 'model' or at least {model_bytes}B",
@@ -164,7 +157,7 @@ def load_scenario(path: Path | str) -> Scenario:
 
 def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     """Parse and check scenario YAML; a relative topology path is resolved beside `path`."""
-    doc = _Reader(path)
+    doc = NodeReader(path)
     root = doc.compose(text)
     top = doc.mapping(root, "", _KEYS)
     if "name" not in top:
@@ -193,11 +186,22 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
         raise doc.fail(top["wan_loss"], "wan_loss", why)
     return Scenario(
         name, topology, hosts, scale, bandwidth, wan_bandwidth, memory, update, schedules,
-        training, deadline, seed, wan, Path(path), loss,
+        training, deadline, seed, wan, Path(path), loss, _lines(top),
     )  # fmt: skip
 
 
-def _topology(doc: _Reader, node: yaml.Node | None, path: Path | str) -> tuple[str, Wan]:
+def _lines(top: Mapping[str, yaml.Node]) -> dict[str, int]:
+    """The line of every top-level key's value, and of each item of a list value."""
+    lines = {}
+    for key, node in top.items():
+        lines[key] = int(node.start_mark.line) + 1
+        if isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                lines[f"{key}[{i}]"] = int(item.start_mark.line) + 1
+    return lines
+
+
+def _topology(doc: NodeReader, node: yaml.Node | None, path: Path | str) -> tuple[str, Wan]:
     name = DEFAULT_TOPOLOGY if node is None else doc.text(node, "topology")
     builtin = builtin_topologies()
     try:
@@ -221,7 +225,7 @@ def _topology(doc: _Reader, node: yaml.Node | None, path: Path | str) -> tuple[s
         raise doc.fail(node, "topology", f"cannot load {name!r}: {err}") from None
 
 
-def _memory(doc: _Reader, node: yaml.Node | None, scale: float) -> tuple[int, ...]:
+def _memory(doc: NodeReader, node: yaml.Node | None, scale: float) -> tuple[int, ...]:
     if node is None:
         return (parse_size("1.6GB"),)
     items = node.value if isinstance(node, yaml.SequenceNode) else [node]
@@ -241,7 +245,7 @@ def _memory(doc: _Reader, node: yaml.Node | None, scale: float) -> tuple[int, ..
     return tuple(memory)
 
 
-def _schedules(doc: _Reader, node: yaml.Node | None, wan: Wan) -> tuple[str, ...]:
+def _schedules(doc: NodeReader, node: yaml.Node | None, wan: Wan) -> tuple[str, ...]:
     planner = Planner(wan)
     if node is None:
         return tuple(planner.default_families())
@@ -260,7 +264,7 @@ def _schedules(doc: _Reader, node: yaml.Node | None, wan: Wan) -> tuple[str, ...
     return tuple(names)
 
 
-def _training(doc: _Reader, node: yaml.Node | None) -> Training:
+def _training(doc: NodeReader, node: yaml.Node | None) -> Training:
     if node is None:
         return Training()
     known = tuple(f.name for f in dataclasses.fields(Training))
@@ -278,113 +282,6 @@ def _training(doc: _Reader, node: yaml.Node | None) -> Training:
     if momentum >= 1.0:
         raise doc.fail(items["outer_momentum"], "training.outer_momentum", "must be below 1")
     return Training(**values, outer_momentum=momentum)
-
-
-@dataclass(frozen=True)
-class _Reader:
-    """Typed access to composed YAML nodes; a failure names the node's line and the key path."""
-
-    path: Path | str
-
-    def fail(self, node: yaml.Node | None, key: str, what: str) -> ScenarioError:
-        line = int(node.start_mark.line) + 1 if node is not None else None
-        return ScenarioError(self.path, line, key, what)
-
-    def compose(self, text: str) -> yaml.Node:
-        try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = mark.line + 1 if mark is not None else 1
-            what = f"malformed YAML: {exc.problem or exc.context}"
-            raise ScenarioError(self.path, line, "", what) from None
-        except yaml.YAMLError as exc:
-            raise ScenarioError(self.path, 1, "", f"malformed YAML: {exc}") from None
-        if root is None:
-            raise ScenarioError(self.path, 1, "", "empty file; a scenario needs at least a name")
-        return root
-
-    def mapping(self, node: yaml.Node, key: str, known: tuple[str, ...]) -> dict[str, yaml.Node]:
-        """The mapping at node, key -> value node, leaving out keys whose value is null (null
-        stands for the default); an unknown key is answered with the closest known one."""
-        if not isinstance(node, yaml.MappingNode):
-            what = "must be a mapping" if key else "the scenario must be a mapping"
-            raise self.fail(node, key, f"{what} with keys {', '.join(known)}")
-        items: dict[str, yaml.Node] = {}
-        lines: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            name = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
-            path = f"{key}.{name}" if key else name
-            if name not in known:
-                close = difflib.get_close_matches(name, known, n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                raise self.fail(key_node, path, f"unknown key; {hint}(known: {', '.join(known)})")
-            if name in items:
-                raise self.fail(key_node, path, f"given twice (first at line {lines[name]})")
-            items[name] = value_node
-            lines[name] = int(key_node.start_mark.line) + 1
-        return {name: value for name, value in items.items() if self.scalar(value) is not None}
-
-    def scalar(self, node: yaml.Node) -> Any:
-        if not isinstance(node, yaml.ScalarNode):
-            return node
-        return yaml.constructor.SafeConstructor().construct_object(node)
-
-    def text(self, node: yaml.Node, key: str) -> str:
-        value = self.scalar(node)
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(node, key, f"must be a non-empty string, got {_shown(node)}")
-        return value
-
-    def integer(
-        self, node: yaml.Node | None, key: str, default: int, low: int, high: int | None = None
-    ) -> int:
-        if node is None:
-            return default
-        value = self.scalar(node)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(node, key, f"must be a whole number, got {_shown(node)}")
-        if value < low or (high is not None and value > high):
-            bound = f"from {low} to {high}" if high is not None else f"at least {low}"
-            raise self.fail(node, key, f"must be {bound}, got {value}")
-        return value
-
-    def number(
-        self,
-        node: yaml.Node | None,
-        key: str,
-        default: float,
-        low: float,
-        open_low: bool = False,
-    ) -> float:
-        if node is None:
-            return default
-        value = self.scalar(node)
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-            raise self.fail(node, key, f"must be a number, got {_shown(node)}")
-        if math.isinf(value) or value < low or (open_low and value == low):
-            bound = f"above {low:g}" if open_low else f"at least {low:g}"
-            raise self.fail(node, key, f"must be finite and {bound}, got {value:g}")
-        return float(value)
-
-    def quantity(
-        self, node: yaml.Node | None, key: str, parse: Callable[[str], T], default: str = ""
-    ) -> T:
-        """A size, rate or duration; parsed from `default` when the key is absent."""
-        if node is None:
-            return parse(default)
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, key, "must be a single value with a unit, such as 10Gbps")
-        try:
-            return parse(node.value)
-        except UnitError as err:
-            raise self.fail(node, key, str(err)) from None
-
-
-def _shown(node: yaml.Node) -> str:
-    if isinstance(node, yaml.ScalarNode):
-        return repr(node.value)
-    return "a list" if isinstance(node, yaml.SequenceNode) else "a mapping"
 
 
 def _size_text(n: int) -> str:

@@ -17,13 +17,17 @@ import signal
 import sys
 import time
 from pathlib import Path
-from types import FrameType
+from types import FrameType, TracebackType
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_SCENARIO = REPO / "scenarios" / "nine-cities.yaml"
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
+
+from controller.exceptions import CommandLineError, RunDirError
+from controller.rundir import RunDir
+from innet.paths import DEFAULT_SCENARIO, RESULTS
+from topo.siteplan import GRPC_BASE_PORT
 
 
-def add_command(sub: argparse._SubParsersAction) -> None:
+def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "run",
         help="train through the emulated WAN with every schedule of a scenario",
@@ -52,12 +56,12 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--run-dir", type=Path, help="state directory (as for innet net up)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--grpc-base-port", type=int, default=50000,
-                   help="P4Runtime port of the first city's switch (default 50000)")  # fmt: skip
-
-
-class Interrupted(Exception):
-    pass
+    p.add_argument(
+        "--grpc-base-port",
+        type=int,
+        default=GRPC_BASE_PORT,
+        help=f"P4Runtime port of the first city's switch (default {GRPC_BASE_PORT})",
+    )
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:
@@ -65,34 +69,34 @@ def _interrupt(signum: int, _frame: FrameType | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from controller.emulation import predictions
-    from controller.experiment import ExperimentError, Run
-    from controller.results import format_table
-    from controller.scenario import load_scenario
+    """`innet run`; errors of the input raise (the CLI prints them), the run's own end here."""
+    # imported here: the runner loads torch (seconds), which no other command needs
+    from controller.runner.emulation import resolve
+    from controller.runner.results import format_table
+    from controller.runner.run import Run, built_testbeds
+    from controller.runner.scenario import load_scenario
 
-    scenario = load_scenario(args.scenario)  # ScenarioError: refused before anything starts
-    plan = predictions(scenario)  # PlanError: a schedule this WAN cannot play, also before
+    emulation = resolve(load_scenario(args.scenario))  # refused here, before anything starts
+    plan = emulation.predictions()
     if args.check:
         print("\n".join(plan))
         return 0
     if os.geteuid() != 0:
-        print(
-            "innet: error: innet run needs root (Mininet builds namespaces and veth pairs)",
-            file=sys.stderr,
-        )
-        return 2
-    folder = args.out or REPO / "results" / f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        raise CommandLineError("innet run needs root (Mininet builds namespaces and veth pairs)")
+    name = emulation.scenario.name
+    folder = args.out or RESULTS / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     if folder.exists() and any(folder.iterdir()):
-        print(
-            f"innet: error: {folder} exists and is not empty: choose another --out", file=sys.stderr
-        )
-        return 2
+        raise CommandLineError(f"{folder} exists and is not empty: choose another --out")
+    run_dir = RunDir(args.run_dir)
+    busy = run_dir.occupied()
+    if busy is not None:
+        raise RunDirError(busy)
     print("\n".join(plan), flush=True)
     signal.signal(signal.SIGTERM, _interrupt)
-    with _progress(args.no_progress) as progress:
-        experiment = Run(scenario, folder, progress=progress, run_dir=args.run_dir,
-                         shaping=args.shaping, grpc_base_port=args.grpc_base_port,
-                         target=args.target)  # fmt: skip
+    testbeds = built_testbeds(emulation, run_dir, shaping=args.shaping, target=args.target,
+                              grpc_base_port=args.grpc_base_port)  # fmt: skip
+    with ProgressBar(args.no_progress) as progress:
+        experiment = Run(emulation, folder, testbeds, progress=progress)
         try:
             experiment.execute()
         except KeyboardInterrupt:
@@ -101,9 +105,6 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 130
-        except ExperimentError as err:
-            print(f"innet: error: {err}", file=sys.stderr)
-            return 1
     print(format_table(experiment.summary))
     print(f"results: {folder}")
     for failure in experiment.failures:
@@ -111,18 +112,17 @@ def run(args: argparse.Namespace) -> int:
     return 1 if experiment.failures else 0
 
 
-class _progress:
-    """A rich progress bar (or nothing), called as progress(label, done, total)."""
+class ProgressBar:
+    """A rich progress bar (or a line per round where stderr is no terminal), called as
+    progress(label, done, total)."""
 
     def __init__(self, off: bool) -> None:
         self.off = off or not sys.stderr.isatty()
-        self.bar = None
-        self.task = None
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
 
-    def __enter__(self) -> _progress:
+    def __enter__(self) -> ProgressBar:
         if not self.off:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
             self.bar = Progress(
                 "[progress.description]{task.description}",
                 BarColumn(),
@@ -135,11 +135,13 @@ class _progress:
         return self
 
     def __call__(self, label: str, done: int, total: int) -> None:
-        if self.bar is not None:
+        if self.bar is not None and self.task is not None:
             self.bar.update(self.task, description=label, completed=done, total=total)
-        else:
+        elif self.off:
             print(f"[{done}/{total}] {label}", file=sys.stderr, flush=True)
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self.bar is not None:
             self.bar.stop()

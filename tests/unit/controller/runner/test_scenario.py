@@ -8,15 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.scenario import (
-    ScenarioError,
-    Training,
-    load_scenario,
-    parse_scenario,
-)
+from controller.runner.exceptions import ScenarioError
+from controller.runner.scenario import Training, load_scenario, parse_scenario
 from topo.siteplan import SlotPool
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 SHIPPED = sorted((REPO / "scenarios").glob("*.yaml"))
 
 

@@ -1,4 +1,5 @@
-"""The experiment runner's pure parts: what leaders are told, sizes, predictions, refusals."""
+"""The experiment runner's pure parts: what leaders are told, the scenario at emulation scale
+(sizes, pools, predictions), refusals."""
 
 from __future__ import annotations
 
@@ -9,17 +10,17 @@ import numpy as np
 import pytest
 
 from controller.cli import main
-from controller.emulation import cost_params, predictions, train_config, update_floats
-from controller.experiment import ExperimentError, install_round
-from controller.leaders import local_lag, send_policy
 from controller.p4rt import P4RuntimeError
-from controller.planner.optimise import Planner
-from controller.scenario import ScenarioError, load_scenario, parse_scenario
+from controller.runner.emulation import resolve
+from controller.runner.exceptions import ExperimentError, ScenarioError
+from controller.runner.leaders import local_lag, send_policy
+from controller.runner.play import install_round
+from controller.runner.scenario import load_scenario, parse_scenario
+from controller.testbed import InstalledRound
 from topo.siteplan import FRAME_BITS
-from workers.group import SendPolicy
-from workers.train import TrainConfig
+from workers.config import TrainConfig
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 DEFAULT = REPO / "scenarios" / "nine-cities.yaml"
 
 
@@ -39,8 +40,7 @@ def test_local_lag_is_the_first_remote_arrival_after_the_own_send() -> None:
 
 
 def test_a_leader_policy_is_rate_paced_with_the_whole_update_in_flight() -> None:
-    fields = send_policy(20_000.0, 0.012, -0.004, 0.14, 76, 60.0)
-    policy = SendPolicy(**fields)
+    policy = send_policy(20_000.0, 0.012, -0.004, 0.14, 76, 60.0)
     assert policy.window == 76 and policy.rate_bps == 20_000.0
     assert policy.start_s == pytest.approx(0.012) and policy.local_lag_s == pytest.approx(-0.004)
     # a timeout shorter than the send-to-result time would resend every chunk
@@ -49,41 +49,50 @@ def test_a_leader_policy_is_rate_paced_with_the_whole_update_in_flight() -> None
 
 
 def test_sizes_at_scale() -> None:
-    sc = scenario()
-    floats = update_floats(sc)
-    assert floats == 2432  # the 2410 parameters of the 64-32-10 MLP in whole 32-value chunks
-    params = cost_params(sc, sc.memory_bytes[0], floats)
-    assert params.update_bytes == 2432 * 4 * 100_000
-    assert params.memory_bytes == 2 * 1 * 128 * 100_000  # 25.6 MB: one slot per bank
-    assert params.slot_bytes == 128 * 100_000  # one emulated slot at full scale
-    padded = scenario("update_size: 1GB\n")
-    assert update_floats(padded) == math.ceil(1e9 / 100_000 / 4 / 32) * 32
-    with pytest.raises(ScenarioError, match="update_size"):
-        update_floats(scenario("update_size: 100MB\n"))
+    em = resolve(scenario())
+    assert em.model_params == 2410  # the 64-32-10 MLP
+    assert em.update_floats == 2432 and em.chunks == 76  # in whole 32-value chunks
+    point = em.points[0]
+    assert point.pool.slots_per_bank == 1  # 25.6 MB at scale 100000: one slot per bank
+    assert point.params.update_bytes == em.update_bytes == 2432 * 4 * 100_000
+    assert point.params.memory_bytes == 2 * 1 * 128 * 100_000
+    assert point.params.slot_bytes == 128 * 100_000  # one emulated slot at full scale
+    assert em.points[1].pool.slots_per_bank == 32  # 1.6 GB: 819.2 MB of slots
+    padded = resolve(scenario("update_size: 1GB\n"))
+    assert padded.update_floats == math.ceil(1e9 / 100_000 / 4 / 32) * 32
+
+
+def test_an_update_below_the_model_is_refused_at_its_line() -> None:
+    with pytest.raises(ScenarioError, match=r"<string>:4: update_size: 100 MB is below"):
+        resolve(scenario("update_size: 100MB\n"))
 
 
 def test_the_training_section_becomes_the_trainers_config() -> None:
-    sc = scenario("seed: 7\ntraining: {rounds: 3, inner_steps: 5}\n")
-    cfg = TrainConfig(**train_config(sc))
+    em = resolve(scenario("seed: 7\ntraining: {rounds: 3, inner_steps: 5}\n"))
+    cfg = em.island.training
+    assert isinstance(cfg, TrainConfig)
     assert cfg.inner_steps == 5 and cfg.seed == 7
+    assert em.island.update_floats == em.update_floats and em.island.islands == 9
 
 
 def test_the_default_scenario_predicts_the_crossover() -> None:
     """What the emulation must reproduce: triples first at 25.6 MB, all-to-all at 1.6 GB."""
-    sc = load_scenario(DEFAULT)
-    floats = update_floats(sc)
-    planner = Planner(sc.wan)
-    times = {}
-    for memory in sc.memory_bytes:
-        params = cost_params(sc, memory, floats)
-        for family in ("all-to-all", "cliques-3"):
-            times[memory, family] = planner.plan(params, families=[family]).family(family).time_s
-    small, large = sc.memory_bytes
+    em = resolve(load_scenario(DEFAULT))
+    times = {(p.memory_bytes, f.family): f.time_s for p in em.points for f in p.plans}
+    small, large = em.scenario.memory_bytes
     assert times[small, "cliques-3"] < times[small, "all-to-all"]
     assert times[large, "all-to-all"] < times[large, "cliques-3"]
-    lines = predictions(sc)
-    assert len(lines) == 1 + len(sc.memory_bytes) * len(sc.schedules)
-    assert "1 slot(s)/bank" in lines[1]
+    lines = em.predictions()
+    assert len(lines) == 1 + len(em.points) * len(em.scenario.schedules)
+    assert "pool 25.6 MB (1 slot/bank)" in lines[1]
+    assert em.rounds == 2 * 2 * em.scenario.training.rounds
+
+
+def test_a_leader_paces_frames_at_the_planned_update_rate() -> None:
+    em = resolve(scenario())
+    # the planner counts update bytes; a frame carries 128 of them behind 58 header bytes
+    assert em.frame_rate_bps(10e9) == pytest.approx(10e9 / 100_000 * 186 / 128)
+    assert em.slots_needed(128 * 100_000 * 3.5) == 4
 
 
 def test_run_check_prints_the_plan_without_building(capsys) -> None:
@@ -131,16 +140,16 @@ class FlakyTestbed:
         self.heals += 1
         return ["Frankfurt"] if self.heals > 1 else []
 
-    def advance(self) -> dict:
+    def advance(self) -> InstalledRound:
         self.advances += 1
         if self.advances <= self.refusals:
             raise P4RuntimeError("switch s4: a write of 5 updates failed: UNAVAILABLE")
-        return {"number": 7, "groups": []}
+        return InstalledRound(7, (), (7,))
 
 
 def test_a_refused_install_is_healed_and_tried_again() -> None:
     testbed = FlakyTestbed(refusals=1)
-    assert install_round(testbed, 3)["number"] == 7
+    assert install_round(testbed, 3).number == 7
     assert testbed.heals == 2 and testbed.advances == 2
 
 

@@ -1,0 +1,81 @@
+"""Bring a testbed up and down: the one way the service and the experiment runner do it.
+
+    run_dir = RunDir(path)
+    run_dir.claim("innet run", "running")
+    with running_testbed(spec, params, pool, run_dir) as up:
+        up.testbed.advance()                       # the switches are programmed, watched
+        up.record_processes(islands.record())      # processes to stop if this process dies
+    # torn down: watchdog stopped, fabric closed, switches and Mininet stopped
+
+On the way up, the network's processes and interfaces are recorded in the run directory's
+state before anything else can fail, so that `innet clean` can undo a crash at any point; the
+watchdog restarts and reinstalls a switch that dies and records its new PID. On the way out
+(normally, on an exception, on Ctrl-C) everything started is stopped, newest first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from controller.network import MininetNetwork
+from controller.planner.cost import CostParams
+from controller.planner.schedule import Schedule
+from controller.rundir import ProcessRecord, RunDir
+from controller.testbed import Testbed, Watchdog
+from topo.mininet_net import NetworkSpec, TestbedNet, build_network
+from topo.siteplan import SlotPool
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunningTestbed:
+    """A testbed that is up: the Mininet network, the controller's testbed, its watchdog."""
+
+    net: TestbedNet
+    network: MininetNetwork
+    testbed: Testbed
+    watchdog: Watchdog
+    run_dir: RunDir
+
+    def record_processes(self, processes: Sequence[ProcessRecord]) -> None:
+        """Record processes started on this network (island processes) for `innet clean`;
+        an empty list when they have been stopped."""
+        self.run_dir.update(experiment=tuple(processes))
+
+
+@contextlib.contextmanager
+def running_testbed(
+    spec: NetworkSpec,
+    params: CostParams,
+    pool: SlotPool,
+    run_dir: RunDir,
+    *,
+    schedule: Schedule | None = None,
+    on_heal: Callable[[list[str]], None] | None = None,
+) -> Iterator[RunningTestbed]:
+    """Build the network of `spec` in `run_dir` (which this process has claimed), program it
+    with the controller, watch it; tear it all down when the block ends."""
+    if spec.slots != pool.slots_per_bank or spec.scale != pool.scale:
+        raise ValueError(f"the network's SLOTS {spec.slots} at scale {spec.scale:g} is not {pool}")
+    with contextlib.ExitStack() as stack:
+        net = build_network(spec, run_dir.path / "switches")
+        stack.callback(net.stop)
+        network = MininetNetwork(net)
+        run_dir.update(network=network.record())
+        testbed = Testbed.start(spec.wan, network, params, pool=pool, schedule=schedule)
+        stack.callback(testbed.close)
+
+        def healed(names: list[str]) -> None:
+            run_dir.update(network=network.record())  # the restarted switches' new PIDs
+            if on_heal is not None:
+                on_heal(names)
+
+        watchdog = Watchdog(testbed, on_heal=healed)
+        watchdog.start()
+        stack.callback(watchdog.stop)
+        yield RunningTestbed(net, network, testbed, watchdog, run_dir)
+    log.info("testbed torn down")

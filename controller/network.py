@@ -1,0 +1,119 @@
+"""The switches' side of a testbed, as the controller sees it: the `Network` seam.
+
+The controller programs switches only over P4Runtime. What P4Runtime does not carry (is the
+switch process alive, its port counters and processing lag, the pipeline to push, restarting
+a dead switch) it asks of a `Network`. `MininetNetwork` is the real one, over
+`topo.mininet_net.TestbedNet` (which reaches p4switch's control channel); tests give networks of
+in-process P4Runtime servers.
+
+`MininetNetwork.record()` is also what `innet clean` needs to undo a run without Mininet: every
+process the network started (switch processes, the host shells that hold the host namespaces)
+with its command line, and every root-namespace interface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from controller.rundir import NetworkRecord, ProcessRecord
+from topo.mininet_net import TestbedNet
+from topo.p4node import PortCounters, SwitchPipeline
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchSite:
+    """One edge switch as the controller reaches it."""
+
+    city: int
+    name: str  # the fabric's name for it
+    grpc_addr: str
+    device_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkFacts:
+    """How the network was built, for the testbed's topology view."""
+
+    target: str  # p4switch or bmv2
+    shaping: str  # switch or kernel: who delays, rate-limits and drops on WAN links
+    scale: float
+    workdir: str
+
+
+class Network(Protocol):
+    """Where the switches are, and what the controller cannot ask them over P4Runtime."""
+
+    @property
+    def sites(self) -> tuple[SwitchSite, ...]: ...
+
+    @property
+    def hosts_per_city(self) -> int: ...
+
+    def pipeline(self) -> SwitchPipeline:
+        """The P4Info and device config every switch is set to."""
+        ...
+
+    def process_alive(self, city: int) -> bool: ...
+
+    def restart(self, city: int, deadline: float) -> None:
+        """Start a dead switch again, ready by `deadline` (time.monotonic())."""
+        ...
+
+    def port_counters(self, city: int, reset_peaks: bool = False) -> PortCounters | None:
+        """The switch's port counters (None: this network cannot read them);
+        `topo.exceptions.SwitchControlError` when the switch does not answer."""
+        ...
+
+    def control_alive(self, city: int) -> bool | None:
+        """Whether the switch's control channel answers (None: it has none)."""
+        ...
+
+    def facts(self) -> NetworkFacts: ...
+
+    def stop(self) -> None: ...
+
+
+class MininetNetwork:
+    """The switches of a `TestbedNet`, as a `Network`."""
+
+    def __init__(self, net: TestbedNet) -> None:
+        self.net = net
+        self._sites = tuple(
+            SwitchSite(u, sw.name, sw.grpc_addr, sw.device_id) for u, sw in enumerate(net.switches)
+        )
+
+    @property
+    def sites(self) -> tuple[SwitchSite, ...]:
+        return self._sites
+
+    @property
+    def hosts_per_city(self) -> int:
+        return len(self.net.hosts[0])
+
+    def pipeline(self) -> SwitchPipeline:
+        return self.net.pipeline()
+
+    def process_alive(self, city: int) -> bool:
+        return self.net.process_alive(city)
+
+    def restart(self, city: int, deadline: float) -> None:
+        self.net.restart(city, deadline)
+
+    def port_counters(self, city: int, reset_peaks: bool = False) -> PortCounters | None:
+        return self.net.port_counters(city, reset_peaks)
+
+    def control_alive(self, city: int) -> bool | None:
+        return self.net.control_alive(city)
+
+    def facts(self) -> NetworkFacts:
+        net = self.net
+        return NetworkFacts(net.target, net.shaping, net.scale, str(net.workdir))
+
+    def stop(self) -> None:
+        self.net.stop()
+
+    def record(self) -> NetworkRecord:
+        """PIDs (with command lines) and root-namespace interfaces this network created."""
+        processes = tuple(ProcessRecord.of(role, pid) for role, pid in self.net.processes())
+        return NetworkRecord(processes, tuple(self.net.interfaces()), str(self.net.workdir))

@@ -1,0 +1,89 @@
+"""The switches' counters around one round: bytes per WAN link, innet.p4's drops, lag.
+
+`snapshot` reads every edge (the network's port counters, restarting the lateness peaks; innet
+statistics over P4Runtime); `counted` gives what happened between two snapshots, counting a
+switch restarted in between from zero.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from controller.exceptions import TestbedError
+from controller.testbed import Testbed
+from innet.jsontypes import JSONValue
+from topo.exceptions import SwitchControlError
+from topo.siteplan import wan_ports
+
+log = logging.getLogger(__name__)
+
+K = TypeVar("K")
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Every switch's counters at one moment; a switch that could not be read is left out."""
+
+    tx_bytes: dict[int, dict[int, int]]  # switch u -> neighbour v -> bytes sent toward v
+    stats: dict[int, dict[str, int]]  # switch u -> innet.p4 counters
+    lag_s: float  # worst port lateness since the previous snapshot
+    unread: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """What the switches counted between two snapshots."""
+
+    links: dict[tuple[int, int], int]  # bytes sent on WAN link u -> v
+    totals: dict[str, int]  # innet.p4's counters, summed over the switches
+
+
+def snapshot(testbed: Testbed) -> Snapshot:
+    tx: dict[int, dict[int, int]] = {}
+    stats: dict[int, dict[str, int]] = {}
+    lag, unread = 0.0, []
+    hosts = testbed.network.hosts_per_city
+    for site in testbed.network.sites:
+        u = site.city
+        try:
+            ports = testbed.network.port_counters(u, reset_peaks=True) or {}
+            counters = testbed.counters(u).stats
+        except (SwitchControlError, TestbedError) as err:  # dead, being restarted
+            log.warning("switch %s unreadable: %s", site.name, err)
+            unread.append(u)
+            continue
+        tx[u] = {
+            v: int(_number((ports.get(port) or {}).get("tx_bytes")))
+            for v, port in wan_ports(testbed.wan, u, hosts).items()
+        }
+        lateness = [_number(p.get("lateness_max_s")) for p in ports.values()]
+        lag = max([lag, *lateness])
+        stats[u] = counters
+    return Snapshot(tx, stats, lag, tuple(unread))
+
+
+def _number(value: JSONValue) -> float:
+    """A counter a switch reported (0 when it did not report it)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _delta(before: Mapping[K, int] | None, after: Mapping[K, int]) -> dict[K, int]:
+    """Counts over an interval; a switch restarted in it (a counter went down) counts from 0."""
+    if before is None or any(after[k] < before.get(k, 0) for k in after):
+        return dict(after)
+    return {k: after[k] - before.get(k, 0) for k in after}
+
+
+def counted(before: Snapshot, after: Snapshot) -> Counted:
+    """Bytes per WAN link u->v and innet.p4's counters summed, between two snapshots."""
+    links: dict[tuple[int, int], int] = {}
+    totals: dict[str, int] = {}
+    for u, tx in after.tx_bytes.items():
+        for v, n in _delta(before.tx_bytes.get(u), tx).items():
+            links[(u, v)] = n
+        for label, n in _delta(before.stats.get(u), after.stats[u]).items():
+            totals[label] = totals.get(label, 0) + n
+    return Counted(links, totals)

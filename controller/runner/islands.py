@@ -1,0 +1,175 @@
+"""The island processes of one experiment: one per Mininet host, the leaders on pipes.
+
+`Islands` starts `python -m workers.island` in every host of a network (host 1 of each island is
+its leader, with its stdin and stdout on pipes; the others log to files), sends the leaders
+commands, collects their events with a deadline and names the islands that did not answer, and
+stops exactly the processes it started. Commands and events are workers/protocol.py's messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TypeVar
+
+from mininet.node import Host
+
+from controller.rundir import ProcessRecord
+from controller.runner.exceptions import ExperimentError
+from topo.siteplan import LEADER_HOST
+from workers.exceptions import ProtocolError
+from workers.protocol import Command, Event, Failed, Refused, Stop, decode_event, encode
+
+log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=Event)
+POLL_S = 0.01  # polling interval of the leaders' event queues
+
+
+@dataclass(frozen=True, slots=True)
+class Exited:
+    """The leader's stdout closed: it is gone (the runner's own marker, not a message)."""
+
+
+@dataclass
+class IslandProcess:
+    island: int
+    name: str  # the island's city
+    host: int
+    proc: subprocess.Popen[str]
+    events: queue.Queue[Event | Exited] = field(default_factory=queue.Queue)
+
+    @property
+    def role(self) -> str:
+        return f"--island {self.island} --host {self.host}"
+
+    def send(self, command: Command) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(encode(command) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as err:
+            code = self.proc.poll()
+            raise ExperimentError(
+                f"island {self.name}: its leader is gone (exit status {code}; {err})"
+            ) from err
+
+    def read_events(self) -> None:
+        """Thread body: the leader's stdout lines, as events, until it closes."""
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.events.put(decode_event(line))
+            except ProtocolError as err:
+                log.warning("island %s said %r (%s)", self.name, line.rstrip(), err)
+        self.events.put(Exited())
+
+
+class Islands:
+    """The island processes of one network: leaders with pipes, the other hosts beside them."""
+
+    def __init__(
+        self, hosts: Sequence[Sequence[Host]], names: tuple[str, ...], config: Path, logs: Path
+    ) -> None:
+        self.hosts, self.names, self.config, self.logs = hosts, names, config, logs
+        self.leaders: list[IslandProcess] = []
+        self.others: list[IslandProcess] = []  # hosts but the leaders: no pipes, their logs
+        self._files: list[IO[str]] = []
+
+    def argv(self, island: int, host: int) -> list[str]:
+        return [sys.executable, "-m", "workers.island", str(self.config),
+                "--island", str(island), "--host", str(host)]  # fmt: skip
+
+    def start(self) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        for u, hosts in enumerate(self.hosts):
+            for k, host in enumerate(hosts, start=1):
+                err = open(self.logs / f"{host.name}.log", "a")  # noqa: SIM115 (closed in stop)
+                self._files.append(err)
+                if k == LEADER_HOST:
+                    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
+                    proc = host.popen(self.argv(u, k), **pipes, stderr=err, text=True, bufsize=1)
+                    leader = IslandProcess(u, self.names[u], k, proc)
+                    threading.Thread(target=leader.read_events, daemon=True).start()
+                    self.leaders.append(leader)
+                else:
+                    proc = host.popen(self.argv(u, k), stdout=err, stderr=err, text=True)
+                    self.others.append(IslandProcess(u, self.names[u], k, proc))
+
+    @property
+    def processes(self) -> list[subprocess.Popen[str]]:
+        return [p.proc for p in [*self.leaders, *self.others]]
+
+    def record(self) -> list[ProcessRecord]:
+        """Every process started, for the run directory's state (and `innet clean`): leaders
+        first, then the other hosts, each in city order."""
+        started = [*self.leaders, *self.others]
+        return [ProcessRecord.of(f"island process {p.role}", p.proc.pid) for p in started]
+
+    def expect(self, kind: type[E], deadline: float, what: str) -> dict[int, E | Failed]:
+        """Every leader's next event of `kind` (or Failed), by the deadline; else name who not.
+
+        A Refused event (a command the leader could not read) fails the run: it is a bug."""
+        got: dict[int, E | Failed] = {}
+        while len(got) < len(self.leaders):
+            for leader in self.leaders:
+                if leader.island not in got:
+                    event = self._next(leader, what)
+                    if isinstance(event, (kind, Failed)):
+                        got[leader.island] = event
+            if len(got) < len(self.leaders):
+                if time.time() > deadline:
+                    missing = [self.names[p.island] for p in self.leaders if p.island not in got]
+                    raise ExperimentError(
+                        f"{what}: no answer from island(s) {', '.join(missing)} by the deadline"
+                    )
+                time.sleep(POLL_S)
+        return got
+
+    def _next(self, leader: IslandProcess, what: str) -> Event | None:
+        try:
+            event = leader.events.get_nowait()
+        except queue.Empty:
+            return None
+        if isinstance(event, Exited):
+            code = leader.proc.wait()
+            raise ExperimentError(
+                f"island {leader.name}: its leader exited (status {code}) during {what}; "
+                f"see {self.logs}"
+            )
+        if isinstance(event, Refused):
+            raise ExperimentError(f"island {leader.name} refused a command: {event.error}")
+        return event
+
+    def broadcast(self, command: Command) -> None:
+        for leader in self.leaders:
+            leader.send(command)
+
+    def stop(self) -> None:
+        """Stop every process this object started (by PID), then close the log files."""
+        for leader in self.leaders:
+            if leader.proc.poll() is None:
+                with contextlib.suppress(ExperimentError):
+                    leader.send(Stop())
+        for proc in self.processes:
+            try:
+                proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+        for proc in self.processes:
+            try:
+                proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for f in self._files:
+            f.close()
+        self.leaders, self.others, self._files = [], [], []

@@ -1,0 +1,183 @@
+"""One round of an experiment, played on a running testbed and recorded.
+
+1. Install the round on every switch, all or none (`install_round`: heals a switch that died
+   first, and tries again when one dies between the check and the install).
+2. Every island runs its local phase (`Prepare`).
+3. Every leader starts at one Unix time (`Go`) with its group, the group's rate, its send offset
+   and its just-in-time lag; the runner waits for every leader's sum (the round's deadline).
+4. The record: measured and predicted time, bytes per WAN link (the switches' port counters),
+   drops and slot conflicts (innet.p4's counters), the leaders' retransmissions, loss and
+   accuracy, and the worst processing lag of any switch or leader. Where that lag is a
+   noticeable part of the round, the round is marked `cpu_bound`: its time is the CPU's, not
+   the network's.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from controller.p4rt.exceptions import P4RuntimeError
+from controller.planner.cost import RoundCost
+from controller.planner.optimise import FamilyPlan
+from controller.runner.counters import Snapshot, counted, snapshot
+from controller.runner.emulation import Emulation, MemoryPoint
+from controller.runner.exceptions import ExperimentError
+from controller.runner.islands import Islands
+from controller.runner.leaders import local_lag, send_policy
+from controller.runner.records import RoundRecord
+from controller.testbed import InstalledRound, Testbed
+from workers.protocol import Done, Failed, Go, Prepare, Prepared
+
+log = logging.getLogger(__name__)
+
+START_MARGIN_S = 0.25  # 'go' reaches every leader well before the common start time
+CPU_LAG_FLOOR_S = 0.005  # lag below this is never called CPU-bound
+CPU_LAG_FRACTION = 0.05  # ... nor below this share of the predicted round time
+PREPARE_TIMEOUT_S = 120.0
+INSTALL_ATTEMPTS = 3
+
+
+class Installs(Protocol):
+    """What installing a round needs of a testbed."""
+
+    def heal(self) -> list[str]: ...
+
+    def advance(self) -> InstalledRound: ...
+
+
+def install_round(testbed: Installs, r: int, attempts: int = INSTALL_ATTEMPTS) -> InstalledRound:
+    """Heal the switches, then install the next round on all of them (all or none).
+
+    A switch can die between the check and the install; the install is then refused with
+    nothing installed anywhere, and the next attempt heals that switch first."""
+    for attempt in range(1, attempts + 1):
+        try:
+            healed = testbed.heal()
+            if healed:
+                log.warning("round %d: reinstalled %s first", r, ", ".join(healed))
+            return testbed.advance()
+        except P4RuntimeError as err:
+            if attempt == attempts:
+                raise ExperimentError(
+                    f"round {r}: not installed after {attempts} attempts: {err}"
+                ) from err
+            log.warning("round %d: install refused (%s); healing and trying again", r, err)
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True, slots=True)
+class RoundContext:
+    """Where a round is played: the emulation, its memory point and schedule, the testbed and
+    the island processes, and when this schedule's run began."""
+
+    emulation: Emulation
+    point: MemoryPoint
+    plan: FamilyPlan
+    testbed: Testbed
+    islands: Islands
+    began: float  # time.time()
+
+    def planned(self, r: int, wall_s: float, reason: str) -> RoundRecord:
+        """The record of round r when it did not finish: what was planned, and why."""
+        rnd = self.plan.schedule.round_at(r)
+        return RoundRecord.failed(
+            self.point.memory_bytes, self.point.pool.slots_per_bank, self.plan.family, r,
+            self.testbed.names_of(rnd), self.cost(r).time_s, wall_s, reason,
+        )  # fmt: skip
+
+    def cost(self, r: int) -> RoundCost:
+        return self.plan.costs[r % len(self.plan.costs)]
+
+
+def play_round(ctx: RoundContext, r: int) -> RoundRecord:
+    """Install, local phase, the synchronised exchange; the round's record."""
+    testbed, islands = ctx.testbed, ctx.islands
+    rnd = ctx.plan.schedule.round_at(r)
+    installed = install_round(testbed, r)
+    if installed.groups != testbed.names_of(rnd):
+        raise ExperimentError(f"round {r}: the switches got {installed.groups}, not {rnd}")
+    islands.broadcast(Prepare(r))
+    prepared = islands.expect(Prepared, time.time() + PREPARE_TIMEOUT_S, f"round {r}")
+    refused = {u: e.error for u, e in prepared.items() if isinstance(e, Failed)}
+    if refused:
+        u = min(refused)
+        raise ExperimentError(f"round {r}: island {testbed.wan.names[u]}: {refused[u]}")
+    before = snapshot(testbed)
+    start_at = time.time() + START_MARGIN_S
+    _go(ctx, r, installed.number, start_at)
+    deadline = start_at + ctx.emulation.scenario.round_deadline_s + 5.0
+    done = islands.expect(Done, deadline, f"round {r}")
+    after = snapshot(testbed)
+    losses = [e.train_loss for e in prepared.values() if isinstance(e, Prepared)]
+    return _record(ctx, r, start_at, sum(losses) / len(losses), done, before, after)
+
+
+def _go(ctx: RoundContext, r: int, number: int, start_at: float) -> None:
+    """Every leader's command: its group, the group's rate, its offset and just-in-time lag."""
+    em, wan = ctx.emulation, ctx.testbed.wan
+    for g, gc in enumerate(ctx.cost(r).groups):
+        members = tuple(gc.members)
+        for m, offset in zip(members, gc.offsets, strict=True):
+            policy = None
+            if len(members) > 1:
+                policy = send_policy(
+                    em.frame_rate_bps(gc.rate_bps), offset,
+                    local_lag(wan.delay, members, gc.offsets, m), gc.span_s, em.chunks,
+                    em.scenario.round_deadline_s,
+                )  # fmt: skip
+            ctx.islands.leaders[m].send(Go(r, number, g, members, start_at, policy))
+
+
+def _record(
+    ctx: RoundContext,
+    r: int,
+    start_at: float,
+    train_loss: float,
+    done: dict[int, Done | Failed],
+    before: Snapshot,
+    after: Snapshot,
+) -> RoundRecord:
+    wan = ctx.testbed.wan
+    ok = [e for e in done.values() if isinstance(e, Done)]
+    finished = max((e.done_at for e in ok), default=time.time())
+    diff = counted(before, after)
+    lag = max([after.lag_s, *(e.pacing_lag_s for e in ok)])
+    cost = ctx.cost(r)
+    threshold = max(CPU_LAG_FLOOR_S, CPU_LAG_FRACTION * cost.time_s)
+    n = len(ok) or 1
+    failed = [
+        f"island {wan.names[u]}: {' '.join(e.error.split())}"
+        for u, e in sorted(done.items())
+        if isinstance(e, Failed)
+    ]
+    return RoundRecord(
+        memory=ctx.point.memory_bytes,
+        slots=ctx.point.pool.slots_per_bank,
+        schedule=ctx.plan.family,
+        round=r,
+        groups=ctx.testbed.names_of(ctx.plan.schedule.round_at(r)),
+        started=start_at,
+        time_s=finished - start_at,
+        predicted_s=cost.time_s,
+        wall_s=finished - ctx.began,
+        wan_bytes=_link_bytes(wan.names, diff.links),
+        drops={k: v for k, v in diff.totals.items() if k != "contribution" and v},
+        retransmissions=sum(e.stats.retransmitted for e in ok),
+        nacks=sum(e.stats.nacks_sent for e in ok),
+        slot_conflicts=diff.totals.get("slot_conflict", 0),
+        slots_needed=ctx.emulation.slots_needed(cost.memory_bytes),
+        train_loss=train_loss,
+        test_loss=sum(e.test_loss for e in ok) / n,
+        accuracy=sum(e.accuracy for e in ok) / n,
+        cpu_lag_ms=lag * 1e3,
+        cpu_bound=lag > threshold,
+        status="ok" if not failed else f"failed: {'; '.join(failed)}",
+    )
+
+
+def _link_bytes(names: tuple[str, ...], links: dict[tuple[int, int], int]) -> dict[str, int]:
+    """Bytes per WAN link that carried any, as "A->B"."""
+    return {f"{names[u]}->{names[v]}": n for (u, v), n in sorted(links.items()) if n}

@@ -1,0 +1,135 @@
+"""What a run records: one `RoundRecord` per round played, and the single-process `Baseline`.
+
+A round record is written as one JSON object (a line of rounds.jsonl) and read back into the
+same record; its keys are its fields. Non-finite numbers (a diverged loss) are written as null.
+
+    >>> rec = RoundRecord.failed(25_600_000, 1, "cliques-3", 4, (("Tokyo",),), 0.9, 12.5, "dead")
+    >>> RoundRecord.from_json(rec.to_json()) == rec
+    True
+    >>> rec.status
+    'failed: dead'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from innet.jsontypes import JSONObject, JSONValue
+
+Groups = tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """One round of one schedule at one memory point; measured figures are None when the
+    round did not finish."""
+
+    memory: int  # full-scale aggregator memory per site, bytes (as the scenario gives it)
+    slots: int  # slots per bank on the switches
+    schedule: str  # family name, e.g. "cliques-3"
+    round: int  # 0-based index within this schedule's run
+    groups: Groups  # each group a tuple of city names
+    started: float | None  # unix time of the synchronised start
+    time_s: float | None  # measured: synchronised start to the last leader done
+    predicted_s: float  # the planner's round time
+    wall_s: float  # seconds since this schedule's run began, at the end of the round
+    wan_bytes: Mapping[str, int] = field(default_factory=dict)  # "A->B": bytes on that link
+    drops: Mapping[str, int] = field(default_factory=dict)  # switch drop counter: count, summed
+    retransmissions: int | None = None
+    nacks: int | None = None
+    slot_conflicts: int | None = None
+    slots_needed: int | None = None  # the planner's memory need, in slots
+    train_loss: float | None = None
+    test_loss: float | None = None
+    accuracy: float | None = None  # fraction of test samples classified right, 0..1
+    cpu_lag_ms: float | None = None  # worst switch or leader processing lag seen in the round
+    cpu_bound: bool | None = None  # the CPU, not the network, limited the round
+    status: str = "ok"  # "ok" or "failed: <reason>"
+
+    def __post_init__(self) -> None:
+        if not (self.status == "ok" or self.status.startswith("failed: ")):
+            raise ValueError(
+                f"round status must be 'ok' or 'failed: <reason>', got {self.status!r}"
+            )
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.time_s is not None
+
+    @classmethod
+    def failed(
+        cls,
+        memory: int,
+        slots: int,
+        schedule: str,
+        number: int,
+        groups: Groups,
+        predicted_s: float,
+        wall_s: float,
+        reason: str,
+    ) -> RoundRecord:
+        """A round that did not finish: what was planned, and why it failed (on one line)."""
+        return cls(memory, slots, schedule, number, groups, None, None, predicted_s, wall_s,
+                   status=f"failed: {' '.join(reason.split())}")  # fmt: skip
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {}
+        for f in dataclasses.fields(self):
+            out[f.name] = _plain(getattr(self, f.name))
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RoundRecord:
+        """The record written as `data`; ValueError naming what is missing or malformed."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing = [n for n in names if n not in data]
+        if missing:
+            raise ValueError(f"round record without {', '.join(missing)}")
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise ValueError(f"round record with unknown keys {', '.join(unknown)}")
+        values = dict(data)
+        values["groups"] = tuple(tuple(str(c) for c in g) for g in data["groups"])
+        values["wan_bytes"] = {str(k): int(v) for k, v in (data["wan_bytes"] or {}).items()}
+        values["drops"] = {str(k): int(v) for k, v in (data["drops"] or {}).items()}
+        try:
+            return cls(**values)
+        except TypeError as err:
+            raise ValueError(f"not a round record: {err}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The same training in one process, every island averaged exactly every round."""
+
+    train_loss: float
+    test_loss: float
+    accuracy: float
+    rounds: tuple[Mapping[str, float | int], ...]  # one row per round (workers.train)
+
+    def to_json(self) -> JSONObject:
+        return {
+            "train_loss": _plain(self.train_loss),
+            "test_loss": _plain(self.test_loss),
+            "accuracy": _plain(self.accuracy),
+            "rounds": [_plain(dict(r)) for r in self.rounds],
+        }
+
+
+def _plain(value: Any) -> JSONValue:
+    """JSON-ready: tuples as lists, numpy scalars as Python numbers, non-finite as None."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        value = value.item()  # a numpy scalar
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise TypeError(f"{type(value).__name__} is not JSON")

@@ -1,0 +1,198 @@
+"""`innet run SCENARIO`: train through the emulated WAN with every schedule, and write the results.
+
+    emulation = resolve(load_scenario(path))
+    run = Run(emulation, folder, built_testbeds(emulation, RunDir()))
+    rows = run.execute()        # every memory point, every schedule; results in `folder`
+
+For each memory point of the emulation the run brings a testbed up (`built_testbeds`: the
+Mininet network with that point's slot pool, programmed and watched; or, for the service's
+experiments, the service's own testbed), starts one process per host (`workers.island`: the
+leader of each island talks to its edge, the others train beside it), and plays every
+schedule for `training.rounds` rounds (controller/runner/play.py), recording each round as it
+ends. Before the first, the same training runs in one process with exact averaging: the
+baseline every schedule is compared with.
+
+Stopping. Ctrl-C or SIGTERM tears the network down and stops every process the run started;
+the round records written so far stay (one JSON line each, flushed as written), and the summary
+and plots cover them. `stop_event` (the service's stop) lets the current round finish and
+starts no other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from controller.bringup import RunningTestbed, running_testbed
+from controller.planner.optimise import FamilyPlan
+from controller.rundir import RunDir
+from controller.runner.emulation import Emulation, MemoryPoint
+from controller.runner.exceptions import ExperimentError
+from controller.runner.islands import Islands
+from controller.runner.play import PREPARE_TIMEOUT_S, RoundContext, play_round
+from controller.runner.records import Baseline, RoundRecord
+from controller.runner.results import (
+    Cycle,
+    ResultsWriter,
+    SummaryRow,
+    collect_versions,
+    summarise,
+)
+from topo.mininet_net import NetworkSpec
+from topo.siteplan import GRPC_BASE_PORT
+from workers.protocol import Ready, Reset, ResetDone
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]  # (what, rounds done, rounds in all)
+Testbeds = Callable[[MemoryPoint], AbstractContextManager[RunningTestbed]]
+
+
+def _quiet(_what: str, _done: int, _total: int) -> None:
+    return None
+
+
+class Run:
+    """One run of an emulation: every memory point, every schedule, one results folder."""
+
+    def __init__(
+        self,
+        emulation: Emulation,
+        folder: Path,
+        testbeds: Testbeds,
+        *,
+        progress: Progress = _quiet,
+        stop_event: threading.Event | None = None,
+    ) -> None:
+        self.emulation = emulation
+        self.folder = Path(folder)
+        self.testbeds = testbeds  # brings up the testbed of one memory point, and down
+        self.progress = progress
+        self.stop_event = stop_event if stop_event is not None else threading.Event()
+        self.writer: ResultsWriter | None = None  # opened by execute()
+        self.baseline: Baseline | None = None
+        self.cycles: dict[str, Cycle] = {}
+        self.summary: list[SummaryRow] = []
+        self.failures: list[str] = []  # schedules that failed, with why
+        self.done = 0  # rounds played
+
+    @property
+    def records(self) -> tuple[RoundRecord, ...]:
+        return self.writer.records if self.writer is not None else ()
+
+    def execute(self) -> list[SummaryRow]:
+        """Every memory point, every schedule; returns the summary (also in `self.summary`)."""
+        em = self.emulation
+        self.writer = ResultsWriter(self.folder, em.scenario.to_dict(), collect_versions())
+        self.progress("single-process baseline", 0, em.rounds)
+        self.baseline = baseline(em)
+        try:
+            for point in em.points:
+                self._memory_point(point)
+        finally:  # after Ctrl-C too: the summary and plots of the rounds recorded so far
+            accuracy = self.baseline.accuracy
+            self.summary = summarise(self.writer.records, self.cycles, accuracy)
+            self.writer.finish(self.summary, self.baseline)
+        return self.summary
+
+    def _memory_point(self, point: MemoryPoint) -> None:
+        config = self.folder / "island-config.json"
+        self.emulation.island.write(config)
+        with self.testbeds(point) as up, self._islands(up, config) as islands:
+            for plan in point.plans:
+                self.cycles[plan.family] = Cycle(plan.rounds or 0, len(plan.costs))
+                if self.stop_event.is_set():
+                    break
+                try:
+                    self._schedule(up, islands, point, plan)
+                except ExperimentError as err:
+                    self.failures.append(f"{plan.family} at {point.label}: {err}")
+                    log.error("%s", err)
+                    islands.stop()  # a dead island: start every process afresh
+                    self._start(islands, up)
+
+    @contextlib.contextmanager
+    def _islands(self, up: RunningTestbed, config: Path) -> Iterator[Islands]:
+        islands = Islands(up.net.hosts, up.testbed.wan.names, config, self.folder / "logs")
+        try:
+            self._start(islands, up)
+            yield islands
+        finally:
+            islands.stop()
+            up.record_processes([])
+
+    def _start(self, islands: Islands, up: RunningTestbed) -> None:
+        """Every host's island process started, recorded (for `innet clean`) and ready."""
+        islands.start()
+        up.record_processes(islands.record())
+        islands.expect(Ready, time.time() + PREPARE_TIMEOUT_S, "start-up")
+
+    def _schedule(
+        self, up: RunningTestbed, islands: Islands, point: MemoryPoint, plan: FamilyPlan
+    ) -> None:
+        """The schedule's rounds, each recorded as it ends."""
+        assert self.writer is not None
+        up.testbed.set_schedule(plan.schedule)
+        islands.broadcast(Reset())
+        islands.expect(ResetDone, time.time() + PREPARE_TIMEOUT_S, "reset")
+        ctx = RoundContext(self.emulation, point, plan, up.testbed, islands, time.time())
+        for r in range(self.emulation.scenario.training.rounds):
+            if self.stop_event.is_set():
+                log.info("stopped before round %d of %s", r, plan.family)
+                break
+            try:
+                record = play_round(ctx, r)
+            except ExperimentError as err:
+                self.writer.record(ctx.planned(r, time.time() - ctx.began, str(err)))
+                raise
+            self.writer.record(record)
+            self.done += 1
+            self.progress(f"{plan.family} @ {point.label}", self.done, self.emulation.rounds)
+            if record.status != "ok":
+                raise ExperimentError(f"round {r}: {record.status}")
+
+
+def baseline(em: Emulation) -> Baseline:
+    """The same training in one process, all islands averaged exactly every round."""
+    from workers import train  # imported here: torch takes seconds to load
+
+    sc = em.scenario
+    cfg = em.island.training
+    split = train.split_digits(sc.wan.n, sc.hosts, sc.seed)
+    rows = train.baseline(split, cfg, sc.training.rounds, sc.hosts)
+    last = rows[-1]
+    return Baseline(float(last["train_loss"]), float(last["test_loss"]),
+                    float(last["accuracy"]), tuple(rows))  # fmt: skip
+
+
+def built_testbeds(
+    em: Emulation,
+    run_dir: RunDir,
+    *,
+    shaping: str = "auto",
+    target: str = "p4switch",
+    grpc_base_port: int = GRPC_BASE_PORT,
+) -> Testbeds:
+    """The testbed of each memory point built for the run in `run_dir` (claimed while it is
+    up), switches compiled with that point's slot pool."""
+    sc = em.scenario
+
+    @contextlib.contextmanager
+    def testbed(point: MemoryPoint) -> Iterator[RunningTestbed]:
+        spec = NetworkSpec(sc.wan, sc.hosts, slots=point.pool.slots_per_bank, scale=sc.scale,
+                           shaping=shaping, target=target, grpc_base_port=grpc_base_port,
+                           loss=sc.wan_loss)  # fmt: skip
+        run_dir.claim("innet run", "running")
+        try:
+            first = point.plans[0].schedule
+            with running_testbed(spec, point.params, point.pool, run_dir, schedule=first) as up:
+                yield up
+        finally:
+            run_dir.release()
+
+    return testbed

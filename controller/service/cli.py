@@ -1,0 +1,182 @@
+"""The `innet` commands of the testbed service (docs/service.md).
+
+    innet net up [TOPOLOGY] --hosts 1 --port 8700    # background service; returns once it answers
+    innet status | schedule show|set FILE|plan | round advance | counters [CITY] | shell CITY
+    innet net down                                    # the service tears the testbed down
+    innet serve ...                                   # the same service in the foreground
+    innet clean                                       # undo what a run left (recorded PIDs only)
+
+This module builds the parsers and runs the life-cycle commands; the ones that query a running
+service are in controller/service/commands.py. Errors are `InnetError`s: exit status 2 for bad
+input, 1 when the service is not running or not answering.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from controller.exceptions import CommandLineError, RunDirError
+from controller.rundir import RunDir
+from controller.service import commands
+from controller.service.client import ServiceClient
+from controller.service.exceptions import NotRunning, ServiceFailure
+from controller.service.options import ServiceConfig, service_options
+from innet.paths import CHECKOUT
+
+UP_TIMEOUT_S = 300.0
+DOWN_TIMEOUT_S = 60.0
+POLL_S = 0.2  # polling interval while the service builds or tears down
+SERVICE_COMMANDS = ("net", "status", "schedule", "round", "counters", "shell", "serve", "clean")
+
+
+def _run_dir_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--run-dir",
+        type=Path,
+        help="the service's run directory (default $INNET_RUN_DIR, /run/innet "
+        "for root, else $XDG_RUNTIME_DIR/innet)",
+    )
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    net = sub.add_parser("net", help="build (up) or tear down (down) the emulated WAN")
+    net_sub = net.add_subparsers(dest="net_command", required=True)
+    up = net_sub.add_parser("up", help="start the testbed service in the background")
+    service_options(up)
+    up.add_argument("--timeout", type=float, default=UP_TIMEOUT_S,
+                    help=f"seconds to wait for the API (default {UP_TIMEOUT_S:g})")  # fmt: skip
+    down = net_sub.add_parser("down", help="stop the service; it tears the testbed down")
+    _run_dir_option(down)
+    down.add_argument("--timeout", type=float, default=DOWN_TIMEOUT_S)
+    serve = sub.add_parser("serve", help="the testbed service and its REST API, in the foreground")
+    service_options(serve)
+    _run_dir_option(sub.add_parser("status", help="switches' health, schedule and current round"))
+    sched = sub.add_parser("schedule", help="show, set or plan the schedule rounds are played from")
+    sched_sub = sched.add_subparsers(dest="schedule_command", required=True)
+    _run_dir_option(sched_sub.add_parser("show", help="print the schedule"))
+    sset = sched_sub.add_parser("set", help="play the schedule in this YAML file from next round")
+    sset.add_argument("file", type=Path)
+    _run_dir_option(sset)
+    splan = sched_sub.add_parser("plan", help="plan with these parameters and play the best")
+    splan.add_argument("--memory", default="64MB")
+    splan.add_argument("--update-size", default="1GB")
+    splan.add_argument("--bandwidth", default="10Gbps")
+    splan.add_argument("--family", action="append", dest="families", metavar="NAME")
+    splan.add_argument("--epsilon", type=float, default=1e-3)
+    splan.add_argument("--pacing", choices=["rate", "window"], default="rate")
+    _run_dir_option(splan)
+    rnd = sub.add_parser("round", help="advance to the next round")
+    rnd_sub = rnd.add_subparsers(dest="round_command", required=True)
+    _run_dir_option(rnd_sub.add_parser("advance", help="install the next round on every switch"))
+    counters = sub.add_parser("counters", help="innet statistics and port counters")
+    counters.add_argument("city", nargs="?", help="one city (default: every city, totals only)")
+    _run_dir_option(counters)
+    shell = sub.add_parser("shell", help="p4runtime-shell on a city's switch (read-only)")
+    shell.add_argument("city")
+    _run_dir_option(shell)
+    clean = sub.add_parser("clean", help="stop what innet started and delete its interfaces")
+    _run_dir_option(clean)
+
+
+def run(command: str, args: argparse.Namespace) -> None:
+    if command == "net":
+        (_net_up if args.net_command == "up" else _net_down)(args)
+    elif command == "serve":
+        # imported here: the service loads Mininet, gRPC and FastAPI, which no other command needs
+        from controller.service.server import run as serve
+
+        serve(args)
+    elif command == "clean":
+        run_dir = RunDir(args.run_dir)
+        done = run_dir.clean()
+        print("\n".join(done) if done else f"nothing to clean in {run_dir.path}")
+    else:
+        commands.run(command, args, ServiceClient(RunDir(args.run_dir)))
+
+
+def service_argv(args: argparse.Namespace, run_dir: Path) -> list[str]:
+    """The background service's command line: the same options, paths made absolute."""
+    argv = [sys.executable, "-m", "controller.service"]
+    if args.topology is not None:
+        argv.append(str(args.topology.resolve()))
+    options = {
+        "--hosts": args.hosts, "--memory": args.memory, "--update-size": args.update_size,
+        "--bandwidth": args.bandwidth, "--scale": args.scale, "--shaping": args.shaping,
+        "--target": args.target, "--port": args.port, "--host": args.host,
+        "--run-dir": run_dir, "--grpc-base-port": args.grpc_base_port,
+    }  # fmt: skip
+    if args.slots is not None:
+        options["--slots"] = args.slots
+    if args.token_file is not None:
+        options["--token-file"] = args.token_file.resolve()
+    for flag, value in options.items():
+        argv += [flag, str(value)]
+    if args.log_console:
+        argv.append("--log-console")
+    return argv
+
+
+def _net_up(args: argparse.Namespace) -> None:
+    config = ServiceConfig.from_args(args)  # bad options fail here, before anything starts
+    if os.geteuid() != 0:
+        raise CommandLineError("innet net up needs root (Mininet builds namespaces and veth pairs)")
+    run_dir = RunDir(args.run_dir)
+    busy = run_dir.occupied()
+    if busy is not None:
+        raise RunDirError(busy)
+    run_dir.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log_path = run_dir.path / "service.log"
+    started = time.monotonic()
+    with log_path.open("ab") as out:
+        proc = subprocess.Popen(service_argv(args, run_dir.path), stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                cwd=CHECKOUT)  # fmt: skip
+    api = f"http://{args.host}:{args.port}"
+    headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
+    deadline = started + args.timeout
+    while True:
+        code = proc.poll()
+        if code is not None:
+            tail = "; ".join(log_path.read_text(errors="replace").splitlines()[-3:])
+            raise ServiceFailure(f"the service exited with status {code}: {tail} (log {log_path})")
+        try:
+            reply = httpx.get(api + "/health", headers=headers, timeout=2.0)
+            if reply.status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise NotRunning(
+                f"the service (PID {proc.pid}) did not answer within {args.timeout:g} s; see "
+                f"{log_path}, stop it with 'innet net down' or 'innet clean'"
+            )
+        time.sleep(POLL_S)
+    took = time.monotonic() - started
+    print(
+        f"innet testbed up in {took:.1f} s: {len(reply.json()['switches'])} switches "
+        f"programmed, aggregator memory {args.memory} at scale {config.pool.scale:g} -> slot "
+        f"pool {config.pool}; service PID {proc.pid}"
+    )
+    print(f"API {api} (docs {api}/docs); run directory {run_dir.path}")
+
+
+def _net_down(args: argparse.Namespace) -> None:
+    service = ServiceClient(RunDir(args.run_dir))
+    owner = service.state.owner
+    service.request("POST", "/shutdown")
+    deadline = time.monotonic() + args.timeout
+    while owner.running():
+        if time.monotonic() > deadline:
+            raise NotRunning(
+                f"the service (PID {owner.pid}) is still running after {args.timeout:g} s; "
+                "'innet clean' stops it"
+            )
+        time.sleep(POLL_S)
+    print(f"innet testbed down (service PID {owner.pid} exited)")

@@ -1,0 +1,31 @@
+"""Errors of the testbed service, its API's experiments and the commands that talk to it."""
+
+from __future__ import annotations
+
+from controller.exceptions import TestbedError
+from innet.exceptions import InnetError, InputError
+
+
+class ServiceError(InnetError):
+    """The service cannot start or serve (its API port is taken, the testbed failed to come
+    up); the message says what to do."""
+
+
+class ExperimentBusy(InputError):
+    """Another experiment is running (the API answers 409)."""
+
+
+class ExperimentNeedsMininet(TestbedError):
+    """An experiment asked of a testbed without Mininet hosts (the API answers 503)."""
+
+
+class NotRunning(InnetError):
+    """No service answers where the run directory says one runs (exit status 1)."""
+
+
+class RequestRefused(InputError):
+    """The service refused a request as bad input (an HTTP 4xx); the message is its reason."""
+
+
+class ServiceFailure(InnetError):
+    """The service could not carry out a correct request (an HTTP 5xx)."""

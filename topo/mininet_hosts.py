@@ -1,0 +1,82 @@
+"""The hosts and switch names of the emulated network, and how each host is configured.
+
+Host k of city u is `h<u>_<k>` on port k of its edge `s<u>`, with the site plan's addresses
+(topo/siteplan.py). Each host holds static neighbour entries for its gateway and its island's
+other hosts (the edge forwards IPv4 only, so ARP never crosses it), checksum offload off (a
+user-space switch passes frames whose checksums the kernel left unfilled), IPv6 off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mininet.node import Host
+
+from topo.exceptions import NetworkBuildError
+from topo.p4node import IFNAMSIZ
+from topo.siteplan import SUPERNET, gateway_ip, gateway_mac, host_ip, host_mac, host_ports
+from topo.wan import Wan
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """One emulated host: Mininet name, switch port, addresses."""
+
+    name: str
+    port: int
+    ip: str
+    mac: str
+
+
+def host_specs(city: int, hosts_per_city: int, prefix: str = "") -> tuple[HostSpec, ...]:
+    """City `city`'s hosts in port order; host 1 is the island's leader."""
+    return tuple(
+        HostSpec(f"{prefix}h{city}_{k}", port, host_ip(city, k), host_mac(city, k))
+        for k, port in enumerate(host_ports(hosts_per_city), start=1)
+    )
+
+
+def switch_name(city: int, prefix: str = "") -> str:
+    return f"{prefix}s{city}"
+
+
+def check_names(wan: Wan, hosts_per_city: int, prefix: str) -> list[str]:
+    """Every root-namespace interface name the testbed will create; raise if one is too long."""
+    names = []
+    for u in range(wan.n):
+        last_port = hosts_per_city + len(wan.neighbours(u))
+        names += [f"{switch_name(u, prefix)}-eth{p}" for p in range(1, last_port + 1)]
+        host_if = f"{host_specs(u, hosts_per_city, prefix)[-1].name}-eth0"
+        if len(host_if) > IFNAMSIZ:
+            raise NetworkBuildError(f"host interface name {host_if!r} is longer than {IFNAMSIZ}")
+    too_long = [n for n in names if len(n) > IFNAMSIZ]
+    if too_long:
+        raise NetworkBuildError(
+            f"interface names longer than {IFNAMSIZ} characters: {too_long[:3]}; "
+            "use a shorter name prefix or fewer hosts per city"
+        )
+    return names
+
+
+def existing_interfaces(names: Sequence[str]) -> list[str]:
+    return [n for n in names if Path("/sys/class/net", n).exists()]
+
+
+def _run_in(host: Host, argv: list[str]) -> None:
+    """Run a command in a host's namespace (an argument list); raise with its stderr on failure."""
+    _out, err, code = host.pexec(argv)
+    if code != 0:
+        raise NetworkBuildError(f"{host.name}: {' '.join(argv)} failed ({code}): {err.strip()}")
+
+
+def configure_host(host: Host, city: int, island: Sequence[HostSpec], me: HostSpec) -> None:
+    dev = host.defaultIntf().name
+    gw_ip, gw_mac = gateway_ip(city), gateway_mac(city)
+    _run_in(host, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
+    _run_in(host, ["ethtool", "-K", dev, "tx", "off", "rx", "off"])
+    neighbours = [(gw_ip, gw_mac)] + [(h.ip, h.mac) for h in island if h != me]
+    for ip, mac in neighbours:
+        _run_in(host, ["ip", "neigh", "replace", ip, "lladdr", mac, "dev", dev, "nud", "permanent"])
+    _run_in(host, ["ip", "route", "replace", SUPERNET, "via", gw_ip, "dev", dev])
