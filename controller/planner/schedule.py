@@ -31,12 +31,6 @@ class Round:
     def islands(self) -> tuple[int, ...]:
         return tuple(sorted(i for g in self.groups for i in g))
 
-    def group_of(self, island: int) -> Group:
-        for g in self.groups:
-            if island in g:
-                return g
-        raise KeyError(island)
-
     def check(self, n: int) -> None:
         """Raise ScheduleError unless the groups partition 0..n-1."""
         if any(len(g) == 0 for g in self.groups):
