@@ -111,6 +111,8 @@ def test_service_end_to_end(tmp_path: Path) -> None:
         assert "9 switches programmed" in up.stdout and f"127.0.0.1:{port}" in up.stdout
         status = innet(run_dir, "status").stdout
         assert "healthy" in status and "no round installed yet" in status
+        # 64 slots per bank at scale 1000: 2 x 64 x 128 B x 1000 of full-scale memory
+        assert "16.4 MB (64 slots/bank)" in up.stdout and "16.4 MB (64 slots/bank)" in status
         assert status.count(" ok ") >= 9
 
         assert "round 0 installed" in innet(run_dir, "round", "advance").stdout

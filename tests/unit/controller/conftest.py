@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 from p4.config.v1 import p4info_pb2
 
+from controller.network import NetworkFacts, SwitchSite
 from controller.p4rt import Fabric, SwitchConnection, deadline_after
 from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.program import CompiledProgram, compile_file
 from p4switch.runtime import SwitchState
+from topo.p4node import SwitchPipeline
 from topo.wan import City, Wan, WanLink
 
 REPO = Path(__file__).resolve().parents[3]
@@ -133,3 +135,39 @@ def snapshot(state: SwitchState) -> dict[str, object]:
         for gid, replicas in state.pre.groups.items()
     }
     return {"tables": tables, "groups": groups}
+
+
+class InProcessNetwork:
+    """conftest's P4Runtime servers as a testbed Network (no processes, no control channel):
+    a test double for the Mininet network, whose switches are separate processes."""
+
+    def __init__(self, switches: list[Switch], hosts: int = 2) -> None:
+        self.switches = switches
+        self.hosts_per_city = hosts
+        self.sites = tuple(
+            SwitchSite(i, sw.name, sw.address, DEVICE_ID) for i, sw in enumerate(switches)
+        )
+        self.stopped = False
+
+    def pipeline(self) -> SwitchPipeline:
+        innet = self.switches[0].innet
+        return SwitchPipeline(innet.p4info, innet.source)
+
+    def port_counters(self, city: int, reset_peaks: bool = False) -> None:
+        return None
+
+    def control_alive(self, city: int) -> None:
+        return None
+
+    def facts(self) -> NetworkFacts:
+        return NetworkFacts("p4switch", "none", 1.0, "")
+
+    def process_alive(self, city: int) -> bool:
+        return self.switches[city].server is not None
+
+    def restart(self, city: int, deadline: float) -> None:
+        if self.switches[city].server is None:
+            self.switches[city].start()
+
+    def stop(self) -> None:
+        self.stopped = True

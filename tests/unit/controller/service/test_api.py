@@ -9,13 +9,11 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from controller.network import NetworkFacts, SwitchSite
 from controller.planner.cost import CostParams
 from controller.planner.schedule import Round, Schedule
 from controller.service.api import create_app
 from controller.testbed import Testbed
-from tests.unit.controller.conftest import DEVICE_ID, Switch, triangle
-from topo.p4node import SwitchPipeline
+from tests.unit.controller.conftest import InProcessNetwork, Switch, triangle
 from topo.siteplan import SlotPool
 
 W = 2
@@ -25,47 +23,11 @@ PARAMS = CostParams(update_bytes=10**8, memory_bytes=2**20, access_bps=1e9)
 PAIRS_THEN_ALL = Schedule("test", 3, (Round.of([[0, 1], [2]]), Round.of([[0, 1, 2]])))
 
 
-class InProcessNetwork:
-    """conftest's P4Runtime servers as a testbed Network (no processes, no control channel):
-    a test double for the Mininet network, whose switches are separate processes."""
-
-    def __init__(self, switches: list[Switch]) -> None:
-        self.switches = switches
-        self.hosts_per_city = W
-        self.sites = tuple(
-            SwitchSite(i, sw.name, sw.address, DEVICE_ID) for i, sw in enumerate(switches)
-        )
-        self.stopped = False
-
-    def pipeline(self) -> SwitchPipeline:
-        innet = self.switches[0].innet
-        return SwitchPipeline(innet.p4info, innet.source)
-
-    def port_counters(self, city: int, reset_peaks: bool = False) -> None:
-        return None
-
-    def control_alive(self, city: int) -> None:
-        return None
-
-    def facts(self) -> NetworkFacts:
-        return NetworkFacts("p4switch", "none", 1.0, "")
-
-    def process_alive(self, city: int) -> bool:
-        return self.switches[city].server is not None
-
-    def restart(self, city: int, deadline: float) -> None:
-        if self.switches[city].server is None:
-            self.switches[city].start()
-
-    def stop(self) -> None:
-        self.stopped = True
-
-
 @pytest.fixture
 def testbed(switches: list[Switch]) -> Iterator[Testbed]:
     tb = Testbed.start(
         triangle(),
-        InProcessNetwork(switches),
+        InProcessNetwork(switches, W),
         PARAMS,
         pool=SlotPool(64, 1),
         schedule=PAIRS_THEN_ALL,
