@@ -24,6 +24,7 @@ import json
 import os
 import select
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -132,8 +133,6 @@ def role_switch(
 
 def role_blast(dest: str, size: int, seconds: float, pps: float | None) -> None:
     """UDP to `dest` for `seconds`: as fast as possible, or paced at `pps`."""
-    import socket
-
     data = bytes(size)
     sent = 0
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:

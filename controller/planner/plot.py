@@ -12,6 +12,8 @@ from controller.planner.sweep import Sweep
 
 def plot_sweep(result: Sweep, path: Path, title: str) -> None:
     """Write the plot to `path` atomically (a temporary file renamed into place)."""
+    # imported here: matplotlib takes a second to load, and every `innet` command imports this
+    # module; pyplot is told its backend (no display) before its first import
     import matplotlib
 
     matplotlib.use("Agg")

@@ -25,6 +25,7 @@ from controller.planner.schedule import Schedule
 from controller.runner.scenario import Scenario
 from topo.siteplan import FRAME_BITS, JOB, LANES, SLOT_BYTES, VALUE_BYTES, SlotPool
 from topo.units import format_size
+from workers import train
 from workers.config import IslandConfig, TrainConfig
 
 BOUND_EXPONENT = 3  # leaders send |x - theta0| <= 8, clipped and counted beyond
@@ -97,8 +98,6 @@ class Emulation:
 
 def model_size(sc: Scenario) -> int:
     """The parameter count of the scenario's model."""
-    from workers import train  # imported here: torch takes seconds to load
-
     model = train.make_model(sc.training.hidden, sc.seed)
     return sum(p.numel() for p in model.parameters())
 

@@ -45,6 +45,7 @@ from controller.runner.results import (
 )
 from topo.mininet_net import NetworkSpec
 from topo.siteplan import GRPC_BASE_PORT
+from workers import train
 from workers.protocol import Ready, Reset, ResetDone
 
 log = logging.getLogger(__name__)
@@ -159,8 +160,6 @@ class Run:
 
 def baseline(em: Emulation) -> Baseline:
     """The same training in one process, all islands averaged exactly every round."""
-    from workers import train  # imported here: torch takes seconds to load
-
     sc = em.scenario
     cfg = em.island.training
     split = train.split_digits(sc.wan.n, sc.hosts, sc.seed)
