@@ -199,21 +199,41 @@ class RunDir:
             )
         return f"{self.state_file} is left from an earlier run: 'innet clean' first"
 
-    def claim(self, role: str, status: str, **fields: Any) -> RunState:
+    def claim(
+        self,
+        role: str,
+        status: str,
+        *,
+        api: str | None = None,
+        token_file: str | None = None,
+        topology: str | None = None,
+    ) -> RunState:
         """Record this process as the owner; RunDirError if another owns it or left state."""
         busy = self.occupied()
         if busy is not None:
             raise RunDirError(busy)
-        state = RunState(ProcessRecord.of(role, os.getpid()), status, **fields)
+        owner = ProcessRecord.of(role, os.getpid())
+        state = RunState(owner, status, api=api, token_file=token_file, topology=topology)
         self._write(state)
         return state
 
-    def update(self, **changes: Any) -> RunState:
-        """Change fields of this process's state and write it (any thread)."""
+    def update(
+        self,
+        *,
+        status: str | None = None,
+        network: NetworkRecord | None = None,
+        experiment: tuple[ProcessRecord, ...] | None = None,
+    ) -> RunState:
+        """Change this process's state (the fields given) and write it (any thread)."""
         with self._lock:
             if self.state is None:
                 raise RunDirError(f"{self.path} is not claimed by this process")
-            state = dataclasses.replace(self.state, **changes)
+            state = dataclasses.replace(
+                self.state,
+                status=self.state.status if status is None else status,
+                network=self.state.network if network is None else network,
+                experiment=self.state.experiment if experiment is None else experiment,
+            )
             self._write(state)
             return state
 

@@ -41,6 +41,7 @@ from controller.planner.exceptions import PlanError
 from controller.planner.optimise import Planner
 from controller.runner.exceptions import ScenarioError
 from controller.runner.yamlnodes import NodeReader
+from innet.jsontypes import JSONObject
 from topo.exceptions import SlotPoolError, TopologyError
 from topo.loader import load_wan, parse_wan
 from topo.siteplan import SlotPool
@@ -69,6 +70,9 @@ class Training:
     inner_lr: float = 0.003
     outer_lr: float = 0.7
     outer_momentum: float = 0.9
+
+
+TRAINING_FIELDS = dataclasses.fields(Training)
 
 
 @dataclass(frozen=True)
@@ -116,7 +120,7 @@ class Scenario:
             )
         return self.update_bytes
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """The resolved scenario as YAML-ready data; loading it again gives an equal Scenario."""
         wan_bw = self.wan_bandwidth_bps
         return {
@@ -129,7 +133,9 @@ class Scenario:
             "memory": [_size_text(m) for m in self.memory_bytes],
             "update_size": "model" if self.update_bytes is None else _size_text(self.update_bytes),
             "schedules": list(self.schedules),
-            "training": dataclasses.asdict(self.training),
+            "training": {
+                f.name: getattr(self.training, f.name) for f in dataclasses.fields(Training)
+            },
             "round_deadline": f"{self.round_deadline_s:.15g}s",
             "seed": self.seed,
             "wan_loss": self.wan_loss,

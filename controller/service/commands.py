@@ -13,7 +13,7 @@ import yaml
 from controller.planner.schedule_file import load_schedule
 from controller.service.client import ServiceClient
 from controller.service.exceptions import RequestRefused
-from innet.jsontypes import JSONObject
+from innet.jsontypes import JSONObject, JSONValue
 from topo.loader import default_wan, load_wan
 from topo.units import format_size
 
@@ -100,7 +100,7 @@ def _schedule_body(path: Path, service: ServiceClient) -> JSONObject:
     topology = service.state.topology
     wan = default_wan() if topology is None else load_wan(Path(topology))
     sched = load_schedule(path, wan)  # ScheduleFileError names file and line
-    rounds: list[Any] = [[[wan.names[i] for i in g] for g in r.groups] for r in sched.rounds]
+    rounds: list[JSONValue] = [[[wan.names[i] for i in g] for g in r.groups] for r in sched.rounds]
     name = yaml.safe_load(path.read_text()).get("name", path.stem)
     return {"name": str(name), "rounds": rounds}
 

@@ -50,7 +50,7 @@ class ResultsWriter:
     """Writes one run's results folder; `record` each round as it ends, then `finish`."""
 
     def __init__(
-        self, folder: Path, scenario_dict: Mapping[str, Any], versions: Mapping[str, Any]
+        self, folder: Path, scenario_dict: JSONObject, versions: JSONObject
     ) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -58,7 +58,7 @@ class ResultsWriter:
         if rounds.exists():
             raise FileExistsError(f"{rounds} exists: results of another run; choose a new folder")
         text = "# The scenario as run, every default resolved.\n"
-        text += yaml.safe_dump(dict(scenario_dict), sort_keys=False)
+        text += yaml.safe_dump(scenario_dict, sort_keys=False)
         _replace_text(self.folder / "scenario.yaml", text)
         _replace_text(self.folder / "versions.json", json.dumps(versions, indent=2) + "\n")
         self._rounds = rounds.open("x", encoding="utf-8")
