@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, cast
+from typing import cast
 
 from controller.exceptions import CommandLineError
 from controller.planner.check import check_family
@@ -30,18 +30,12 @@ from controller.runner.cli import add_command as add_run_command
 from controller.runner.cli import run as run_experiment
 from controller.service.cli import SERVICE_COMMANDS, add_commands
 from controller.service.cli import run as run_service_command
+from innet.argparsing import OneLineParser
 from innet.exceptions import InnetError, one_line
 from topo.loader import default_wan, load_wan
 from topo.siteplan import SLOT_BYTES
 from topo.units import format_rate, format_size, parse_rate, parse_size, parse_size_range
 from topo.wan import Wan
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (the usage stays available with --help)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
@@ -93,7 +87,7 @@ def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
 
 
 def build_parser() -> dict[str, argparse.ArgumentParser]:
-    main = Parser(prog="innet", description=__doc__)
+    main = OneLineParser(prog="innet", description=__doc__)
     # the subcommands' parsers are Parsers too; the runner and service packages add theirs
     # through argparse's own type
     sub = cast(
@@ -108,7 +102,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     )
     _plan_options(plan, "64MB")
     plan.add_argument("--schedule", type=Path, help="evaluate the schedule in this YAML file")
-    sweep = Parser(
+    sweep = OneLineParser(
         prog="innet plan sweep", description="time to consensus per family per memory size"
     )
     _plan_options(sweep, "1MB..8GB")
@@ -119,7 +113,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
         default=Path("results/plan-sweep.png"),
         help="PNG to write (default results/plan-sweep.png)",
     )
-    sim = Parser(
+    sim = OneLineParser(
         prog="innet plan simulate",
         description="simulate the chosen schedule's rounds chunk by "
         "chunk and compare with the cost model",

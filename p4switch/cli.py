@@ -19,8 +19,9 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
+from innet.argparsing import OneLineParser
 from p4switch.exceptions import ControlError, P4CompileError, PortError, ShapeError, UsageError
 
 if TYPE_CHECKING:
@@ -32,13 +33,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("p4switch")
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="p4switch", description=__doc__.split("\n\n")[0])
+    p = OneLineParser(prog="p4switch", description=__doc__.split("\n\n")[0])
     p.add_argument("--p4", type=Path, help="P4_16 program (v1model) to run from the start")
     p.add_argument(
         "-I",
