@@ -37,7 +37,7 @@ class CompiledCode:
     meta_slots: tuple[int, ...]  # user metadata (reset in clones)
     field_lists: dict[int, tuple[int, ...]]  # @field_list index -> user metadata slots
     errors: tuple[str, ...]
-    tables: dict[str, str]  # table -> global name of its runtime.Table
+    tables: dict[str, str]  # table -> global name of its runtime.TableState
     registers: dict[str, str]  # register -> global name of its cells
     counters: dict[str, tuple[str, str]]  # counter -> globals of its packets and bytes lists
     statics: dict[str, Any] = field(default_factory=dict)

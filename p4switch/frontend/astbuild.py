@@ -118,7 +118,7 @@ class CodeBuilder(Transformer):
     def int_type(self, meta: Any, c: list) -> s.BitsRef:
         return s.BitsRef(self._loc(meta), self._width(c[0]), True)
 
-    def _width(self, w: Token | s.Expr) -> s.Expr:
+    def _width(self, w: Token | s.ExprSyntax) -> s.ExprSyntax:
         return self.int_lit(None, [w]) if isinstance(w, Token) else w
 
     def bit1_type(self, meta: Any, c: list) -> s.BitsRef:
@@ -128,7 +128,7 @@ class CodeBuilder(Transformer):
     def type_params(self, meta: Any, c: list) -> tuple[str, ...]:
         return tuple(str(t) for t in c)
 
-    def local_var_or_instance(self, meta: Any, c: list) -> s.Stmt:
+    def local_var_or_instance(self, meta: Any, c: list) -> s.StmtSyntax:
         annos, head, name, init = c
         loc = self._tok(name)
         if isinstance(head, s.CallExpr):
@@ -156,7 +156,7 @@ class CodeBuilder(Transformer):
     def call_stmt(self, meta: Any, c: list) -> s.CallStmt:
         return s.CallStmt(self._loc(meta), c[0])
 
-    def var_stmt(self, meta: Any, c: list) -> s.Stmt:
+    def var_stmt(self, meta: Any, c: list) -> s.StmtSyntax:
         return self.local_var_or_instance(meta, [(), *c])
 
     def typed_var_stmt(self, meta: Any, c: list) -> s.VarDecl:
@@ -254,14 +254,14 @@ class CodeBuilder(Transformer):
         raise P4CompileError.at(self._loc(meta), f"unsupported construct ({data})")
 
 
-def _type_of(expr: s.Expr) -> s.TypeRef:
+def _type_of(expr: s.ExprSyntax) -> s.TypeRef:
     """The type named by the head of `T x;` or `T(args) x;` (parsed as an expression)."""
     if isinstance(expr, s.Name) and not expr.top_level:
         return s.NamedTypeRef(expr.loc, expr.name)
     raise P4CompileError.at(expr.loc, "expected a type name here")
 
 
-def _source(expr: s.Expr) -> str:
+def _source(expr: s.ExprSyntax) -> str:
     """A short rendering of an annotation argument that is not a plain literal."""
     if isinstance(expr, s.Name):
         return expr.name

@@ -62,7 +62,7 @@ class DeclBuilder(CodeBuilder):
         _annos, type_, name, *members = c
         return s.EnumDecl(self._tok(name), str(name), tuple(members), type_)
 
-    def enum_member(self, meta: Any, c: list) -> tuple[str, s.Expr]:
+    def enum_member(self, meta: Any, c: list) -> tuple[str, s.ExprSyntax]:
         return str(c[0]), c[1]
 
     def error_decl(self, meta: Any, c: list) -> s.ErrorDecl:

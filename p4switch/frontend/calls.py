@@ -143,7 +143,7 @@ class CallLowering:
             return []  # a direct counter counts every hit of its table by itself
         raise P4CompileError.at(call.loc, f"{inst.kind} has no method {method!r}")
 
-    def _index(self, e: s.Expr, scope: Scope) -> ir.Expr:
+    def _index(self, e: s.ExprSyntax, scope: Scope) -> ir.Expr:
         index = self.x.expr(e, scope)
         if isinstance(index, ir.Const) and isinstance(index.type, ir.IntLitT):
             return self.x.coerce(index, U32, e.loc)
@@ -245,20 +245,20 @@ class CallLowering:
 
     # --- argument helpers ---------------------------------------------------------------------
 
-    def _enum_member(self, e: s.Expr, scope: Scope, enum: str) -> str:
+    def _enum_member(self, e: s.ExprSyntax, scope: Scope, enum: str) -> str:
         value = self.x.expr(e, scope)
         t = value.type
         if not (isinstance(value, ir.Const) and isinstance(t, ir.EnumT) and t.name == enum):
             raise P4CompileError.at(e.loc, f"expected a {enum} member here")
         return t.members[t.values.index(int(value.value))]
 
-    def _algorithm(self, e: s.Expr, scope: Scope) -> str:
+    def _algorithm(self, e: s.ExprSyntax, scope: Scope) -> str:
         algo = self._enum_member(e, scope, "HashAlgorithm")
         if algo not in HASHES:
             raise P4CompileError.at(e.loc, f"HashAlgorithm.{algo} is not supported by p4switch")
         return algo
 
-    def _number(self, e: s.Expr, scope: Scope, default: ir.Type) -> ir.Expr:
+    def _number(self, e: s.ExprSyntax, scope: Scope, default: ir.Type) -> ir.Expr:
         value = self.x.expr(e, scope)
         if isinstance(value.type, ir.IntLitT):
             return self.x.coerce(value, default, e.loc)
@@ -266,7 +266,7 @@ class CallLowering:
             raise P4CompileError.at(e.loc, f"expected a number, got {value.type}")
         return value
 
-    def _data(self, e: s.Expr, scope: Scope) -> tuple[ir.Expr, ...]:
+    def _data(self, e: s.ExprSyntax, scope: Scope) -> tuple[ir.Expr, ...]:
         value = self.x.expr(e, scope)
         items = value.items if isinstance(value, ir.ListExpr) else (value,)
         for item in items:

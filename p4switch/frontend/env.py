@@ -87,7 +87,7 @@ class TypeEnv:
     errors: list[str] = field(default_factory=list)
     match_kinds: list[str] = field(default_factory=list)
     unsupported: set[str] = field(default_factory=set)  # names declared @p4switch_unsupported
-    const_int: Callable[[s.Expr], int] | None = None
+    const_int: Callable[[s.ExprSyntax], int] | None = None
 
     def declare(self, name: str, t: ir.Type, loc: ir.Loc) -> None:
         if name in self.types:

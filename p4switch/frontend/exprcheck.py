@@ -34,24 +34,24 @@ class ExprChecker:
 
     # --- entry points ---------------------------------------------------------------------------
 
-    def expr(self, e: s.Expr, scope: Scope, expected: ir.Type | None = None) -> ir.Expr:
+    def expr(self, e: s.ExprSyntax, scope: Scope, expected: ir.Type | None = None) -> ir.Expr:
         """Check `e`; with `expected`, convert it to that type (literals) or insist on it."""
         out = self._expr(e, scope)
         return self.coerce(out, expected, e.loc) if expected is not None else out
 
-    def const_int(self, e: s.Expr, scope: Scope) -> int:
+    def const_int(self, e: s.ExprSyntax, scope: Scope) -> int:
         c = self.expr(e, scope)
         if not isinstance(c, ir.Const) or not is_numeric(c.type):
             raise P4CompileError.at(e.loc, "a compile-time integer constant is needed here")
         return int(c.value)
 
-    def bool_expr(self, e: s.Expr, scope: Scope) -> ir.Expr:
+    def bool_expr(self, e: s.ExprSyntax, scope: Scope) -> ir.Expr:
         out = self.expr(e, scope)
         if not isinstance(out.type, ir.BoolT):
             raise P4CompileError.at(e.loc, f"a condition must be bool, not {out.type}")
         return out
 
-    def lvalue(self, e: s.Expr, scope: Scope) -> ir.Expr:
+    def lvalue(self, e: s.ExprSyntax, scope: Scope) -> ir.Expr:
         """Check `e` as something assigned to: a variable, a field of one, or a slice of those."""
         out = self._expr(e, scope)
         root: ir.Expr = out
@@ -88,7 +88,7 @@ class ExprChecker:
 
     # --- the cases --------------------------------------------------------------------------------
 
-    def _expr(self, e: s.Expr, scope: Scope) -> ir.Expr:
+    def _expr(self, e: s.ExprSyntax, scope: Scope) -> ir.Expr:
         check = _EXPRESSIONS.get(type(e))
         if check is not None:
             return check(self, e, scope)
@@ -329,7 +329,7 @@ class ExprChecker:
 
 
 # How each kind of expression is checked: a method taking the expression and its scope.
-_EXPRESSIONS: dict[type[s.Expr], Callable[[ExprChecker, Any, Scope], ir.Expr]] = {
+_EXPRESSIONS: dict[type[s.ExprSyntax], Callable[[ExprChecker, Any, Scope], ir.Expr]] = {
     s.IntLit: ExprChecker._int,
     s.BoolLit: ExprChecker._bool,
     s.StrLit: ExprChecker._string,
@@ -346,7 +346,7 @@ _EXPRESSIONS: dict[type[s.Expr], Callable[[ExprChecker, Any, Scope], ir.Expr]] =
     s.IndexExpr: ExprChecker._index,
 }
 # expressions that are keysets, not values
-_KEYSET_ONLY: dict[type[s.Expr], str] = {
+_KEYSET_ONLY: dict[type[s.ExprSyntax], str] = {
     s.MaskExpr: "a mask (&&&)",
     s.RangeExpr: "a range (..)",
     s.DontCare: "`_`",

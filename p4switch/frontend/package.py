@@ -60,7 +60,7 @@ class PackageBinder:
             ir.Var("standard_metadata", sm_t, True),
         )
 
-    def _block_arg(self, arg: s.Expr) -> s.ParserDecl | s.ControlDecl:
+    def _block_arg(self, arg: s.ExprSyntax) -> s.ParserDecl | s.ControlDecl:
         if isinstance(arg, s.CallExpr) and isinstance(arg.callee, s.Name):
             if arg.args:
                 raise P4CompileError.at(arg.loc, "constructor parameters are not supported")

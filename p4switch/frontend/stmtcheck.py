@@ -21,14 +21,14 @@ class StmtChecker:
         self.tables = tables  # checked tables by name, for `switch (t.apply().action_run)`
 
     def block(
-        self, stmts: Sequence[s.Stmt], scope: Scope, ctx: BlockContext
+        self, stmts: Sequence[s.StmtSyntax], scope: Scope, ctx: BlockContext
     ) -> tuple[ir.Stmt, ...]:
         out: list[ir.Stmt] = []
         for st in stmts:
             out += self.stmt(st, scope, ctx)
         return tuple(out)
 
-    def stmt(self, st: s.Stmt, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+    def stmt(self, st: s.StmtSyntax, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
         if isinstance(st, s.AssignStmt):
             target = self.x.lvalue(st.target, scope)
             if isinstance(target.type, ir.ExternT):
@@ -155,7 +155,7 @@ class StmtChecker:
         return ir.ParserState(decl.name, body, keys, cases)
 
     def keyset(
-        self, e: s.Expr, keys: Sequence[ir.Expr], scope: Scope
+        self, e: s.ExprSyntax, keys: Sequence[ir.Expr], scope: Scope
     ) -> tuple[tuple[int, int] | None, ...]:
         """(value, mask) per key, None for a wildcard: for select cases and const entries."""
         if isinstance(e, s.DefaultKey | s.DontCare):
@@ -165,7 +165,7 @@ class StmtChecker:
             raise P4CompileError.at(e.loc, f"{len(keys)} key values expected, got {len(items)}")
         return tuple(self._key(i, k.type, scope) for i, k in zip(items, keys, strict=True))
 
-    def _key(self, e: s.Expr, t: ir.Type, scope: Scope) -> tuple[int, int] | None:
+    def _key(self, e: s.ExprSyntax, t: ir.Type, scope: Scope) -> tuple[int, int] | None:
         full = t.mask if isinstance(t, ir.BitT) else 1
         if isinstance(e, s.DefaultKey | s.DontCare):
             return None
@@ -176,7 +176,7 @@ class StmtChecker:
             return value & mask, mask
         return self._const(e, t, scope), full
 
-    def _const(self, e: s.Expr, t: ir.Type, scope: Scope) -> int:
+    def _const(self, e: s.ExprSyntax, t: ir.Type, scope: Scope) -> int:
         c = self.x.expr(e, scope, t)
         if not isinstance(c, ir.Const):
             raise P4CompileError.at(e.loc, "a compile-time constant is needed here")

@@ -105,7 +105,7 @@ class TableChecker:
             refs.append(ir.TableActionRef(action.name, ref.annotations))
         return refs
 
-    def _action(self, e: s.Expr, scope: Scope) -> ActionEntity:
+    def _action(self, e: s.ExprSyntax, scope: Scope) -> ActionEntity:
         found = scope.lookup(e.name) if isinstance(e, s.Name) else None
         if not isinstance(found, ActionEntity):
             raise P4CompileError.at(e.loc, "expected the name of an action")
@@ -116,7 +116,7 @@ class TableChecker:
         return found
 
     def _call(
-        self, e: s.Expr, refs: list[ir.TableActionRef], scope: Scope
+        self, e: s.ExprSyntax, refs: list[ir.TableActionRef], scope: Scope
     ) -> tuple[ActionEntity, tuple[int, ...], ir.TableActionRef]:
         callee, args = (e.callee, e.args) if isinstance(e, s.CallExpr) else (e, ())
         action = self._action(callee, scope)
@@ -205,12 +205,12 @@ def _items(prop: s.TableProperty) -> tuple[s.KeyElement | s.ActionRefSyntax | s.
     return prop.value
 
 
-def _expr(prop: s.TableProperty) -> s.Expr:
-    assert isinstance(prop.value, s.Expr)
+def _expr(prop: s.TableProperty) -> s.ExprSyntax:
+    assert isinstance(prop.value, s.ExprSyntax)
     return prop.value
 
 
-def key_source(e: s.Expr) -> str:
+def key_source(e: s.ExprSyntax) -> str:
     """A key expression written the way p4c names match fields (`hdr.ipv4.dstAddr`)."""
     if isinstance(e, s.Name):
         return ("." if e.top_level else "") + e.name

@@ -15,14 +15,14 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import P4RTError, StateError
-from p4switch.p4rt.schema import Schema, TableInfo
+from p4switch.p4rt.schema import P4InfoIndex, TableInfo
 from p4switch.runtime import (
     ActionCall,
     FieldMatch,
     Replica,
     SwitchState,
-    Table,
     TableEntry,
+    TableState,
     prefix_len,
 )
 
@@ -48,12 +48,12 @@ class PreRecord:
 
 
 @dataclass
-class Pipeline:
+class InstalledPipeline:
     """A program as the P4Runtime server programs it: its state, the P4Info bound to it, and what
     clients wrote that the state does not keep (multicast metadata, how replica ports were sent).
     """
 
-    schema: Schema
+    schema: P4InfoIndex
     state: SwitchState
     cpu_port: int | None = None
     pre_records: dict[tuple[str, int], PreRecord] = field(default_factory=dict)
@@ -148,7 +148,9 @@ def encode_match(table: TableInfo, match: Sequence[FieldMatch]) -> list[p4runtim
     return out
 
 
-def decode_action(schema: Schema, table: TableInfo, action: p4runtime_pb2.Action) -> ActionCall:
+def decode_action(
+    schema: P4InfoIndex, table: TableInfo, action: p4runtime_pb2.Action
+) -> ActionCall:
     """A P4Runtime action of `table` as an ActionCall (scope checks are the state's)."""
     info = schema.actions.get(action.action_id)
     if info is None or action.action_id not in table.action_ids:
@@ -167,7 +169,7 @@ def decode_action(schema: Schema, table: TableInfo, action: p4runtime_pb2.Action
     return ActionCall(info.name, tuple(a for a in args if a is not None))
 
 
-def encode_action(schema: Schema, call: ActionCall) -> p4runtime_pb2.Action:
+def encode_action(schema: P4InfoIndex, call: ActionCall) -> p4runtime_pb2.Action:
     info = schema.actions[schema.action_ids[call.name]]
     action = p4runtime_pb2.Action(action_id=info.id)
     for p in info.params:
@@ -186,7 +188,7 @@ def counter_data(packets: int, nbytes: int, unit: str) -> p4runtime_pb2.CounterD
 
 
 def entry_to_proto(
-    schema: Schema, table: TableInfo, entry: TableEntry, *, counters: bool
+    schema: P4InfoIndex, table: TableInfo, entry: TableEntry, *, counters: bool
 ) -> p4runtime_pb2.TableEntry:
     msg = p4runtime_pb2.TableEntry(
         table_id=table.id,
@@ -204,7 +206,7 @@ def entry_to_proto(
 
 
 def default_entry_to_proto(
-    schema: Schema, table: TableInfo, state_table: Table, *, counters: bool
+    schema: P4InfoIndex, table: TableInfo, state_table: TableState, *, counters: bool
 ) -> p4runtime_pb2.TableEntry:
     msg = p4runtime_pb2.TableEntry(
         table_id=table.id, is_default_action=True, is_const=state_table.spec.const_default
@@ -248,7 +250,7 @@ def pre_to_proto(
     kind: str,
     key: int,
     replicas: tuple[Replica, ...],
-    pipeline: Pipeline,
+    pipeline: InstalledPipeline,
     session_extra: tuple[int, int] = (0, 0),
 ) -> p4runtime_pb2.PacketReplicationEngineEntry:
     """A multicast group ("group") or clone session ("session") as read back by a client."""

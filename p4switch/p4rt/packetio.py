@@ -12,10 +12,10 @@ from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import PacketInError
 from p4switch.p4rt.codec import decode_uint, encode_uint, invalid
-from p4switch.p4rt.schema import ControllerHeader
+from p4switch.p4rt.schema import ControllerHeaderInfo
 
 
-def packet_out_frame(header: ControllerHeader | None, packet: p4runtime_pb2.PacketOut) -> bytes:
+def packet_out_frame(header: ControllerHeaderInfo | None, packet: p4runtime_pb2.PacketOut) -> bytes:
     """The frame to inject on the CPU port; raise P4RTError (INVALID_ARGUMENT) on bad metadata."""
     if header is None:
         if packet.metadata:
@@ -41,7 +41,7 @@ def packet_out_frame(header: ControllerHeader | None, packet: p4runtime_pb2.Pack
     return word.to_bytes(header.byte_len, "big") + packet.payload
 
 
-def packet_in_message(header: ControllerHeader | None, frame: bytes) -> p4runtime_pb2.PacketIn:
+def packet_in_message(header: ControllerHeaderInfo | None, frame: bytes) -> p4runtime_pb2.PacketIn:
     """The PacketIn for a frame the pipeline sent to the CPU port."""
     if header is None:
         return p4runtime_pb2.PacketIn(payload=frame)

@@ -16,7 +16,7 @@ from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import P4RTError, StateError
 from p4switch.p4rt.codec import (
-    Pipeline,
+    InstalledPipeline,
     counter_data,
     decode_match,
     default_entry_to_proto,
@@ -47,7 +47,7 @@ _UNSUPPORTED = {
 }
 
 
-def read_entity(pipeline: Pipeline, query: p4runtime_pb2.Entity) -> Entities:
+def read_entity(pipeline: InstalledPipeline, query: p4runtime_pb2.Entity) -> Entities:
     """Every entity `query` selects; raise P4RTError if the query is invalid."""
     kind = query.WhichOneof("entity")
     if kind is None:
@@ -68,7 +68,7 @@ def read_entity(pipeline: Pipeline, query: p4runtime_pb2.Entity) -> Entities:
         raise P4RTError(code_pb2.INTERNAL, f"internal error: {err}") from err
 
 
-def _tables(pipeline: Pipeline, q: p4runtime_pb2.TableEntry) -> Entities:
+def _tables(pipeline: InstalledPipeline, q: p4runtime_pb2.TableEntry) -> Entities:
     counters = q.HasField("counter_data")
     if q.table_id == 0:
         if q.match or q.HasField("action") or q.priority or q.controller_metadata or q.metadata:
@@ -106,7 +106,7 @@ def _tables(pipeline: Pipeline, q: p4runtime_pb2.TableEntry) -> Entities:
 
 
 def _entities(
-    pipeline: Pipeline, info: TableInfo, entries: Iterable[TableEntry], counters: bool
+    pipeline: InstalledPipeline, info: TableInfo, entries: Iterable[TableEntry], counters: bool
 ) -> Entities:
     return [
         p4runtime_pb2.Entity(
@@ -122,7 +122,7 @@ def _key(info: TableInfo, entry: TableEntry) -> p4runtime_pb2.TableEntry:
     return key
 
 
-def _direct_counters(pipeline: Pipeline, q: p4runtime_pb2.DirectCounterEntry) -> Entities:
+def _direct_counters(pipeline: InstalledPipeline, q: p4runtime_pb2.DirectCounterEntry) -> Entities:
     te = q.table_entry
     schema = pipeline.schema
     if te.table_id == 0:
@@ -171,7 +171,7 @@ def _chosen(by_id: Mapping[int, _Info], wanted: int, kind: str) -> list[_Info]:
     raise P4RTError(code_pb2.NOT_FOUND, f"no {kind} with id {wanted:#x}")
 
 
-def _counters(pipeline: Pipeline, q: p4runtime_pb2.CounterEntry) -> Entities:
+def _counters(pipeline: InstalledPipeline, q: p4runtime_pb2.CounterEntry) -> Entities:
     out: Entities = []
     for info in _chosen(pipeline.schema.counters, q.counter_id, "counter"):
         counter = pipeline.state.counter(info.name)
@@ -183,7 +183,7 @@ def _counters(pipeline: Pipeline, q: p4runtime_pb2.CounterEntry) -> Entities:
     return out
 
 
-def _registers(pipeline: Pipeline, q: p4runtime_pb2.RegisterEntry) -> Entities:
+def _registers(pipeline: InstalledPipeline, q: p4runtime_pb2.RegisterEntry) -> Entities:
     out: Entities = []
     for info in _chosen(pipeline.schema.registers, q.register_id, "register"):
         register = pipeline.state.register(info.name)
@@ -195,7 +195,7 @@ def _registers(pipeline: Pipeline, q: p4runtime_pb2.RegisterEntry) -> Entities:
     return out
 
 
-def _pre(pipeline: Pipeline, q: p4runtime_pb2.PacketReplicationEngineEntry) -> Entities:
+def _pre(pipeline: InstalledPipeline, q: p4runtime_pb2.PacketReplicationEngineEntry) -> Entities:
     which = q.WhichOneof("type")
     pre = pipeline.state.pre
     out: Entities = []
@@ -218,7 +218,7 @@ def _pre(pipeline: Pipeline, q: p4runtime_pb2.PacketReplicationEngineEntry) -> E
     return out
 
 
-_HANDLERS: dict[str, Callable[[Pipeline, Any], Entities]] = {
+_HANDLERS: dict[str, Callable[[InstalledPipeline, Any], Entities]] = {
     "table_entry": _tables,
     "direct_counter_entry": _direct_counters,
     "counter_entry": _counters,

@@ -13,11 +13,11 @@ from __future__ import annotations
 from google.rpc import code_pb2
 
 from p4switch.exceptions import P4RTError, StateError
-from p4switch.p4rt.codec import Pipeline
-from p4switch.runtime import Table, TableEntry
+from p4switch.p4rt.codec import InstalledPipeline
+from p4switch.runtime import TableEntry, TableState
 
 
-def carry_over(old: Pipeline, new: Pipeline) -> None:
+def carry_over(old: InstalledPipeline, new: InstalledPipeline) -> None:
     """Copy `old`'s state into `new` (freshly loaded); raise P4RTError if it cannot all be kept.
 
     The caller holds `old.state.lock`; nobody else uses `new` yet.
@@ -44,7 +44,7 @@ def carry_over(old: Pipeline, new: Pipeline) -> None:
     new.pre_records.update(old.pre_records)
 
 
-def _carry_table(table: Table, target: Table | None, problems: list[str]) -> None:
+def _carry_table(table: TableState, target: TableState | None, problems: list[str]) -> None:
     name = table.spec.name
     entries = list(table.entries())
     modified_default = table.default != table.spec.default_action

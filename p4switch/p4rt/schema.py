@@ -1,7 +1,7 @@
 """What a P4Info says about a loaded program, bound to the program's run-time state.
 
 P4Runtime names objects by numeric id; `SwitchState` names them as P4Info does (fully qualified
-names such as `MyIngress.ipv4_lpm`). `Schema.bind` indexes a P4Info by id and checks, object by
+names such as `MyIngress.ipv4_lpm`). `P4InfoIndex.bind` indexes a P4Info by id and checks, object by
 object, that the state built from the program has the same tables (keys, actions), actions
 (parameters), registers and counters. A P4Info that does not describe the program is refused
 when the pipeline is set, with every disagreement listed, rather than on the first write.
@@ -106,7 +106,7 @@ class MetadataInfo:
 
 
 @dataclass(frozen=True)
-class ControllerHeader:
+class ControllerHeaderInfo:
     """A `@controller_header` header: its fields, most significant first, byte-aligned in all."""
 
     name: str
@@ -118,20 +118,20 @@ class ControllerHeader:
 
 
 @dataclass(frozen=True)
-class Schema:
+class P4InfoIndex:
     p4info: p4info_pb2.P4Info
     tables: Mapping[int, TableInfo]
     actions: Mapping[int, ActionInfo]
     registers: Mapping[int, RegisterInfo]
     counters: Mapping[int, CounterInfo]
     direct_counters: Mapping[int, DirectCounterInfo]
-    packet_in: ControllerHeader | None
-    packet_out: ControllerHeader | None
+    packet_in: ControllerHeaderInfo | None
+    packet_out: ControllerHeaderInfo | None
     unsupported: frozenset[str]  # kinds of P4Info objects p4switch cannot program
     action_ids: Mapping[str, int]  # action name -> id
 
     @classmethod
-    def bind(cls, p4info: p4info_pb2.P4Info, state: SwitchState) -> Schema:
+    def bind(cls, p4info: p4info_pb2.P4Info, state: SwitchState) -> P4InfoIndex:
         """Index `p4info` and check it against `state`.
 
         Raises P4InfoMismatchError listing every problem.
@@ -317,7 +317,7 @@ def _bind_direct_counter(
 
 def _controller_header(
     h: p4info_pb2.ControllerPacketMetadata, problems: list[str]
-) -> ControllerHeader:
+) -> ControllerHeaderInfo:
     fields = tuple(
         MetadataInfo(
             m.id,
@@ -334,4 +334,4 @@ def _controller_header(
         problems.append(
             f"controller header {h.preamble.name}: {bits} bits, not a whole number of bytes"
         )
-    return ControllerHeader(h.preamble.name, fields)
+    return ControllerHeaderInfo(h.preamble.name, fields)

@@ -27,11 +27,11 @@ from p4switch.exceptions import (
     PacketInError,
 )
 from p4switch.p4rt.arbitration import Arbiter, Session
-from p4switch.p4rt.codec import Pipeline
+from p4switch.p4rt.codec import InstalledPipeline
 from p4switch.p4rt.packetio import packet_in_message, packet_out_frame
 from p4switch.p4rt.read import read_entity
 from p4switch.p4rt.reconcile import carry_over
-from p4switch.p4rt.schema import Schema
+from p4switch.p4rt.schema import P4InfoIndex
 from p4switch.p4rt.service import P4RuntimeService
 from p4switch.p4rt.write import apply_batch
 from p4switch.runtime import SwitchState
@@ -61,7 +61,7 @@ class _Installed:
     """A program as configured through P4Runtime: what Get returns, and what Write changes."""
 
     program: LoadedProgram
-    pipeline: Pipeline
+    pipeline: InstalledPipeline
     p4info: p4info_pb2.P4Info  # as the client sent it
     device_config: bytes
     cookie: int | None
@@ -94,8 +94,8 @@ class P4RuntimeServer:
         self._committed: _Installed | None = None
         self._saved: _Installed | None = None  # VERIFY_AND_SAVE: reads and writes go here
         if initial is not None:
-            schema = Schema.bind(initial.p4info, initial.state)
-            pipeline = Pipeline(schema, initial.state, cpu_port)
+            schema = P4InfoIndex.bind(initial.p4info, initial.state)
+            pipeline = InstalledPipeline(schema, initial.state, cpu_port)
             self._committed = _Installed(
                 initial, pipeline, initial.p4info, initial.device_config, None
             )
@@ -161,7 +161,7 @@ class P4RuntimeServer:
             self.packet_ins_dropped += 1
 
     @property
-    def pipeline(self) -> Pipeline | None:
+    def pipeline(self) -> InstalledPipeline | None:
         """The pipeline reads and writes refer to (the saved one, if any, else the running one)."""
         installed = self._saved or self._committed
         return installed.pipeline if installed is not None else None
@@ -171,14 +171,14 @@ class P4RuntimeServer:
     def _load(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> _Installed:
         try:
             program = self._loader(config.p4info, config.p4_device_config)
-            schema = Schema.bind(config.p4info, program.state)
+            schema = P4InfoIndex.bind(config.p4info, program.state)
         except (ValueError, P4InfoMismatchError) as err:
             raise P4RTError(code_pb2.INVALID_ARGUMENT, str(err)) from err
         except Exception as err:
             log.exception("loading the forwarding pipeline config failed")
             raise P4RTError(code_pb2.INTERNAL, f"loading the program failed: {err}") from err
         cookie = config.cookie.cookie if config.HasField("cookie") else None
-        pipeline = Pipeline(schema, program.state, self._cpu_port)
+        pipeline = InstalledPipeline(schema, program.state, self._cpu_port)
         return _Installed(program, pipeline, config.p4info, config.p4_device_config, cookie)
 
     def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:

@@ -15,7 +15,7 @@ from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import P4RTError, StateError
 from p4switch.p4rt.codec import (
-    Pipeline,
+    InstalledPipeline,
     PreRecord,
     decode_action,
     decode_match,
@@ -25,7 +25,7 @@ from p4switch.p4rt.codec import (
     refused_by_state,
 )
 from p4switch.p4rt.schema import TableInfo
-from p4switch.runtime import CloneSession, Table, TableEntry
+from p4switch.runtime import CloneSession, TableEntry, TableState
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def _noop() -> None:
 
 
 def apply_batch(
-    pipeline: Pipeline, updates: Sequence[p4runtime_pb2.Update], *, atomic: bool
+    pipeline: InstalledPipeline, updates: Sequence[p4runtime_pb2.Update], *, atomic: bool
 ) -> list[P4RTError | None]:
     """Apply `updates` in order; one result per update (None: applied).
 
@@ -71,7 +71,7 @@ def apply_batch(
     return results
 
 
-def apply_update(pipeline: Pipeline, update: p4runtime_pb2.Update) -> Undo:
+def apply_update(pipeline: InstalledPipeline, update: p4runtime_pb2.Update) -> Undo:
     """Apply one update and return how to take it back; raise P4RTError if it is refused."""
     if update.type not in (INSERT, MODIFY, DELETE):
         raise invalid("update type must be INSERT, MODIFY or DELETE")
@@ -92,14 +92,14 @@ def apply_update(pipeline: Pipeline, update: p4runtime_pb2.Update) -> Undo:
         raise P4RTError(code_pb2.INTERNAL, f"internal error: {err}") from err
 
 
-def check_priority(info: TableInfo, table: Table, priority: int) -> None:
+def check_priority(info: TableInfo, table: TableState, priority: int) -> None:
     if table.spec.needs_priority and priority <= 0:
         raise invalid(f"{info.name}: entries of a table with ternary keys need a priority > 0")
     if not table.spec.needs_priority and priority != 0:
         raise invalid(f"{info.name}: entries of this table take no priority (got {priority})")
 
 
-def table_of(pipeline: Pipeline, table_id: int) -> tuple[TableInfo, Table]:
+def table_of(pipeline: InstalledPipeline, table_id: int) -> tuple[TableInfo, TableState]:
     if table_id == 0:
         raise invalid("table id 0 is not valid here")
     info = pipeline.schema.tables.get(table_id)
@@ -114,7 +114,7 @@ def _counts(data: p4runtime_pb2.CounterData, what: str) -> tuple[int, int]:
     return data.packet_count, data.byte_count
 
 
-def _table_entry(pipeline: Pipeline, utype: int, msg: p4runtime_pb2.TableEntry) -> Undo:
+def _table_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.TableEntry) -> Undo:
     info, table = table_of(pipeline, msg.table_id)
     if info.indirect:
         raise P4RTError(
@@ -182,7 +182,11 @@ def _check_entry_fields(info: TableInfo, msg: p4runtime_pb2.TableEntry) -> None:
 
 
 def _default_entry(
-    pipeline: Pipeline, info: TableInfo, table: Table, utype: int, msg: p4runtime_pb2.TableEntry
+    pipeline: InstalledPipeline,
+    info: TableInfo,
+    table: TableState,
+    utype: int,
+    msg: p4runtime_pb2.TableEntry,
 ) -> Undo:
     if utype != MODIFY:
         raise invalid(f"{info.name}: the default entry can only be modified")
@@ -224,7 +228,9 @@ def index_cells(
     return [check_index(msg.index.index, size, what)] if msg.HasField("index") else range(size)
 
 
-def _counter_entry(pipeline: Pipeline, utype: int, msg: p4runtime_pb2.CounterEntry) -> Undo:
+def _counter_entry(
+    pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.CounterEntry
+) -> Undo:
     if utype != MODIFY:
         raise invalid("counter entries can only be modified")
     if msg.counter_id == 0:
@@ -249,7 +255,7 @@ def _counter_entry(pipeline: Pipeline, utype: int, msg: p4runtime_pb2.CounterEnt
 
 
 def _direct_counter_entry(
-    pipeline: Pipeline, utype: int, msg: p4runtime_pb2.DirectCounterEntry
+    pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.DirectCounterEntry
 ) -> Undo:
     if utype != MODIFY:
         raise invalid("direct counter entries can only be modified")
@@ -281,7 +287,9 @@ def _direct_counter_entry(
     return undo_entry
 
 
-def _register_entry(pipeline: Pipeline, utype: int, msg: p4runtime_pb2.RegisterEntry) -> Undo:
+def _register_entry(
+    pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.RegisterEntry
+) -> Undo:
     if utype != MODIFY:
         raise invalid("register entries can only be modified")
     if msg.register_id == 0:
@@ -306,7 +314,7 @@ def _register_entry(pipeline: Pipeline, utype: int, msg: p4runtime_pb2.RegisterE
 
 
 def _pre_entry(
-    pipeline: Pipeline, utype: int, msg: p4runtime_pb2.PacketReplicationEngineEntry
+    pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.PacketReplicationEngineEntry
 ) -> Undo:
     which = msg.WhichOneof("type")
     if which is None:
@@ -364,7 +372,7 @@ def _restorer(entries: dict[_K, _V], key: _K) -> Undo:
     return restore
 
 
-_HANDLERS: dict[str, Callable[[Pipeline, int, Any], Undo]] = {
+_HANDLERS: dict[str, Callable[[InstalledPipeline, int, Any], Undo]] = {
     "table_entry": _table_entry,
     "counter_entry": _counter_entry,
     "direct_counter_entry": _direct_counter_entry,

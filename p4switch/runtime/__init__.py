@@ -8,9 +8,9 @@ write raises a `p4switch.exceptions.StateError` whose `code` is the P4Runtime ca
 report.
 
 All access goes through `SwitchState.lock` (the packet path holds it for one packet). A
-compiled pipeline keeps references to the `Table` objects and to the lists `Register.cells`,
-`Counter.packets` and `Counter.bytes`: change those lists in place (`cells[:] = ...`), never
-replace them.
+compiled pipeline keeps references to the `TableState` objects and to the lists
+`RegisterState.cells`, `CounterState.packets` and `CounterState.bytes`: change those lists in
+place (`cells[:] = ...`), never replace them.
 
 `specs` holds what a program declares (and the values entries are made of), `tables` the
 tables and their entries, `replication` multicast groups and clone sessions, `state` registers,
@@ -29,27 +29,27 @@ from p4switch.runtime.specs import (
     StaticEntry,
     TableSpec,
 )
-from p4switch.runtime.state import Counter, Register, SwitchState
-from p4switch.runtime.tables import Table, TableEntry, exact, lpm, prefix_len
+from p4switch.runtime.state import CounterState, RegisterState, SwitchState
+from p4switch.runtime.tables import TableEntry, TableState, exact, lpm, prefix_len
 
 __all__ = [
     "ActionCall",
     "ActionSpec",
     "CloneSession",
-    "Counter",
     "CounterSpec",
+    "CounterState",
     "FieldMatch",
     "KeySpec",
     "PacketReplication",
     "ParamSpec",
-    "Register",
     "RegisterSpec",
+    "RegisterState",
     "Replica",
     "StaticEntry",
     "SwitchState",
-    "Table",
     "TableEntry",
     "TableSpec",
+    "TableState",
     "exact",
     "lpm",
     "prefix_len",

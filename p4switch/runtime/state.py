@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from p4switch.exceptions import InvalidArgument, NotFound
 from p4switch.runtime.replication import PacketReplication
 from p4switch.runtime.specs import ActionSpec, CounterSpec, RegisterSpec, TableSpec
-from p4switch.runtime.tables import Table
+from p4switch.runtime.tables import TableState
 
 
-class Register:
+class RegisterState:
     def __init__(self, spec: RegisterSpec) -> None:
         self.spec = spec
         self.cells = [0] * spec.size
@@ -35,7 +35,7 @@ class Register:
             )
 
 
-class Counter:
+class CounterState:
     def __init__(self, spec: CounterSpec) -> None:
         self.spec = spec
         self.packets = [0] * spec.size
@@ -68,28 +68,28 @@ class SwitchState:
     ) -> None:
         self.lock = threading.RLock()
         self.actions = {a.name: a for a in actions}
-        self.tables = {t.name: Table(t, self.actions) for t in tables}
-        self.registers = {r.name: Register(r) for r in registers}
-        self.counters = {c.name: Counter(c) for c in counters}
+        self.tables = {t.name: TableState(t, self.actions) for t in tables}
+        self.registers = {r.name: RegisterState(r) for r in registers}
+        self.counters = {c.name: CounterState(c) for c in counters}
         self.pre = PacketReplication()
         for t in tables:
             missing = [a for a in t.actions if a not in self.actions]
             if missing:
                 raise ValueError(f"table {t.name} names undeclared actions {missing}")
 
-    def table(self, name: str) -> Table:
+    def table(self, name: str) -> TableState:
         try:
             return self.tables[name]
         except KeyError:
             raise NotFound(f"no table {name!r}") from None
 
-    def register(self, name: str) -> Register:
+    def register(self, name: str) -> RegisterState:
         try:
             return self.registers[name]
         except KeyError:
             raise NotFound(f"no register {name!r}") from None
 
-    def counter(self, name: str) -> Counter:
+    def counter(self, name: str) -> CounterState:
         try:
             return self.counters[name]
         except KeyError:

@@ -47,7 +47,7 @@ def prefix_len(m: FieldMatch) -> int:
     return bin(m.mask).count("1")
 
 
-class Table:
+class TableState:
     """The entries of one table, with a lookup suited to its match kinds."""
 
     def __init__(self, spec: TableSpec, actions: Mapping[str, ActionSpec]) -> None:

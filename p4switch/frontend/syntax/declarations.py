@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from p4switch.frontend.syntax.expressions import Expr, TypeRef
-from p4switch.frontend.syntax.statements import BlockStmt, Stmt
+from p4switch.frontend.syntax.expressions import ExprSyntax, TypeRef
+from p4switch.frontend.syntax.statements import BlockStmt, StmtSyntax
 from p4switch.ir import Annotation, Loc
 
 
@@ -43,7 +43,7 @@ class TypedefDecl(Decl):
 class EnumDecl(Decl):
     loc: Loc
     name: str
-    members: tuple[tuple[str, Expr | None], ...]
+    members: tuple[tuple[str, ExprSyntax | None], ...]
     underlying: TypeRef | None = None
 
 
@@ -110,7 +110,7 @@ class ActionDecl(Decl):
 @dataclass(frozen=True)
 class KeyElement:
     loc: Loc
-    expr: Expr
+    expr: ExprSyntax
     match_kind: str
     annotations: tuple[Annotation, ...] = ()
 
@@ -118,22 +118,24 @@ class KeyElement:
 @dataclass(frozen=True)
 class ActionRefSyntax:
     loc: Loc
-    expr: Expr  # a Name, or a CallExpr binding leading arguments
+    expr: ExprSyntax  # a Name, or a CallExpr binding leading arguments
     annotations: tuple[Annotation, ...] = ()
 
 
 @dataclass(frozen=True)
 class EntrySyntax:
     loc: Loc
-    keyset: Expr
-    action: Expr
+    keyset: ExprSyntax
+    action: ExprSyntax
 
 
 @dataclass(frozen=True)
 class TableProperty:
     loc: Loc
     name: str  # "key", "actions", "default_action", "entries", or any other (size, counters)
-    value: tuple[KeyElement, ...] | tuple[ActionRefSyntax, ...] | tuple[EntrySyntax, ...] | Expr
+    value: (
+        tuple[KeyElement, ...] | tuple[ActionRefSyntax, ...] | tuple[EntrySyntax, ...] | ExprSyntax
+    )
     const: bool = False
 
 
@@ -148,7 +150,7 @@ class TableDecl(Decl):
 @dataclass(frozen=True)
 class SelectCaseSyntax:
     loc: Loc
-    keyset: Expr
+    keyset: ExprSyntax
     state: str
 
 
@@ -156,8 +158,8 @@ class SelectCaseSyntax:
 class StateDecl(Decl):
     loc: Loc
     name: str
-    stmts: tuple[Stmt, ...]
-    select: tuple[Expr, ...] | None  # None: direct transition to `cases[0].state`
+    stmts: tuple[StmtSyntax, ...]
+    select: tuple[ExprSyntax, ...] | None  # None: direct transition to `cases[0].state`
     cases: tuple[SelectCaseSyntax, ...]
     annotations: tuple[Annotation, ...] = ()
 
@@ -179,7 +181,7 @@ class ParserDecl(Decl):
     loc: Loc
     name: str
     params: tuple[ParamDecl, ...]
-    locals: tuple[Stmt, ...]
+    locals: tuple[StmtSyntax, ...]
     states: tuple[StateDecl, ...]
     annotations: tuple[Annotation, ...] = ()
 
@@ -189,7 +191,8 @@ class ControlDecl(Decl):
     loc: Loc
     name: str
     params: tuple[ParamDecl, ...]
-    locals: tuple[Decl | Stmt, ...]  # ActionDecl, TableDecl, VarDecl, ConstDecl, Instantiation
+    # ActionDecl, TableDecl, VarDecl, ConstDecl, Instantiation
+    locals: tuple[Decl | StmtSyntax, ...]
     apply: BlockStmt
     annotations: tuple[Annotation, ...] = ()
 
@@ -200,7 +203,7 @@ class TopDecl(Decl):
 
     loc: Loc
     name: str
-    stmt: Stmt
+    stmt: StmtSyntax
 
 
 @dataclass(frozen=True)

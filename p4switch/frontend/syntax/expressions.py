@@ -14,7 +14,7 @@ class TypeRef:
 @dataclass(frozen=True)
 class BitsRef(TypeRef):
     loc: Loc
-    width: Expr
+    width: ExprSyntax
     signed: bool
 
 
@@ -33,12 +33,12 @@ class NamedTypeRef(TypeRef):
     args: tuple[TypeRef, ...] = ()
 
 
-class Expr:
+class ExprSyntax:
     loc: Loc
 
 
 @dataclass(frozen=True)
-class IntLit(Expr):
+class IntLit(ExprSyntax):
     loc: Loc
     value: int
     width: int | None
@@ -47,123 +47,123 @@ class IntLit(Expr):
 
 
 @dataclass(frozen=True)
-class BoolLit(Expr):
+class BoolLit(ExprSyntax):
     loc: Loc
     value: bool
 
 
 @dataclass(frozen=True)
-class StrLit(Expr):
+class StrLit(ExprSyntax):
     loc: Loc
     value: str
 
 
 @dataclass(frozen=True)
-class Name(Expr):
+class Name(ExprSyntax):
     loc: Loc
     name: str
     top_level: bool = False  # written `.name`
 
 
 @dataclass(frozen=True)
-class ErrorMember(Expr):
+class ErrorMember(ExprSyntax):
     loc: Loc
     name: str
 
 
 @dataclass(frozen=True)
-class MemberExpr(Expr):
+class MemberExpr(ExprSyntax):
     loc: Loc
-    base: Expr
+    base: ExprSyntax
     name: str
 
 
 @dataclass(frozen=True)
-class IndexExpr(Expr):
+class IndexExpr(ExprSyntax):
     loc: Loc
-    base: Expr
-    index: Expr
+    base: ExprSyntax
+    index: ExprSyntax
 
 
 @dataclass(frozen=True)
-class SliceExpr(Expr):
+class SliceExpr(ExprSyntax):
     loc: Loc
-    base: Expr
-    hi: Expr
-    lo: Expr
+    base: ExprSyntax
+    hi: ExprSyntax
+    lo: ExprSyntax
 
 
 @dataclass(frozen=True)
-class CallExpr(Expr):
+class CallExpr(ExprSyntax):
     loc: Loc
-    callee: Expr
-    args: tuple[Expr, ...]
+    callee: ExprSyntax
+    args: tuple[ExprSyntax, ...]
     type_args: tuple[TypeRef, ...] = ()
 
 
 @dataclass(frozen=True)
-class CastExpr(Expr):
+class CastExpr(ExprSyntax):
     loc: Loc
     type: TypeRef
-    expr: Expr
+    expr: ExprSyntax
 
 
 @dataclass(frozen=True)
-class UnaryExpr(Expr):
+class UnaryExpr(ExprSyntax):
     loc: Loc
     op: str
-    expr: Expr
+    expr: ExprSyntax
 
 
 @dataclass(frozen=True)
-class BinaryExpr(Expr):
+class BinaryExpr(ExprSyntax):
     loc: Loc
     op: str
-    left: Expr
-    right: Expr
+    left: ExprSyntax
+    right: ExprSyntax
 
 
 @dataclass(frozen=True)
-class TernaryExpr(Expr):
+class TernaryExpr(ExprSyntax):
     loc: Loc
-    cond: Expr
-    yes: Expr
-    no: Expr
+    cond: ExprSyntax
+    yes: ExprSyntax
+    no: ExprSyntax
 
 
 @dataclass(frozen=True)
-class ListLit(Expr):
+class ListLit(ExprSyntax):
     loc: Loc
-    items: tuple[Expr, ...]
+    items: tuple[ExprSyntax, ...]
 
 
 @dataclass(frozen=True)
-class DontCare(Expr):
-    loc: Loc
-
-
-@dataclass(frozen=True)
-class DefaultKey(Expr):
+class DontCare(ExprSyntax):
     loc: Loc
 
 
 @dataclass(frozen=True)
-class MaskExpr(Expr):
+class DefaultKey(ExprSyntax):
     loc: Loc
-    value: Expr
-    mask: Expr
 
 
 @dataclass(frozen=True)
-class RangeExpr(Expr):
+class MaskExpr(ExprSyntax):
     loc: Loc
-    lo: Expr
-    hi: Expr
+    value: ExprSyntax
+    mask: ExprSyntax
 
 
 @dataclass(frozen=True)
-class TupleKey(Expr):
+class RangeExpr(ExprSyntax):
+    loc: Loc
+    lo: ExprSyntax
+    hi: ExprSyntax
+
+
+@dataclass(frozen=True)
+class TupleKey(ExprSyntax):
     """A parenthesised list of keysets in a select case or a const entry."""
 
     loc: Loc
-    items: tuple[Expr, ...]
+    items: tuple[ExprSyntax, ...]

@@ -4,81 +4,81 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from p4switch.frontend.syntax.expressions import Expr, TypeRef
+from p4switch.frontend.syntax.expressions import ExprSyntax, TypeRef
 from p4switch.ir import Annotation, Loc
 
 
-class Stmt:
+class StmtSyntax:
     loc: Loc
 
 
 @dataclass(frozen=True)
-class AssignStmt(Stmt):
+class AssignStmt(StmtSyntax):
     loc: Loc
-    target: Expr
-    value: Expr
+    target: ExprSyntax
+    value: ExprSyntax
 
 
 @dataclass(frozen=True)
-class CallStmt(Stmt):
+class CallStmt(StmtSyntax):
     loc: Loc
-    call: Expr
+    call: ExprSyntax
 
 
 @dataclass(frozen=True)
-class VarDecl(Stmt):
+class VarDecl(StmtSyntax):
     loc: Loc
     type: TypeRef
     name: str
-    init: Expr | None
+    init: ExprSyntax | None
     annotations: tuple[Annotation, ...] = ()
 
 
 @dataclass(frozen=True)
-class ConstDecl(Stmt):
+class ConstDecl(StmtSyntax):
     loc: Loc
     type: TypeRef
     name: str
-    value: Expr
+    value: ExprSyntax
     annotations: tuple[Annotation, ...] = ()
 
 
 @dataclass(frozen=True)
-class Instantiation(Stmt):
+class Instantiation(StmtSyntax):
     loc: Loc
     type: TypeRef
-    args: tuple[Expr, ...]
+    args: tuple[ExprSyntax, ...]
     name: str
     annotations: tuple[Annotation, ...] = ()
 
 
 @dataclass(frozen=True)
-class IfStmt(Stmt):
+class IfStmt(StmtSyntax):
     loc: Loc
-    cond: Expr
-    then: Stmt
-    else_: Stmt | None
+    cond: ExprSyntax
+    then: StmtSyntax
+    else_: StmtSyntax | None
 
 
 @dataclass(frozen=True)
-class BlockStmt(Stmt):
+class BlockStmt(StmtSyntax):
     loc: Loc
-    stmts: tuple[Stmt, ...]
+    stmts: tuple[StmtSyntax, ...]
 
 
 @dataclass(frozen=True)
-class ReturnStmt(Stmt):
+class ReturnStmt(StmtSyntax):
     loc: Loc
-    value: Expr | None
+    value: ExprSyntax | None
 
 
 @dataclass(frozen=True)
-class ExitStmt(Stmt):
+class ExitStmt(StmtSyntax):
     loc: Loc
 
 
 @dataclass(frozen=True)
-class EmptyStmt(Stmt):
+class EmptyStmt(StmtSyntax):
     loc: Loc
 
 
@@ -90,7 +90,7 @@ class SwitchCaseSyntax:
 
 
 @dataclass(frozen=True)
-class SwitchStmt(Stmt):
+class SwitchStmt(StmtSyntax):
     loc: Loc
-    expr: Expr
+    expr: ExprSyntax
     cases: tuple[SwitchCaseSyntax, ...]

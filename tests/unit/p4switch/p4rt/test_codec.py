@@ -9,16 +9,16 @@ from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import P4InfoMismatchError, P4RTError
 from p4switch.p4rt.codec import decode_match, decode_uint, encode_match, encode_uint
-from p4switch.p4rt.schema import Schema
+from p4switch.p4rt.schema import P4InfoIndex
 from p4switch.runtime import FieldMatch
 from tests.unit.p4switch.p4rt.fixtures import entities as E
 from tests.unit.p4switch.p4rt.fixtures.fake_program import load_p4info, state_from_p4info
 
 
 @pytest.fixture(scope="module")
-def schema() -> Schema:
+def schema() -> P4InfoIndex:
     p4info = load_p4info()
-    return Schema.bind(p4info, state_from_p4info(p4info))
+    return P4InfoIndex.bind(p4info, state_from_p4info(p4info))
 
 
 @pytest.mark.parametrize(
@@ -46,7 +46,7 @@ def test_encoding_is_canonical() -> None:
     ]
 
 
-def test_match_round_trip_with_wildcards(schema: Schema) -> None:
+def test_match_round_trip_with_wildcards(schema: P4InfoIndex) -> None:
     acl = schema.tables[E.ACL]
     entry = E.acl(bytes([10, 0, 0, 0]), bytes([255, 0, 0, 0]), 5)
     match = decode_match(acl, entry.match)
@@ -56,7 +56,7 @@ def test_match_round_trip_with_wildcards(schema: Schema) -> None:
     assert decode_match(lpm, []) == (FieldMatch(0, 0),)  # an omitted lpm field matches all
 
 
-def test_exact_fields_cannot_be_omitted_or_repeated(schema: Schema) -> None:
+def test_exact_fields_cannot_be_omitted_or_repeated(schema: P4InfoIndex) -> None:
     l2 = schema.tables[E.L2]
     with pytest.raises(P4RTError, match="missing"):
         decode_match(l2, [])
@@ -69,7 +69,7 @@ def test_exact_fields_cannot_be_omitted_or_repeated(schema: Schema) -> None:
         decode_match(l2, [as_lpm])
 
 
-def test_binding_finds_every_object(schema: Schema) -> None:
+def test_binding_finds_every_object(schema: P4InfoIndex) -> None:
     assert {t.name for t in schema.tables.values()} == {
         "MyIngress.ipv4_lpm",
         "MyIngress.acl",
@@ -92,7 +92,7 @@ def test_binding_lists_every_disagreement() -> None:
     other.registers[0].size = 17
     other.controller_packet_metadata[0].metadata[1].bitwidth = 6
     with pytest.raises(P4InfoMismatchError) as caught:
-        Schema.bind(other, state)
+        P4InfoIndex.bind(other, state)
     message = str(caught.value)
     for words in ("hdr.ipv4.dstAddr", "egress", "MyIngress.reg", "packet_in"):
         assert words in message
@@ -102,4 +102,4 @@ def test_binding_refuses_duplicate_ids() -> None:
     p4info = load_p4info()
     p4info.registers[0].preamble.id = p4info.counters[0].preamble.id
     with pytest.raises(P4InfoMismatchError, match="share id"):
-        Schema.bind(p4info, state_from_p4info(load_p4info()))
+        P4InfoIndex.bind(p4info, state_from_p4info(load_p4info()))

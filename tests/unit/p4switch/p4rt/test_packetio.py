@@ -10,7 +10,7 @@ from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import P4RTError, PacketInError
 from p4switch.p4rt.packetio import packet_in_message, packet_out_frame
-from p4switch.p4rt.schema import ControllerHeader, MetadataInfo
+from p4switch.p4rt.schema import ControllerHeaderInfo, MetadataInfo
 from tests.unit.p4switch.p4rt.fixtures.p4rt_client import (
     Client,
     Running,
@@ -20,7 +20,7 @@ from tests.unit.p4switch.p4rt.fixtures.p4rt_client import (
 )
 
 # bit<9> port, bit<1> flag, bit<3> queue, bit<3> padding: 16 bits, packed MSB first
-HEADER = ControllerHeader(
+HEADER = ControllerHeaderInfo(
     "packet_out",
     (
         MetadataInfo(1, "port", 9, False),
