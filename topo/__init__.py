@@ -1,10 +1,10 @@
 """innet's topology: the WAN model and the emulated network built from it.
 
-    wan.py, loader.py, units.py, synthetic.py, fit.py, data/   cities, links, shortest paths,
-                        multicast trees; WAN files and the fit of their delays
-    siteplan.py         the emulation's facts every side shares: slot pool, addresses, ports
-    mininet_net.py      the emulated network (NetworkSpec -> TestbedNet); mininet_hosts.py its
-                        hosts, p4node.py and bmv2.py its switches, shaping.py its link shaping
+wan.py, loader.py, units.py, synthetic.py, fit.py, data/   cities, links, shortest paths,
+                    multicast trees; WAN files and the fit of their delays
+siteplan.py         the emulation's facts every side shares: slot pool, addresses, ports
+mininet_net.py      the emulated network (NetworkSpec -> TestbedNet); mininet_hosts.py its
+                    hosts, p4node.py and bmv2.py its switches, shaping.py its link shaping
 """
 
 from topo.exceptions import TopologyError, UnitError, UnknownCityError
