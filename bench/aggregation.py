@@ -38,9 +38,9 @@ from controller.planner.cost import CostModel, CostParams
 from controller.planner.schedule import Round, Schedule
 from controller.testbed import Testbed
 from innet.exceptions import InnetError, one_line
+from innet.units import format_rate, parse_duration, parse_rate
 from topo.mininet_net import NetworkSpec, build_network
 from topo.siteplan import FRAME_BYTES, LANES, SlotPool
-from topo.units import format_rate, parse_duration, parse_rate
 from topo.wan import City, Wan, WanLink
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def predicted(wan: Wan, chunks: int, slots: int, pacing: str) -> float:
 
 
 @dataclass
-class Leader:
+class BenchLeader:
     """One island's leader process (bench/aggregation_worker.py) in its Mininet host."""
 
     island: int
@@ -138,16 +138,16 @@ class Leader:
                 pipe.close()
 
 
-def start_leader(host: Host, argv: list[str], log_path: Path, island: int) -> Leader:
+def start_leader(host: Host, argv: list[str], log_path: Path, island: int) -> BenchLeader:
     with log_path.open("wb") as err:
         proc = host.popen(argv, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=err, bufsize=0)  # fmt: skip
-    return Leader(island, proc, log_path)
+    return BenchLeader(island, proc, log_path)
 
 
 def run_leaders(hosts: list[Host], workdir: Path, args: list[str]) -> list[Report]:
     """Every island's leader sums its update with the others, all from one Unix time."""
-    leaders: list[Leader] = []
+    leaders: list[BenchLeader] = []
     try:
         for u, host in zip(ISLANDS, hosts, strict=True):
             argv = [sys.executable, "-m", "bench.aggregation_worker", "--island", str(u), *args]

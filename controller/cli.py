@@ -32,9 +32,9 @@ from controller.service.cli import SERVICE_COMMANDS, add_commands
 from controller.service.cli import run as run_service_command
 from innet.argparsing import OneLineParser
 from innet.exceptions import InnetError, one_line
+from innet.units import format_rate, format_size, parse_rate, parse_size, parse_size_range
 from topo.loader import default_wan, load_wan
 from topo.siteplan import SLOT_BYTES
-from topo.units import format_rate, format_size, parse_rate, parse_size, parse_size_range
 from topo.wan import Wan
 
 

@@ -25,6 +25,10 @@ class InputError(InnetError):
     exit_status: ClassVar[int] = 2
 
 
+class UnitError(InputError, ValueError):
+    """A size, rate or duration that cannot be parsed; the message says why."""
+
+
 def one_line(err: BaseException) -> str:
     """An error's message on one line (YAML and P4 errors can span several)."""
     return " ".join(str(err).split())

@@ -26,9 +26,9 @@ from decimal import Decimal
 from enum import IntEnum
 from typing import TypedDict
 
+from innet.exceptions import UnitError
+from innet.units import format_duration, format_rate, parse_duration, parse_rate
 from p4switch.exceptions import ShapeError
-from topo.exceptions import UnitError
-from topo.units import format_duration, format_rate, parse_duration, parse_rate
 
 DEFAULT_QUEUE_LIMIT = 1000
 SPEC_KEYS = ("delay", "rate", "loss", "limit")

@@ -1,13 +1,13 @@
 """innet's topology: the WAN model and the emulated network built from it.
 
-wan.py, loader.py, units.py, synthetic.py, fit.py, data/   cities, links, shortest paths,
-                    multicast trees; WAN files and the fit of their delays
+wan.py, loader.py, synthetic.py, fit.py, data/   cities, links, shortest paths, multicast
+                    trees; WAN files and the fit of their delays
 siteplan.py         the emulation's facts every side shares: slot pool, addresses, ports
 mininet_net.py      the emulated network (NetworkSpec -> TestbedNet); mininet_hosts.py its
                     hosts, p4node.py and bmv2.py its switches, shaping.py its link shaping
 """
 
-from topo.exceptions import TopologyError, UnitError, UnknownCityError
+from topo.exceptions import TopologyError, UnknownCityError
 from topo.loader import default_wan, load_wan
 from topo.synthetic import synthetic_wan
 from topo.wan import City, RttFit, RttFitRow, Wan, WanLink, great_circle_km
@@ -17,7 +17,6 @@ __all__ = [
     "RttFit",
     "RttFitRow",
     "TopologyError",
-    "UnitError",
     "UnknownCityError",
     "Wan",
     "WanLink",

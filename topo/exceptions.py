@@ -7,10 +7,6 @@ from pathlib import Path
 from innet.exceptions import InnetError, InputError
 
 
-class UnitError(InputError, ValueError):
-    """A size, rate or duration that cannot be parsed; the message says why."""
-
-
 class TopologyError(InputError, ValueError):
     """A WAN file that cannot be loaded; str() is "{path}:{line}: {what is wrong}" (without the
     line when the problem is the file itself, e.g. it cannot be read)."""

@@ -31,8 +31,9 @@ from typing import Any, TypeVar
 
 import yaml
 
-from topo.exceptions import TopologyError, UnitError, WanError
-from topo.units import parse_duration, parse_rate
+from innet.exceptions import UnitError
+from innet.units import parse_duration, parse_rate
+from topo.exceptions import TopologyError, WanError
 from topo.wan import City, Wan, WanLink
 
 T = TypeVar("T")

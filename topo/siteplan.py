@@ -31,8 +31,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from innet.units import format_size
 from topo.exceptions import SiteError, SlotPoolError
-from topo.units import format_size
 from topo.wan import Wan
 
 # --- packets --------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from controller.planner.cost import RoundCost
 from controller.planner.optimise import FamilyPlan, Plan
 from controller.planner.sweep import Sweep
 from innet.jsontypes import JSONObject
-from topo.units import format_duration, format_rate, format_size
+from innet.units import format_duration, format_rate, format_size
 from topo.wan import Wan
 
 

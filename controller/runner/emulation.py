@@ -23,8 +23,8 @@ from controller.planner.exceptions import PlanError
 from controller.planner.optimise import DEFAULT_EPSILON, FamilyPlan, Planner
 from controller.planner.schedule import Schedule
 from controller.runner.scenario import Scenario
+from innet.units import format_size
 from topo.siteplan import FRAME_BITS, JOB, LANES, SLOT_BYTES, VALUE_BYTES, SlotPool
-from topo.units import format_size
 from workers import train
 from workers.config import IslandConfig, TrainConfig
 

@@ -42,10 +42,10 @@ from controller.planner.optimise import Planner
 from controller.runner.exceptions import ScenarioError
 from controller.runner.yamlnodes import NodeReader
 from innet.jsontypes import JSONObject
+from innet.units import format_size, parse_duration, parse_rate, parse_size
 from topo.exceptions import SlotPoolError, TopologyError
 from topo.loader import load_wan, parse_wan
 from topo.siteplan import SlotPool
-from topo.units import format_size, parse_duration, parse_rate, parse_size
 from topo.wan import Wan
 
 MAX_HOSTS = 8

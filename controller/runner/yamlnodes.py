@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import yaml
 
 from controller.runner.exceptions import ScenarioError
-from topo.exceptions import UnitError
+from innet.exceptions import UnitError
 
 T = TypeVar("T")
 

@@ -9,8 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from controller.planner.optimise import DEFAULT_EPSILON
 from controller.planner.schedule import Round, Schedule
 from controller.testbed import Testbed
-from topo.exceptions import UnitError, UnknownCityError
-from topo.units import parse_rate, parse_size
+from innet.exceptions import UnitError
+from innet.units import parse_rate, parse_size
+from topo.exceptions import UnknownCityError
 
 
 class ScheduleBody(BaseModel):

@@ -14,8 +14,8 @@ from controller.planner.schedule_file import load_schedule
 from controller.service.client import ServiceClient
 from controller.service.exceptions import RequestRefused
 from innet.jsontypes import JSONObject, JSONValue
+from innet.units import format_size
 from topo.loader import default_wan, load_wan
-from topo.units import format_size
 
 SHORT_STATS = ("contribution", "completed", "duplicate", "slot_conflict", "unknown",
                "ipv4_forwarded", "dropped_other")  # fmt: skip

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from controller.planner.cost import CostParams
 from innet.exceptions import InputError
+from innet.units import parse_rate, parse_size
 from topo.loader import default_wan, load_wan
 from topo.mininet_net import NetworkSpec
 from topo.siteplan import GRPC_BASE_PORT, TARGETS, SlotPool
-from topo.units import parse_rate, parse_size
 from topo.wan import Wan
 
 DEFAULT_PORT = 8700

@@ -2,8 +2,8 @@
 
 import pytest
 
-from topo.exceptions import UnitError
-from topo.units import (
+from innet.exceptions import UnitError
+from innet.units import (
     format_duration,
     format_rate,
     format_size,

@@ -16,7 +16,7 @@ import math
 import re
 from decimal import Decimal
 
-from topo.exceptions import UnitError
+from innet.exceptions import UnitError
 
 SIZE_UNITS: dict[str, int] = {
     "B": 1,

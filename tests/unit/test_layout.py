@@ -1,0 +1,120 @@
+"""The layout's rules, read from the code: which package may import which, no class name defined
+twice, modules small enough to read, functions simple enough (ruff's C901 checks that)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from innet.exceptions import InnetError
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("innet", "controller", "workers", "topo", "p4switch", "bench", "scripts")
+PROJECT = (*PACKAGES, "tests")
+MAX_LINES = 420  # "modules stay under ~400 lines"
+
+
+def modules(*roots: str) -> Iterator[Path]:
+    for root in roots:
+        yield from sorted((REPO / root).rglob("*.py"))
+
+
+def imports(path: Path) -> set[str]:
+    """Every module this file imports from the project (absolute imports)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        found.update(n for n in names if n.split(".")[0] in PROJECT)
+    return found
+
+
+def importers(root: str, forbidden: tuple[str, ...]) -> list[str]:
+    """`file: module` for each import of a forbidden module (or one below it) under `root`."""
+    return [
+        f"{path.relative_to(REPO)}: {name}"
+        for path in modules(root)
+        for name in sorted(imports(path))
+        if any(name == f or name.startswith(f + ".") for f in forbidden)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("root", "forbidden"),
+    [
+        # the controller speaks only P4Runtime to switches; switch-local facts come from topo
+        ("controller", ("p4switch",)),
+        # the planner runs anywhere: no root, Mininet or gRPC
+        ("controller/planner", ("controller.p4rt", "controller.runner", "controller.service",
+                                "controller.testbed", "controller.network", "topo.mininet_net",
+                                "topo.p4node", "topo.bmv2", "workers")),
+        # the core does not know the applications built on it
+        ("controller/p4rt", ("controller.runner", "controller.service", "controller.cli")),
+        ("controller/runner", ("controller.service", "controller.cli")),
+        ("workers", ("controller", "p4switch", "bench", "tests")),
+        ("topo", ("controller", "workers", "bench", "tests")),
+        ("p4switch", ("controller", "workers", "topo", "bench", "tests")),
+        ("innet", ("controller", "workers", "topo", "p4switch", "bench", "tests")),
+        ("bench", ("tests",)),
+        ("scripts", ("tests",)),
+    ],
+)  # fmt: skip
+def test_dependencies_point_one_way(root: str, forbidden: tuple[str, ...]) -> None:
+    assert importers(root, forbidden) == []
+
+
+def test_the_core_of_the_controller_does_not_import_its_applications() -> None:
+    core = [p for p in (REPO / "controller").glob("*.py") if p.name != "cli.py"]
+    found = [
+        f"{p.name}: {name}"
+        for p in core
+        for name in sorted(imports(p))
+        if name.startswith(("controller.runner", "controller.service", "controller.cli"))
+    ]
+    assert found == []
+
+
+def test_no_class_name_is_defined_twice() -> None:
+    where: dict[str, list[str]] = {}
+    for path in modules(*PACKAGES):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(str(path.relative_to(REPO)))
+    assert {name: files for name, files in where.items() if len(files) > 1} == {}
+
+
+def test_modules_stay_small_enough_to_read_in_one_sitting() -> None:
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in modules(*PACKAGES)
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+def test_every_innet_exception_descends_from_the_root() -> None:
+    """Every class named ...Error, ...Exception or deriving from an exception, in the project's
+    packages, is an InnetError (the pipeline's control-flow signals aside: they never leave it)."""
+    signals = {"ParserReject", "ControlExit"}  # p4switch's compiled P4 `reject` and `exit`
+    strays = []
+    for package in ("innet", "controller", "workers", "topo", "p4switch"):
+        root = importlib.import_module(package)
+        for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
+            if info.name.endswith("__main__"):
+                continue
+            module = importlib.import_module(info.name)
+            for name, cls in inspect.getmembers(module, inspect.isclass):
+                if cls.__module__ != module.__name__ or not issubclass(cls, BaseException):
+                    continue
+                if not issubclass(cls, InnetError) and name not in signals:
+                    strays.append(f"{info.name}.{name}")
+    assert strays == []
