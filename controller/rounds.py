@@ -3,10 +3,20 @@
 The pure part turns (WAN, round, job, round number, hosts) into entries per edge switch, by
 name, following docs/protocol.md and docs/controller.md:
 
-    base = base_entries(wan, Addressing.default(wan.n, hosts_per_island=2))   # once per switch
-    r7 = round_entries(wan, schedule.round_at(7), job=1, number=7, hosts_per_island=2)
-    changes = install_changes(r7, present=[base])      # {city: (Change, ...)}
-    updates = to_updates(schema, changes[0])           # P4Runtime updates for city 0's edge
+    >>> from topo.loader import default_wan
+    >>> wan = default_wan()
+    >>> base = base_entries(wan, Addressing.default(wan.n, hosts_per_island=2))  # once per switch
+    >>> base[0].groups  # Tokyo's local group: its two host ports, replica id 1
+    (GroupWrite(group_id=1, replicas=((1, 1), (2, 1))),)
+    >>> r7 = round_entries(wan, Round.of([[0, 1, 2], [3, 4, 5], [6, 7, 8]]), job=1, number=7,
+    ...                    hosts_per_island=2)
+    >>> r7[0].tables[0].action, r7[0].tables[0].params  # Tokyo is in {Tokyo, Singapore, Hong Kong}
+    ('InnetIngress.member', (('expected', 7), ('my_bit', 1), ('local_grp', 1)))
+    >>> changes = install_changes(r7, present=[base])  # {city: (Change, ...)}
+    >>> [change.op for change in changes[0]]  # a new multicast group first, then table entries
+    ['insert', 'insert', 'insert', 'insert']
+
+`to_updates(schema, changes[0])` makes them P4Runtime updates for city 0's edge.
 
 Ports and addresses are the site plan's (topo/siteplan.py): the edge of city u has ports 1..W
 for its W hosts, then port W+1+k for the link to its k-th neighbour in `wan.neighbours(u)`

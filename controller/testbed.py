@@ -1,7 +1,8 @@
 """A running testbed under one controller: switches, fabric, schedule, rounds, counters, health.
 
     pool = SlotPool(slots_per_bank=64, scale=1000)
-    network = MininetNetwork(build_network(wan, hosts_per_city=1, workdir=run, slots=64))
+    spec = NetworkSpec(wan, hosts_per_city=1, slots=pool.slots_per_bank, scale=pool.scale)
+    network = MininetNetwork(build_network(spec, run))
     testbed = Testbed.start(wan, network, params, pool=pool)  # pipeline + base entries
     testbed.advance()            # round 0 on every switch (or on none)
     testbed.advance()            # round 1 beside round 0

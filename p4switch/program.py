@@ -1,9 +1,11 @@
 """Compile a P4_16 v1model program once: its P4Info, its run-time specs, and its pipeline.
 
-    program = compile_file(Path("p4src/innet.p4"))
-    state = program.new_state()          # tables, registers, counters, replication engine
-    pipe = program.pipeline(state, cpu_port=510)
-    out = pipe.process(ingress_port=1, data=frame)   # [(egress_port, frame), ...]
+    >>> from innet.paths import INNET_P4
+    >>> program = compile_file(INNET_P4)  # p4src/innet.p4
+    >>> state = program.new_state()  # tables, registers, counters, replication engine
+    >>> pipe = program.pipeline(state, cpu_port=510)
+    >>> pipe.process(ingress_port=1, data=bytes(64))  # [(egress_port, frame), ...]; not IPv4
+    []
 
 As a command: `python -m p4switch.program prog.p4 [-I dir] [--p4info out.txt]` checks the
 program, writes its P4Info, and exits with status 2 and one `file:line:col: error: ...` line

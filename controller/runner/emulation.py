@@ -1,9 +1,18 @@
 """A scenario resolved once, at the emulation's scale: what `innet run` builds, sends and expects.
 
-    emulation = resolve(load_scenario("scenarios/nine-cities.yaml"))
-    emulation.points[0].pool            # 25.6 MB (1 slot/bank)
-    emulation.points[0].plans[1].costs  # the planner's round times for cliques-3 there
-    print("\\n".join(emulation.predictions()))      # what `innet run --check` prints
+    >>> from controller.runner.scenario import load_scenario
+    >>> from innet.paths import SCENARIOS
+    >>> emulation = resolve(load_scenario(SCENARIOS / "nine-cities.yaml"))
+    >>> print(emulation.points[0].pool)
+    25.6 MB (1 slot/bank)
+    >>> [f"{c.time_s:.3f}" for c in emulation.points[0].plans[1].costs]  # cliques-3's rounds there
+    ['0.826', '0.946', '0.971', '0.950']
+    >>> print("\\n".join(emulation.predictions()[:2]))  # what `innet run --check` prints
+    ... # doctest: +NORMALIZE_WHITESPACE
+    scenario nine-cities: 9 islands x 2 hosts, scale 100000, update 2432 values (76 chunks)
+      per island per round
+      memory 25.6 MB -> pool 25.6 MB (1 slot/bank): all-to-all: consensus in 1 round(s),
+      8.477 s predicted; round times ['8.477']
 
 The scenario's figures are full scale; bandwidths, memory and the update are divided by its
 `scale` in the emulation, so planning at full scale gives the times the emulation should show.
