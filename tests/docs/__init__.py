@@ -1,0 +1,25 @@
+"""The examples in innet's docs and docstrings, found and checked, so that docs cannot drift.
+
+tests/unit/test_docs.py runs what runs without root; tests/netns/test_docs_netns.py runs, as
+root, the blocks marked `netns`. The rules for README.md and docs/*.md:
+
+- Every fenced block names its language: `sh`, `python`, `yaml` or `text`.
+- A `sh` or `python` block runs in tests/unit/test_docs.py (every command must exit 0, or with
+  the status its comment gives: `# exit status 2`), unless the line right above it says why not:
+
+      <!-- docs-test: netns: REASON -->     run as root by tests/netns/test_docs_netns.py
+      <!-- docs-test: parse: REASON -->     too long to run: parsed with the program's own
+                                            argument parser; every file it reads must exist
+      <!-- docs-test: options: REASON -->   a synopsis, or cannot run here: the commands and options
+                                            it names must exist
+      <!-- docs-test: skip: REASON -->      cannot run here; a python block is still compiled
+                                            and its calls bound to the real signatures
+      <!-- vm-commands: ... -->             the VM's provisioning list (tests/unit/test_vm.py)
+
+- A `yaml` block must parse; a `text` block (output, listings) must hold no command.
+- An indented (unfenced) code block may hold formulas or listings, never a command or Python.
+
+Module docstrings: `>>>` examples are doctests; other Python examples are illustrations that
+tests/unit/test_docs.py lists with the reason they cannot run, and whose calls are bound to the
+real signatures; command lines are checked as synopses.
+"""
