@@ -251,6 +251,15 @@ def needs_marking(cmd: Command) -> str | None:
     return None
 
 
+# what a python block must not do in the unit docs test (it would need root, or start a network)
+ROOT_ONLY = re.compile(r"\b(build_network|running_testbed|Mininet|mininet|subprocess|os\.system)\b")
+
+
+def python_needs_marking(block: Block) -> str | None:
+    found = ROOT_ONLY.search(block.text)
+    return f"uses {found[1]} (root, a network or processes)" if found else None
+
+
 def outcome(cmd: Command, done: subprocess.CompletedProcess[str]) -> str | None:
     """None when the command ended as the doc says, else what went wrong."""
     if done.returncode == cmd.status:

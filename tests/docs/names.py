@@ -179,7 +179,11 @@ class CallChecker(ast.NodeVisitor):
             self.visit(statement)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        module = importlib.import_module(node.module or "")
+        try:
+            module = importlib.import_module(node.module or "")
+        except ImportError as err:
+            self.problems.append(f"{self.where}: {err}")
+            return
         for alias in node.names:
             if not hasattr(module, alias.name):
                 self.problems.append(f"{self.where}: {node.module} has no {alias.name!r}")

@@ -49,8 +49,8 @@ MODULES = blocks.package_modules()
 BLOCKS, BLOCK_PROBLEMS = blocks.all_blocks()
 
 
-def ids(blocks: list[blocks.Block]) -> list[str]:
-    return [b.where for b in blocks]
+def ids(found: list[blocks.Block]) -> list[str]:
+    return [b.where for b in found]
 
 
 def marked(mode: str, *langs: str) -> list[blocks.Block]:
@@ -185,6 +185,8 @@ def test_sh_blocks_run(block: blocks.Block, workdir: Path) -> None:
 
 @pytest.mark.parametrize("block", marked("run", "python"), ids=ids(marked("run", "python")))
 def test_python_blocks_run(block: blocks.Block, workdir: Path) -> None:
+    why = blocks.python_needs_marking(block)
+    assert why is None, f"{block.where} {why}: mark it netns or skip (nothing was run)"
     assert blocks.run_python(block, workdir, blocks.command_env()) is None
 
 
@@ -242,6 +244,13 @@ def test_what_the_docs_test_does() -> None:
             len(blocks.commands(b)) for b in marked("options")
         ),
         "blocks skipped": len(marked("skip")) + len(marked("vm")),
+        "docstring illustrations (calls checked)": len(ILLUSTRATIONS),
+        "docstring command lines (options checked)": sum(
+            len(blocks.command_lines(b))
+            for n in MODULES
+            for b in blocks.docstring_blocks(importlib.import_module(n).__doc__)
+            if ">>>" not in b
+        ),
     }
     print("\n".join(f"{k}: {v}" for k, v in counts.items()))
     skipped = [f"{b.where}: {b.reason}" for b in marked("skip")]
