@@ -1,10 +1,10 @@
 """innet's shared root: what every package uses.
 
-    exceptions.py   InnetError, the root of every innet exception, and InputError (bad input)
-    units.py        sizes, rates and durations: parsed from text, formatted for people
-    jsontypes.py    JSON as a type, for typed seams
-    paths.py        where things are in a checkout (the data plane, scenarios, results)
-    argparsing.py   the command lines' argument parser
+exceptions.py   InnetError, the root of every innet exception, and InputError (bad input)
+units.py        sizes, rates and durations: parsed from text, formatted for people
+jsontypes.py    JSON as a type, for typed seams
+paths.py        where things are in a checkout (the data plane, scenarios, results)
+argparsing.py   the command lines' argument parser
 """
 
 from innet.exceptions import InnetError, InputError

@@ -164,6 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if program is not None and args.p4info_out is not None:
             from p4switch.p4info import write_p4info  # protobuf: only when a P4Info is written
 
+            if not args.p4info_out.parent.is_dir():
+                raise UsageError(
+                    f"--p4info-out {args.p4info_out}: no directory {args.p4info_out.parent}"
+                )
             write_p4info(program.p4info, args.p4info_out)
     except P4CompileError as err:
         print(err, file=sys.stderr)

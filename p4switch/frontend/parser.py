@@ -1,4 +1,4 @@
-"""Parse preprocessed P4 text into the syntax tree of `syntax.py` (lark, LALR(1))."""
+"""Parse preprocessed P4 text into the syntax tree of `p4switch.frontend.syntax` (lark, LALR(1))."""
 
 from __future__ import annotations
 

@@ -61,3 +61,11 @@ def test_defines_reach_the_preprocessor(tmp_path: Path) -> None:
 def test_a_missing_program_file(tmp_path: Path, capsys) -> None:
     assert main(["--p4", str(tmp_path / "nope.p4"), "--check"]) == 2
     assert capsys.readouterr().err == f"{tmp_path / 'nope.p4'}: error: no such P4 source file\n"
+
+
+def test_a_p4info_file_in_a_missing_directory_is_refused_by_name(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "build" / "l2.p4info.txt"
+    assert main(["--p4", str(PROGRAMS / "l2.p4"), "--check", "--p4info-out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"no directory {out.parent}" in err
+    assert not out.exists()
