@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from innet.argparsing import OneLineParser
-from p4switch.exceptions import ControlError, P4CompileError, PortError, ShapeError, UsageError
+from innet.exceptions import InnetError, one_line
+from p4switch.exceptions import ControlError, P4CompileError, PortError, UsageError
 
 if TYPE_CHECKING:
     from p4.config.v1 import p4info_pb2
@@ -169,10 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"--p4info-out {args.p4info_out}: no directory {args.p4info_out.parent}"
                 )
             write_p4info(program.p4info, args.p4info_out)
-    except P4CompileError as err:
+    except P4CompileError as err:  # file:line:column and the line itself, as compilers print
         print(err, file=sys.stderr)
-        return 2
-    except (UsageError, ShapeError, OSError) as err:
+        return err.exit_status
+    except InnetError as err:
+        print(f"p4switch: error: {one_line(err)}", file=sys.stderr)
+        return err.exit_status
+    except OSError as err:  # the program or an include cannot be read
         print(f"p4switch: error: {err}", file=sys.stderr)
         return 2
     if args.check:

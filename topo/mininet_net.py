@@ -31,9 +31,10 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host
 
+from innet.exceptions import InnetError, one_line
 from innet.paths import INNET_P4
 from topo.bmv2 import THRIFT_BASE_PORT, Bmv2Switch, missing_tools
-from topo.exceptions import NetworkBuildError, ShapingError, SwitchStartError, TopologyError
+from topo.exceptions import NetworkBuildError
 from topo.loader import default_wan, load_wan
 from topo.mininet_hosts import (
     HostSpec,
@@ -341,9 +342,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                            shaping=args.shaping, program=args.program, target=args.target,
                            log_console=args.log_console)  # fmt: skip
         net = build_network(spec, args.workdir)
-    except (NetworkBuildError, ShapingError, SwitchStartError, TopologyError, OSError) as err:
+    except InnetError as err:
+        print(f"topo.mininet_net: error: {one_line(err)}", file=sys.stderr)
+        return err.exit_status
+    except OSError as err:  # the machine refused something (an interface, a namespace, a file)
         print(f"topo.mininet_net: error: {err}", file=sys.stderr)
-        return 2
+        return 1
     with net:
         for u, sw in enumerate(net.switches):
             ports = ", ".join(f"{p}={i}" for p, i in sorted(sw.port_interfaces().items()))
