@@ -1,0 +1,136 @@
+"""The summary of a run: one row per (memory, schedule), from its round records.
+
+Means and the ratio are over the rounds that finished. Time to consensus is the sum, over the
+planner's rounds to consensus, of the mean time of the rounds at the same position of the
+schedule's cycle (cliques of three on nine islands agree after 2 of a 4-round cycle; ring pairs
+need many cycles of 2), so the predicted figure equals the planner's exactly. Final figures are
+those of the last finished round.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from controller.runner.records import RoundRecord
+from innet.jsontypes import JSONObject
+
+
+@dataclass(frozen=True, slots=True)
+class Cycle:
+    """A schedule's rounds to consensus and the length of its cycle."""
+
+    rounds: int  # 0: never reaches consensus within the planner's limit
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    memory: int
+    slots: int
+    schedule: str
+    rounds: int  # rounds recorded
+    mean_time_s: float | None
+    mean_predicted_s: float | None
+    ratio: float | None  # mean measured / mean predicted
+    consensus_s: float | None
+    consensus_predicted_s: float | None
+    final_train_loss: float | None
+    final_test_loss: float | None
+    final_accuracy: float | None
+    baseline_accuracy: float | None
+    wan_bytes: int
+    retransmissions: int
+    slot_conflicts: int
+    cpu_bound_rounds: int
+    status: str
+
+    def to_json(self) -> JSONObject:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+SUMMARY_COLUMNS = tuple(f.name for f in dataclasses.fields(SummaryRow))
+
+
+def summarise(
+    records: Iterable[RoundRecord],
+    cycles: Mapping[str, Cycle],
+    baseline_accuracy: float | None = None,
+) -> list[SummaryRow]:
+    """One row per (memory, schedule), memory ascending, schedules in the order they ran."""
+    runs: dict[tuple[int, str], list[RoundRecord]] = {}
+    for rec in records:
+        runs.setdefault((rec.memory, rec.schedule), []).append(rec)
+    order: dict[str, int] = {}
+    for _, schedule in runs:
+        order.setdefault(schedule, len(order))
+    rows = []
+    for memory, schedule in sorted(runs, key=lambda run: (run[0], order[run[1]])):
+        if schedule not in cycles:
+            raise ValueError(f"no cycle length given for schedule {schedule!r}")
+        recs = sorted(runs[memory, schedule], key=lambda r: r.round)
+        rows.append(_row(recs, cycles[schedule], baseline_accuracy))
+    return rows
+
+
+def _row(recs: list[RoundRecord], cycle: Cycle, baseline_accuracy: float | None) -> SummaryRow:
+    ok = [r for r in recs if r.ok]
+    failed = [r for r in recs if r.status != "ok"]
+    mean_time = _mean(r.time_s for r in ok)
+    mean_predicted = _mean(r.predicted_s for r in ok)
+    last = ok[-1] if ok else None
+    return SummaryRow(
+        memory=recs[0].memory,
+        slots=recs[0].slots,
+        schedule=recs[0].schedule,
+        rounds=len(recs),
+        mean_time_s=mean_time,
+        mean_predicted_s=mean_predicted,
+        ratio=mean_time / mean_predicted if mean_time is not None and mean_predicted else None,
+        consensus_s=_cycle_time([(r.round, r.time_s) for r in ok], cycle),
+        consensus_predicted_s=_cycle_time([(r.round, r.predicted_s) for r in recs], cycle),
+        final_train_loss=last.train_loss if last else None,
+        final_test_loss=last.test_loss if last else None,
+        final_accuracy=last.accuracy if last else None,
+        baseline_accuracy=baseline_accuracy,
+        wan_bytes=sum(sum(r.wan_bytes.values()) for r in recs),
+        retransmissions=sum(r.retransmissions or 0 for r in recs),
+        slot_conflicts=sum(r.slot_conflicts or 0 for r in recs),
+        cpu_bound_rounds=sum(1 for r in recs if r.cpu_bound),
+        status=_run_status(recs, failed),
+    )
+
+
+def summary_csv(rows: Iterable[SummaryRow]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, SUMMARY_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if v is None else v for k, v in row.to_json().items()})
+    return out.getvalue()
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _cycle_time(times: list[tuple[int, float | None]], cycle: Cycle) -> float | None:
+    """Sum over the rounds to consensus of the mean time at each round's cycle position."""
+    if cycle.rounds < 1 or cycle.length < 1:
+        return None
+    positions = [
+        _mean(t for r, t in times if r % cycle.length == p) for p in range(cycle.length)
+    ]
+    needed = [positions[t % cycle.length] for t in range(cycle.rounds)]
+    return None if any(t is None for t in needed) else sum(t or 0.0 for t in needed)
+
+
+def _run_status(recs: list[RoundRecord], failed: list[RoundRecord]) -> str:
+    if not failed:
+        return "ok"
+    reason = failed[0].status.removeprefix("failed: ")
+    return f"{len(failed)} of {len(recs)} rounds failed (round {failed[0].round}: {reason})"
