@@ -122,9 +122,7 @@ def _cycle_time(times: list[tuple[int, float | None]], cycle: Cycle) -> float | 
     """Sum over the rounds to consensus of the mean time at each round's cycle position."""
     if cycle.rounds < 1 or cycle.length < 1:
         return None
-    positions = [
-        _mean(t for r, t in times if r % cycle.length == p) for p in range(cycle.length)
-    ]
+    positions = [_mean(t for r, t in times if r % cycle.length == p) for p in range(cycle.length)]
     needed = [positions[t % cycle.length] for t in range(cycle.rounds)]
     return None if any(t is None for t in needed) else sum(t or 0.0 for t in needed)
 

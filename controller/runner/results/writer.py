@@ -23,9 +23,8 @@ import os
 import platform
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import yaml
 from matplotlib.figure import Figure
@@ -49,9 +48,7 @@ GIT_TIMEOUT_S = 10.0
 class ResultsWriter:
     """Writes one run's results folder; `record` each round as it ends, then `finish`."""
 
-    def __init__(
-        self, folder: Path, scenario_dict: JSONObject, versions: JSONObject
-    ) -> None:
+    def __init__(self, folder: Path, scenario_dict: JSONObject, versions: JSONObject) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         rounds = self.folder / ROUNDS_FILE
