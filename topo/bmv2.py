@@ -89,7 +89,7 @@ class Bmv2Switch(P4Switch):
         log_console: bool = False,
         **params: object,
     ) -> None:
-        # type: ignore[arg-type] below: these are P4Switch's own keywords, passed through as given
+        # P4Switch's own keywords (program, rundir, ...), passed through as given: unchecked here
         super().__init__(name, **params)  # type: ignore[arg-type]
         self.thrift_port, self.cpu_port, self.log_console = thrift_port, cpu_port, log_console
 
