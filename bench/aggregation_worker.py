@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from topo.siteplan import JOB, LEADER_HOST, gateway_ip, host_ip
-from workers.aggregate import Aggregator, GroupSpec, GroupSum, SendPolicy
+from workers.aggregate import Aggregator, GroupSpec, GroupSum, SendPolicy, sleep_until
 from workers.quantise import agreed_exponent, exponent_of, exponent_vote, quantise, scale_for
 from workers.transport import UdpTransport
 
@@ -52,12 +52,6 @@ def software_sum(members: tuple[int, ...], floats: int, seed: int) -> tuple[int,
 
 def digest(int_sum: np.ndarray) -> str:
     return hashlib.sha256(np.asarray(int_sum, dtype="<i4").tobytes()).hexdigest()
-
-
-def sleep_until(t: float) -> None:
-    """Sleep until Unix time t; the last 2 ms are spent polling, for a precise start."""
-    while (left := t - time.time()) > 0:
-        time.sleep(left - 0.002 if left > 0.003 else 0.0)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

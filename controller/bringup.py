@@ -2,7 +2,7 @@
 
     run_dir = RunDir(path)
     run_dir.claim("innet run", "running")
-    with running_testbed(spec, params, pool, run_dir) as up:
+    with running_testbed(spec, params, run_dir) as up:
         up.testbed.advance()                       # the switches are programmed, watched
         up.record_processes(islands.record())      # processes to stop if this process dies
     # torn down: watchdog stopped, fabric closed, switches and Mininet stopped
@@ -25,6 +25,7 @@ from controller.planner.cost import CostParams
 from controller.planner.schedule import Schedule
 from controller.rundir import ProcessRecord, RunDir
 from controller.testbed import Testbed, Watchdog
+from topo.exceptions import NetworkBuildError
 from topo.mininet_net import NetworkSpec, TestbedNet, build_network
 from topo.siteplan import SlotPool
 
@@ -51,16 +52,17 @@ class RunningTestbed:
 def running_testbed(
     spec: NetworkSpec,
     params: CostParams,
-    pool: SlotPool,
     run_dir: RunDir,
     *,
     schedule: Schedule | None = None,
     on_heal: Callable[[list[str]], None] | None = None,
 ) -> Iterator[RunningTestbed]:
     """Build the network of `spec` in `run_dir` (which this process has claimed), program it
-    with the controller, watch it; tear it all down when the block ends."""
-    if spec.slots != pool.slots_per_bank or spec.scale != pool.scale:
-        raise ValueError(f"the network's SLOTS {spec.slots} at scale {spec.scale:g} is not {pool}")
+    with the controller, watch it; tear it all down when the block ends. The switches' slot
+    pool is the spec's (`spec.slots` per bank at `spec.scale`)."""
+    if spec.slots is None:
+        raise NetworkBuildError("a testbed's network needs its slot pool: give the spec slots")
+    pool = SlotPool(spec.slots, spec.scale)
     with contextlib.ExitStack() as stack:
         net = build_network(spec, run_dir.path / "switches")
         stack.callback(net.stop)

@@ -250,11 +250,15 @@ class Testbed:
     def counters(self, city: int | str) -> EdgeCounters:
         """A city's edge: innet's statistics (P4Runtime), port counters (the network)."""
         u = city if isinstance(city, int) else self.city(city)
-        site = self.network.sites[u]
         try:
             ports = self.network.port_counters(u)
         except SwitchControlError as err:
             raise TestbedError(str(err)) from err
+        return EdgeCounters(self.wan.names[u], self.network.sites[u].name, self.stats(u), ports)
+
+    def stats(self, u: int) -> dict[str, int]:
+        """City u's edge: innet.p4's statistics counter, read over P4Runtime."""
+        site = self.network.sites[u]
         with self._lock:
             conn = self.fabric.connection(site.name)
             query = self.fabric.schema.counter_entry(STATS_COUNTER)
@@ -263,8 +267,7 @@ class Testbed:
             except P4RuntimeError as err:
                 raise TestbedError(f"{self.wan.names[u]}: reading counters: {err}") from err
         packets = {e.counter_entry.index.index: e.counter_entry.data.packet_count for e in cells}
-        stats = {label: int(packets.get(i, 0)) for i, label in enumerate(STATS)}
-        return EdgeCounters(self.wan.names[u], site.name, stats, ports)
+        return {label: int(packets.get(i, 0)) for i, label in enumerate(STATS)}
 
     def health(self) -> tuple[SwitchHealth, ...]:
         """Each switch: process alive, P4Runtime stream alive, control channel answering."""

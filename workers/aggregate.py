@@ -77,6 +77,13 @@ MAX_WAIT_S = 0.05  # longest blocking receive in the blocking drivers (re-checks
 VOTE_CHUNKS = 1  # the exponent vote: chunk 0 of the round
 
 
+def sleep_until(t: float) -> None:
+    """Sleep until Unix time t (a group's common start); the last 2 ms are spent polling, for a
+    precise start."""
+    while (left := t - time.time()) > 0:
+        time.sleep(left - 0.002 if left > 0.003 else 0.0)
+
+
 class Aggregator:
     """One island's leader in one group of one round."""
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from topo.siteplan import LEADER_HOST, WORKER_PORT, gateway_ip, host_ip
 from workers import train
-from workers.aggregate import Aggregator, GroupSpec
+from workers.aggregate import Aggregator, GroupSpec, sleep_until
 from workers.config import IslandConfig
 from workers.exceptions import AggregationError, ProtocolError
 from workers.group import AggregatorStats
@@ -219,7 +219,7 @@ class Leader:
             aggregator = Aggregator(self.transport, spec, command.policy, clock=time.time)
             self.last = None
             _drain(self.transport)
-            _sleep_until(command.start_at)
+            sleep_until(command.start_at)
             int_sum = aggregator.allreduce_sum(values, scale_for(cfg.bound_exponent, k))
             done_at = time.time()
             mean = self.train.decode(
@@ -258,15 +258,6 @@ def _drain(transport: UdpTransport) -> None:
     """Drop packets left from earlier rounds (late duplicates, NACKs for finished rounds)."""
     while transport.recv(0.0) is not None:
         pass
-
-
-def _sleep_until(t: float) -> None:
-    """Sleep until Unix time t; the last 2 ms are spent polling, for a precise start."""
-    while True:
-        left = t - time.time()
-        if left <= 0:
-            return
-        time.sleep(left - 0.002 if left > 0.003 else 0.0)
 
 
 def _emit(event: Event) -> None:

@@ -50,7 +50,7 @@ def snapshot(testbed: Testbed) -> Snapshot:
         u = site.city
         try:
             ports = testbed.network.port_counters(u, reset_peaks=True) or {}
-            counters = testbed.counters(u).stats
+            counters = testbed.stats(u)
         except (SwitchControlError, TestbedError) as err:  # dead, being restarted
             log.warning("switch %s unreadable: %s", site.name, err)
             unread.append(u)

@@ -72,7 +72,7 @@ class Emulation:
     @property
     def update_bytes(self) -> int:
         """The full-scale update the planner is given."""
-        return round(self.update_floats * VALUE_BYTES * self.scenario.scale)
+        return _full_scale_bytes(self.update_floats, self.scenario.scale)
 
     @property
     def rounds(self) -> int:
@@ -131,7 +131,7 @@ def resolve(sc: Scenario, schedule: Schedule | None = None) -> Emulation:
         job=JOB,
     )
     planner = Planner(sc.wan)
-    update_bytes = round(floats * VALUE_BYTES * sc.scale)
+    update_bytes = _full_scale_bytes(floats, sc.scale)
     points = []
     plans: tuple[FamilyPlan, ...]
     for memory in sc.memory_bytes:
@@ -143,6 +143,10 @@ def resolve(sc: Scenario, schedule: Schedule | None = None) -> Emulation:
             plans = tuple(_plan(sc, planner, cost, i) for i in range(len(sc.schedules)))
         points.append(MemoryPoint(memory, pool, cost, plans))
     return Emulation(sc, params, floats, island, tuple(points))
+
+
+def _full_scale_bytes(floats: int, scale: float) -> int:
+    return round(floats * VALUE_BYTES * scale)
 
 
 def _plan(sc: Scenario, planner: Planner, params: CostParams, i: int) -> FamilyPlan:

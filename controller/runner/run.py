@@ -189,7 +189,7 @@ def built_testbeds(
         run_dir.claim("innet run", "running")
         try:
             first = point.plans[0].schedule
-            with running_testbed(spec, point.params, point.pool, run_dir, schedule=first) as up:
+            with running_testbed(spec, point.params, run_dir, schedule=first) as up:
                 yield up
         finally:
             run_dir.release()

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     )
     signal.signal(signal.SIGTERM, _terminate)  # a SIGTERM while building still cleans up
     try:
-        with running_testbed(config.spec, config.params, config.pool, run_dir) as up:
+        with running_testbed(config.spec, config.params, run_dir) as up:
             experiment = ServiceExperiment(up.testbed, up)
             try:
                 _serve(args, config, experiment, run_dir)
