@@ -337,7 +337,7 @@ class SwitchConnection:
             self._rpc_stub().Write(request, timeout=self.rpc_timeout)
         except grpc.RpcError as err:
             errors = _detail_errors(err)
-            if err.code() != grpc.StatusCode.UNKNOWN or errors is None:
+            if err.code() != grpc.StatusCode.UNKNOWN or not errors:
                 raise self._failed(f"a write of {len(updates)} updates", err) from None
             failures, succeeded = [], []
             for index, (update, error) in enumerate(zip(updates, errors, strict=False)):
@@ -358,14 +358,14 @@ class SwitchConnection:
             stream = self._rpc_stub().Read(request, timeout=self.rpc_timeout)
             return [entity for reply in stream for entity in reply.entities]
         except grpc.RpcError as err:
-            errors = _detail_errors(err)
-            if errors is None:
-                raise self._failed("a read", err) from None
+            errors = _detail_errors(err) or []
             bad = "; ".join(
                 f"#{i}: {code_name(e.canonical_code)}: {e.message}"
                 for i, e in enumerate(errors)
                 if e.canonical_code != code_pb2.OK
             )
+            if not bad:  # no per-entity error (BMv2 refuses register reads so): the status
+                raise self._failed("a read", err) from None
             raise P4RuntimeError(f"switch {self.name}: read refused: {bad}") from None
 
     def packet_out(self, payload: bytes, metadata: Mapping[str, Value] | None = None) -> None:
