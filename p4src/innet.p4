@@ -256,7 +256,7 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
             tree.apply();
         }
 
-        if (hdr.innet.type != TYPE_CONTRIBUTION) {
+        if (hdr.innet.type == TYPE_NACK || hdr.innet.type == TYPE_RECOVER) {
             /* NACK or RECOVER: never merged, replicated like the source's stream; the hosts of
              * every member but the source's own get a copy. */
             stats.count(STAT_NACK_OR_RECOVER);
