@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--p4info-out",
         type=Path,
         metavar="PATH",
-        help="write the program's P4Info (.txt text format, .bin binary)",
+        help="write the program's P4Info (.txtpb or .txt: text format; .bin: binary)",
     )
     p.add_argument(
         "--check",

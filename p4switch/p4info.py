@@ -191,15 +191,18 @@ def _annotations(annotations: Iterable[ir.Annotation]) -> list[str]:
     return [a.source() for a in annotations if a.name not in SKIPPED_ANNOTATIONS]
 
 
+TEXT_SUFFIXES = (".txtpb", ".txt")  # protobuf text format: p4c's current name, then its old one
+
+
 def write_p4info(p4info: p4info_pb2.P4Info, path: Path) -> None:
-    """Write P4Info as text (`.txt`) or binary (`.bin`) protobuf."""
+    """Write P4Info as text (`.txtpb`, or `.txt` as p4c used to name it) or binary (`.bin`)."""
     path = Path(path)
-    if path.suffix == ".txt":
+    if path.suffix in TEXT_SUFFIXES:
         path.write_text(text_format.MessageToString(p4info))
     elif path.suffix == ".bin":
         path.write_bytes(p4info.SerializeToString())
     else:
-        raise ValueError(f"{path}: a P4Info file name must end in .txt or .bin")
+        raise ValueError(f"{path}: a P4Info file name must end in .txtpb, .txt or .bin")
 
 
 def read_p4info(path: Path) -> p4info_pb2.P4Info:

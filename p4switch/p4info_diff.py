@@ -1,13 +1,14 @@
 """Compare two P4Info files: p4c's for a program against the one p4switch generates for it.
 
-    python -m p4switch.p4info_diff build/p4/innet.p4info.txt build/p4/innet.p4switch.p4info.txt
+    python -m p4switch.p4info_diff build/p4/innet.p4info.txtpb build/p4/innet.p4switch.p4info.txtpb
 
 `make p4` runs this after compiling p4src/ with p4c-bm2-ss. What must agree, by name: every
 table (its match fields' names, widths and kinds, and the names of its actions), every action
 (its parameters' names and widths), every register (cell width and size) and every counter
 (unit and size). A difference is printed one line each and the exit status is 1. Ids that differ
 for the same name are reported as well (controllers that go by name do not care; ones that
-cache p4c's ids would).
+cache p4c's ids would). Both files are protobuf text format, whatever their suffix (`.txtpb`, as
+p4c names it now, or `.txt`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from p4switch.exceptions import P4InfoError
 
 
 def load(path: Path) -> p4info_pb2.P4Info:
+    """A P4Info in protobuf text format (`.txtpb` or `.txt`); P4InfoError if it is not one."""
     info = p4info_pb2.P4Info()
     try:
         text_format.Parse(Path(path).read_text(), info)
