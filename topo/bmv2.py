@@ -7,6 +7,10 @@ P4Info with SetForwardingPipelineConfig, as it pushes the P4 source to p4switch.
 CPU port are given explicitly; BMv2's logging is off (it costs more than the forwarding) unless
 `log_console` asks for it. BMv2 cannot delay or rate-limit a port, so links are shaped by the
 kernel (netem and HTB); a kernel without netem cannot host this target.
+
+The two tools are found on PATH, else in `EXTRA_TOOL_DIRS`; `require_tools()` raises, in one
+line, naming those missing and how to install them. `python -m topo.bmv2` prints where they are
+(or that line, with exit status 1).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,14 +28,42 @@ from topo.p4node import P4Switch, PortCounters, SwitchPipeline
 
 SIMPLE_SWITCH = "simple_switch_grpc"
 P4C = "p4c-bm2-ss"
+# Where the tools are looked for when they are not on PATH (a root shell or a service may have a
+# shorter one): /usr/local/bin, the default prefix of p4c's and BMv2's source builds, and /opt/p4.
+EXTRA_TOOL_DIRS: tuple[Path, ...] = (Path("/usr/local/bin"), Path("/opt/p4/bin"))
+INSTALL_HINT = (
+    "to install: the VM (vagrant up, README), the p4lang project's packages for "
+    "Debian/Ubuntu (p4lang-bmv2, p4lang-p4c), or build BMv2 and p4c from source"
+)
 CPU_PORT = 255
 THRIFT_BASE_PORT = 9090
 KERNEL_COUNTERS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes")
 
 
+def find_tool(name: str) -> str | None:
+    """The path of the executable `name`: on PATH, else in EXTRA_TOOL_DIRS; None if nowhere."""
+    for path in (None, *map(str, EXTRA_TOOL_DIRS)):  # None: PATH
+        found = shutil.which(name, path=path)
+        if found is not None:
+            return found
+    return None
+
+
 def missing_tools() -> list[str]:
     """The BMv2 and p4c commands this machine lacks (empty: the target can run here)."""
-    return [tool for tool in (SIMPLE_SWITCH, P4C) if shutil.which(tool) is None]
+    return [tool for tool in (SIMPLE_SWITCH, P4C) if find_tool(tool) is None]
+
+
+def _missing_message(missing: list[str]) -> str:
+    where = ", ".join(["PATH", *map(str, EXTRA_TOOL_DIRS)])
+    return f"the bmv2 target needs {' and '.join(missing)}, not found here (looked in {where}); "
+
+
+def require_tools() -> None:
+    """Raise Bmv2Error, in one line, naming the missing tools and how to install them."""
+    missing = missing_tools()
+    if missing:
+        raise Bmv2Error(_missing_message(missing) + INSTALL_HINT)
 
 
 @dataclass(frozen=True)
@@ -41,14 +74,15 @@ class Compiled:
 
 def compile_bmv2(program: Path, out_dir: Path, defines: dict[str, str] | None = None) -> Compiled:
     """p4c-bm2-ss on `program` into `out_dir` (one JSON and P4Info per set of defines)."""
-    if shutil.which(P4C) is None:
-        raise Bmv2Error(f"{P4C} not found: the bmv2 target needs p4c (the VM has it: vagrant up)")
+    p4c = find_tool(P4C)
+    if p4c is None:
+        raise Bmv2Error(_missing_message([P4C]) + INSTALL_HINT)
     defines = dict(defines or {})
     tag = "-".join(f"{k}{v}" for k, v in sorted(defines.items())) or "default"
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"{Path(program).stem}-{tag}"
-    compiled = Compiled(stem.with_suffix(".json"), stem.with_suffix(".p4info.txt"))
-    argv = [P4C, "--arch", "v1model", "--std", "p4-16", "-o", str(compiled.json),
+    compiled = Compiled(stem.with_suffix(".json"), stem.with_suffix(".p4info.txtpb"))
+    argv = [p4c, "--arch", "v1model", "--std", "p4-16", "-o", str(compiled.json),
             "--p4runtime-files", str(compiled.p4info)]  # fmt: skip
     for name, value in sorted(defines.items()):
         argv += ["-D", f"{name}={value}"]
@@ -66,8 +100,9 @@ def bmv2_command(
     cpu_port: int = CPU_PORT,
     log_console: bool = False,
 ) -> list[str]:
-    """simple_switch_grpc's argument list: ports, ids and addresses explicit, no program."""
-    argv = [SIMPLE_SWITCH, "--device-id", str(device_id)]
+    """simple_switch_grpc's argument list: ports, ids and addresses explicit, no program.
+    The command is the one `find_tool` finds (its bare name where it finds none)."""
+    argv = [find_tool(SIMPLE_SWITCH) or SIMPLE_SWITCH, "--device-id", str(device_id)]
     for port, ifname in sorted(ports.items()):
         argv += ["-i", f"{port}@{ifname}"]
     argv += ["--thrift-port", str(thrift_port), "--no-p4"]
@@ -134,3 +169,19 @@ class Bmv2Switch(P4Switch):
                 return True
         except OSError:
             return False
+
+
+def main() -> int:
+    """Where simple_switch_grpc and p4c-bm2-ss are, or one line saying what is missing (1)."""
+    try:
+        require_tools()
+    except Bmv2Error as err:
+        print(f"bmv2: {err}", file=sys.stderr)
+        return 1
+    for tool in (SIMPLE_SWITCH, P4C):
+        print(f"{tool}: {find_tool(tool)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
