@@ -15,7 +15,7 @@ import pytest
 from innet.exceptions import InnetError
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("innet", "controller", "workers", "topo", "p4switch", "bench", "scripts")
+PACKAGES = ("innet", "controller", "workers", "topo", "p4switch", "p4diff", "bench", "scripts")
 PROJECT = (*PACKAGES, "tests")
 MAX_LINES = 420  # "modules stay under ~400 lines"
 
@@ -64,6 +64,7 @@ def importers(root: str, forbidden: tuple[str, ...]) -> list[str]:
         ("topo", ("controller", "workers", "bench", "tests")),
         ("p4switch", ("controller", "workers", "topo", "bench", "tests")),
         ("innet", ("controller", "workers", "topo", "p4switch", "bench", "tests")),
+        ("p4diff", ("tests", "bench")),
         ("bench", ("tests",)),
         ("scripts", ("tests",)),
     ],
