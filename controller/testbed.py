@@ -139,7 +139,9 @@ class Testbed:
         conns = [
             SwitchConnection(s.name, s.grpc_addr, s.device_id, ELECTION_ID) for s in network.sites
         ]
-        fabric = Fabric(conns, pipeline.p4info, pipeline.device_config)
+        # BMv2 keeps a group's replication nodes across a pipeline push: clear them first
+        clear_groups = network.facts().target == "bmv2"
+        fabric = Fabric(conns, pipeline.p4info, pipeline.device_config, clear_groups=clear_groups)
         try:
             fabric.connect(deadline_after(connect_timeout))
             plan = None
@@ -283,8 +285,9 @@ class Testbed:
         )
 
     def heal(self, timeout: float = 60.0) -> list[str]:
-        """Restart dead switch processes and reinstall every switch that lost its state."""
-        healed = []
+        """Restart dead link emulators and switch processes, and reinstall every switch that
+        lost its state; the names of what was healed."""
+        healed = self.network.restart_links(deadline_after(timeout))
         with self._lock:
             for site in self.network.sites:
                 conn = self.fabric.connection(site.name)

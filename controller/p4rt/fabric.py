@@ -15,7 +15,10 @@ is all-or-none in outcome, not in time: other switches run with the new entries 
 write and the rollback.
 
 The fabric remembers what it installed on every switch (the desired state), so that a switch
-that restarted with empty tables gets the pipeline and every remembered entity back.
+that restarted with empty tables gets the pipeline and every remembered entity back. A fabric
+made with `clear_groups=True` deletes every multicast group a switch still has before it sets
+the pipeline again: BMv2 keeps the replication nodes of groups across a pipeline push, so a
+live switch given the same groups again would send every copy twice (behavioral-model#891).
 """
 
 from __future__ import annotations
@@ -131,7 +134,10 @@ class Fabric:
         connections: Iterable[SwitchConnection],
         p4info: p4info_pb2.P4Info,
         device_config: bytes,
+        *,
+        clear_groups: bool = False,
     ) -> None:
+        self.clear_groups = clear_groups
         self._connections: dict[str, SwitchConnection] = {}
         for conn in connections:
             if conn.name in self._connections:
@@ -262,10 +268,22 @@ class Fabric:
         with self._lock:
             if not conn.alive:
                 conn.reconnect(deadline)
+            if self.clear_groups:
+                self._delete_groups(conn)
             conn.set_pipeline(self.p4info, self.device_config)
             entities = list(self._desired[name].values())
             conn.write([replay_update(e) for e in entities])
             log.info("switch %s: reinstalled %d entities", name, len(entities))
+
+    def _delete_groups(self, conn: SwitchConnection) -> None:
+        """Delete every multicast group the switch has (read with a wildcard query)."""
+        query = p4runtime_pb2.Entity()
+        query.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 0
+        groups = conn.read([query])
+        if groups:
+            conn.write([delete(entity) for entity in groups])
+            log.info("switch %s: deleted %d multicast groups before setting the pipeline again",
+                     conn.name, len(groups))  # fmt: skip
 
     def heal(self, deadline: float) -> tuple[str, ...]:
         """Reinstall every switch whose connection was lost; returns their names."""
