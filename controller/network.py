@@ -36,7 +36,7 @@ class NetworkFacts:
     """How the network was built, for the testbed's topology view."""
 
     target: str  # p4switch or bmv2
-    shaping: str  # switch or kernel: who delays, rate-limits and drops on WAN links
+    shaping: str  # kernel, switch or links: who delays, rate-limits and drops on WAN links
     scale: float
     workdir: str
 
@@ -67,6 +67,15 @@ class Network(Protocol):
 
     def control_alive(self, city: int) -> bool | None:
         """Whether the switch's control channel answers (None: it has none)."""
+        ...
+
+    def link_counters(self, reset_peaks: bool = False) -> dict[str, PortCounters]:
+        """Each WAN link emulator's port counters by name (empty: links are not emulated by
+        processes); `topo.exceptions.SwitchControlError` when one does not answer."""
+        ...
+
+    def restart_links(self, deadline: float) -> list[str]:
+        """Start every link emulator that has exited again; their names."""
         ...
 
     def facts(self) -> NetworkFacts: ...
@@ -105,6 +114,12 @@ class MininetNetwork:
 
     def control_alive(self, city: int) -> bool | None:
         return self.net.control_alive(city)
+
+    def link_counters(self, reset_peaks: bool = False) -> dict[str, PortCounters]:
+        return self.net.link_counters(reset_peaks)
+
+    def restart_links(self, deadline: float) -> list[str]:
+        return self.net.restart_links(deadline)
 
     def facts(self) -> NetworkFacts:
         net = self.net

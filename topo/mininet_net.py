@@ -33,8 +33,10 @@ from mininet.node import Host
 
 from innet.exceptions import InnetError, one_line
 from innet.paths import INNET_P4
-from topo.bmv2 import THRIFT_BASE_PORT, Bmv2Switch, missing_tools
+from topo.bmv2 import THRIFT_BASE_PORT, Bmv2Switch, require_tools
 from topo.exceptions import NetworkBuildError
+from topo.linknode import LinkEmulator, add_link_emulators
+from topo.linknode import interface_names as link_interface_names
 from topo.loader import default_wan, load_wan
 from topo.mininet_hosts import (
     HostSpec,
@@ -44,8 +46,14 @@ from topo.mininet_hosts import (
     host_specs,
     switch_name,
 )
-from topo.p4node import P4Switch, PortCounters, SwitchPipeline, wait_all_ready
-from topo.shaping import ShapingMode, choose_shaping, kernel_link_params, switch_shape
+from topo.p4node import P4Switch, PortCounters, SwitchPipeline, SwitchProcess, wait_all_ready
+from topo.shaping import (
+    SHAPING_REQUESTS,
+    ShapingMode,
+    choose_shaping,
+    kernel_link_params,
+    switch_shape,
+)
 from topo.siteplan import (
     GRPC_BASE_PORT,
     ISLAND_PREFIX_LENGTH,
@@ -75,6 +83,7 @@ class TestbedNet:
     scale: float
     workdir: Path
     target: str = "p4switch"
+    links: tuple[LinkEmulator, ...] = ()  # shaping `links`: one emulator per WAN link
     stopped: bool = False
 
     @property
@@ -118,28 +127,47 @@ class TestbedNet:
         wait_all_ready([switch], deadline)
         log.info("switch %s restarted as PID %s", switch.name, switch.switch_pid)
 
+    def link_counters(self, reset_peaks: bool = False) -> dict[str, PortCounters]:
+        """Each link emulator's port counters by node name (port 1 faces the link's first
+        city); empty without link emulators. SwitchControlError when one cannot be read."""
+        return {node.name: node.port_counters(reset_peaks) for node in self.links}
+
+    def restart_links(self, deadline: float) -> list[str]:
+        """Start every link emulator whose process has exited again; their names."""
+        dead = [n for n in self.links if n.process is None or n.process.poll() is not None]
+        for node in dead:
+            log.warning("link emulator %s: process gone, restarting it", node.name)
+            node.start([])
+        wait_all_ready(dead, deadline)
+        return [node.name for node in dead]
+
     def processes(self) -> list[tuple[str, int]]:
-        """(role, PID) of every process this network started: switches, then host shells."""
+        """(role, PID) of every process this network started: switches, link emulators, then
+        host shells."""
         started = [(f"{self.target} {sw.name}", pid)
                    for sw in self.switches if (pid := sw.switch_pid) is not None]  # fmt: skip
+        started += [(f"link emulator {node.name}", pid)
+                    for node in self.links if (pid := node.switch_pid) is not None]  # fmt: skip
         started += [(f"host {h.name}", h.pid) for hosts in self.hosts for h in hosts]
         return started
 
     def interfaces(self) -> list[str]:
-        """Every root-namespace interface this network created (the switches' ports)."""
-        return sorted(i.name for sw in self.switches for i in sw.intfList() if i.name != "lo")
+        """Every root-namespace interface this network created (switches' and emulators')."""
+        nodes: list[SwitchProcess] = [*self.switches, *self.links]
+        return sorted(i.name for node in nodes for i in node.intfList() if i.name != "lo")
 
     def stop(self) -> None:
-        """Stop the p4switch processes this testbed started, then Mininet (idempotent)."""
+        """Stop the processes this testbed started, then Mininet (idempotent)."""
         if self.stopped:
             return
         self.stopped = True
+        nodes: list[SwitchProcess] = [*self.switches, *self.links]
         try:
-            for sw in self.switches:  # signal them all first: they shut down in parallel
-                if sw.process is not None and sw.process.poll() is None:
-                    sw.process.terminate()
-            for sw in self.switches:
-                sw.stop_process()
+            for node in nodes:  # signal them all first: they shut down in parallel
+                if node.process is not None and node.process.poll() is None:
+                    node.process.terminate()
+            for node in nodes:
+                node.stop_process()
         finally:
             self.mininet.stop()
 
@@ -156,11 +184,11 @@ class NetworkSpec:
 
     `slots` is innet.p4's SLOTS (`-D SLOTS=..`: the slot pool per bank, at emulation scale);
     link rates are capacities divided by `scale`, delays are kept. `shaping` is `auto`,
-    `kernel` or `switch` (topo/shaping.py). `loss` makes every WAN link lose that share of its
-    frames, each way, at random. `target` `bmv2` runs each edge on simple_switch_grpc instead
-    (topo/bmv2.py): no program at start (the controller pushes p4c's JSON), links shaped by the
-    kernel only, BMv2's console log only with `log_console`. City u's edge has device id u + 1
-    and P4Runtime at 127.0.0.1:(grpc_base_port + u) (the site plan).
+    `kernel`, `switch` or `links` (topo/shaping.py). `loss` makes every WAN link lose that share
+    of its frames, each way, at random. `target` `bmv2` runs each edge on simple_switch_grpc
+    instead (topo/bmv2.py): no program at start (the controller pushes p4c's JSON), links shaped
+    by the kernel or by link emulators, BMv2's console log only with `log_console`. City u's
+    edge has device id u + 1 and P4Runtime at 127.0.0.1:(grpc_base_port + u) (the site plan).
     """
 
     wan: Wan
@@ -185,19 +213,11 @@ class NetworkSpec:
             )
         if not self.scale > 0:
             raise NetworkBuildError(f"scale must be positive, got {self.scale!r}")
-        if self.target == "bmv2" and self.shaping == "switch":
-            raise NetworkBuildError("BMv2 cannot shape its ports: use --shaping kernel (netem)")
 
     def shaping_mode(self) -> ShapingMode:
-        """Who shapes WAN links here: BMv2 needs the kernel; p4switch takes what works."""
-        if self.target == "bmv2":
-            missing = missing_tools()
-            if missing:
-                raise NetworkBuildError(
-                    f"the bmv2 target needs {', '.join(missing)} (the VM has them: vagrant up)"
-                )
-            return choose_shaping("kernel")
-        return choose_shaping(self.shaping)
+        """Who shapes WAN links here (topo/shaping.py); raises, naming what is missing, when
+        the target or the shaping asked for cannot run on this machine."""
+        return preflight(self.shaping, self.target)
 
     def switch_shapes(self, mode: ShapingMode) -> list[dict[int, str]]:
         """Per city: WAN port -> the egress shape its switch applies (none: kernel shaping)."""
@@ -214,11 +234,21 @@ class NetworkSpec:
         return host_specs(city, self.hosts_per_city, self.name_prefix)
 
 
+def preflight(shaping: str, target: str) -> ShapingMode:
+    """What `build_network` checks first: the target's tools are installed and the shaping asked
+    for works here. The shaping mode it will use."""
+    if target == "bmv2":
+        require_tools()
+    return choose_shaping(shaping, target)
+
+
 def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
     """Build and start the network: Mininet (controller=None), one switch process per city."""
     wan = spec.wan
     mode = spec.shaping_mode()
     names = check_names(wan, spec.hosts_per_city, spec.name_prefix)
+    if mode == "links":
+        names += link_interface_names(wan, spec.name_prefix)
     in_the_way = existing_interfaces(names)
     if in_the_way:
         raise NetworkBuildError(
@@ -235,20 +265,26 @@ def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
     try:
         switches = [_add_switch(net, spec, u, workdir, shapes[u]) for u in range(wan.n)]
         hosts = [_add_hosts(net, spec, u, switches[u]) for u in range(wan.n)]
-        _add_wan_links(net, spec, mode, switches)
+        links: tuple[LinkEmulator, ...] = ()
+        if mode == "links":
+            links = add_link_emulators(net, wan, spec.hosts_per_city, switches, scale=spec.scale,
+                                       loss=spec.loss, rundir=workdir, prefix=spec.name_prefix,
+                                       startup_timeout=spec.startup_timeout)  # fmt: skip
+        else:
+            _add_wan_links(net, spec, mode, switches)
         net.build()
         for u, city_hosts in enumerate(hosts):
             island = spec.hosts(u)
             for host, me in zip(city_hosts, island, strict=True):
                 configure_host(host, u, island, me)
-        net.start()  # starts every switch, then P4Switch.batchStartup waits for them all
+        net.start()  # starts every process, then each class's batchStartup waits for them all
     except BaseException:
-        for sw in net.switches:
-            sw.stop_process()
+        for node in net.switches:
+            node.stop_process()
         net.stop()
         raise
     testbed = TestbedNet(wan, net, tuple(hosts), tuple(switches), mode, spec.scale, workdir,
-                         spec.target)  # fmt: skip
+                         spec.target, links)  # fmt: skip
     log.info("testbed up in %.1f s: %d cities x %d hosts, %s shaping, scale %g",
              time.monotonic() - started, wan.n, spec.hosts_per_city, mode, spec.scale)  # fmt: skip
     return testbed
@@ -315,7 +351,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="emulation scale: link rates are divided by it")  # fmt: skip
     parser.add_argument("--slots", type=int, default=None, help="SLOTS for innet.p4")
     parser.add_argument("--program", type=Path, default=INNET_P4, help="P4 program")
-    parser.add_argument("--shaping", choices=("auto", "kernel", "switch"), default="auto")
+    parser.add_argument("--shaping", choices=SHAPING_REQUESTS, default="auto")
     parser.add_argument(
         "--target",
         choices=TARGETS,

@@ -1,4 +1,5 @@
-"""A Mininet switch that is one `p4switch` process running a P4 program.
+"""A Mininet switch that is one `p4switch` process running a P4 program (`P4Switch`), on
+`SwitchProcess`: a node in the root namespace backed by one process it starts and stops.
 
 The switch node lives in the root network namespace, like Mininet's other user-space switches:
 its interfaces (`s3-eth5`: switch s3, port 5) are veth ends there, the p4switch process binds
@@ -78,35 +79,23 @@ def control_ping(path: Path, timeout: float = 1.0) -> bool:
     return isinstance(reply, dict) and reply.get("ok") is True
 
 
-class P4Switch(Switch):  # type: ignore[misc]  # Mininet has no type information
-    """Mininet switch backed by one p4switch process.
+class SwitchProcess(Switch):  # type: ignore[misc]  # Mininet has no type information
+    """A Mininet switch in the root namespace backed by one process it starts and stops, with a
+    control socket and a log file in `rundir`. Subclasses give the command line (`command`)."""
 
-    Parameters (given to `Mininet.addSwitch`): `program` (P4 source), `rundir` (control socket
-    and log), `grpc_addr`, `device_id`, `defines` (preprocessor `-D`), `shapes` (port -> egress
-    spec text, p4switch's `--shape` syntax), `startup_timeout`.
-    """
+    kind = "switch"  # what the process is, in messages
 
     def __init__(
         self,
         name: str,
         *,
-        program: Path,
         rundir: Path,
-        grpc_addr: str,
-        device_id: int,
-        defines: Mapping[str, str] | None = None,
-        shapes: Mapping[int, str] | None = None,
         startup_timeout: float = STARTUP_TIMEOUT_S,
         **params: object,
     ) -> None:
         params.setdefault("inNamespace", False)
         super().__init__(name, **params)
-        self.program = Path(program)
         self.rundir = Path(rundir)
-        self.grpc_addr = grpc_addr
-        self.device_id = device_id
-        self.defines = dict(defines or {})
-        self.shapes = dict(shapes or {})
         self.startup_timeout = startup_timeout
         self.control_path = self.rundir / f"{name}.sock"
         self.log_path = self.rundir / f"{name}.log"
@@ -122,16 +111,6 @@ class P4Switch(Switch):  # type: ignore[misc]  # Mininet has no type information
     def port_interfaces(self) -> dict[int, str]:
         """Switch port number -> interface name (port 0, Mininet's control `lo`, left out)."""
         return {port: intf.name for intf, port in self.ports.items() if port > 0}
-
-    # --- what the controller asks of the node -----------------------------------------------
-
-    def pipeline(self, build_dir: Path) -> SwitchPipeline:
-        """The program compiled with this switch's defines: P4Info and the P4 source.
-
-        `build_dir` is unused here (p4switch compiles the source itself); BMv2 writes p4c's
-        output there."""
-        compiled = compile_file(self.program, defines=self.defines)
-        return SwitchPipeline(compiled.p4info, self.program.read_bytes())
 
     def port_counters(self, reset_peaks: bool = False) -> PortCounters:
         """Every port's counters from the control channel; with `reset_peaks`, each port's
@@ -150,22 +129,13 @@ class P4Switch(Switch):  # type: ignore[misc]  # Mininet has no type information
         return control_ping(self.control_path)
 
     def command(self) -> list[str]:
-        """The p4switch command line (an argument list, never a shell string)."""
-        argv = [sys.executable, "-m", "p4switch", "--p4", str(self.program)]
-        for name, value in sorted(self.defines.items()):
-            argv += ["-D", f"{name}={value}"]
-        for port, ifname in sorted(self.port_interfaces().items()):
-            argv += ["-i", f"{port}@{ifname}"]
-        for port, spec in sorted(self.shapes.items()):
-            argv += ["--shape", f"{port}:{spec}"]
-        argv += ["--grpc-addr", self.grpc_addr, "--device-id", str(self.device_id)]
-        argv += ["--control", str(self.control_path), "--log-level", "info"]
-        return argv
+        """The process's command line (an argument list, never a shell string)."""
+        raise NotImplementedError
 
     # --- life cycle -------------------------------------------------------------------------
 
     def start(self, controllers: Sequence[object]) -> None:
-        """Start the p4switch process (no waiting: `wait_ready` or `batchStartup` does that)."""
+        """Start the process (no waiting: `wait_ready` or `batchStartup` does that)."""
         if self.process is not None and self.process.poll() is None:
             return
         for ifname in self.port_interfaces().values():
@@ -184,17 +154,17 @@ class P4Switch(Switch):  # type: ignore[misc]  # Mininet has no type information
 
     @property
     def switch_pid(self) -> int | None:
-        """PID of the p4switch process this node started (None before start)."""
+        """PID of the process this node started (None before start)."""
         return self.process.pid if self.process is not None else None
 
     def ready(self) -> bool:
         """True once the process answers on its control socket; raises if it has exited."""
         if self.process is None:
-            raise SwitchStartError(f"{self.name}: p4switch was never started")
+            raise SwitchStartError(f"{self.name}: {self.kind} was never started")
         code = self.process.poll()
         if code is not None:
             raise SwitchStartError(
-                f"{self.name}: p4switch exited with status {code} "
+                f"{self.name}: {self.kind} exited with status {code} "
                 f"(log {self.log_path}):\n{_log_tail(self.log_path)}"
             )
         return control_ping(self.control_path)
@@ -204,7 +174,7 @@ class P4Switch(Switch):  # type: ignore[misc]  # Mininet has no type information
         wait_all_ready([self], deadline)
 
     @classmethod
-    def batchStartup(cls, switches: Sequence[P4Switch]) -> Sequence[P4Switch]:
+    def batchStartup(cls, switches: Sequence[SwitchProcess]) -> Sequence[SwitchProcess]:
         """Mininet's hook after every switch's start(): wait for them all, together."""
         timeout = max((s.startup_timeout for s in switches), default=0.0)
         wait_all_ready(switches, time.monotonic() + timeout)
@@ -220,8 +190,8 @@ class P4Switch(Switch):  # type: ignore[misc]  # Mininet has no type information
             try:
                 proc.wait(grace)
             except subprocess.TimeoutExpired:
-                log.warning("%s: p4switch %d ignored SIGTERM for %g s, killing it",
-                            self.name, proc.pid, grace)  # fmt: skip
+                log.warning("%s: %s %d ignored SIGTERM for %g s, killing it",
+                            self.name, self.kind, proc.pid, grace)  # fmt: skip
                 proc.kill()
                 proc.wait()
         return proc.returncode
@@ -231,7 +201,7 @@ class P4Switch(Switch):  # type: ignore[misc]  # Mininet has no type information
         super().stop(deleteIntfs)
 
     @classmethod
-    def batchShutdown(cls, switches: Sequence[P4Switch]) -> Sequence[P4Switch]:
+    def batchShutdown(cls, switches: Sequence[SwitchProcess]) -> Sequence[SwitchProcess]:
         """Mininet's hook at net.stop(): signal every process first, then wait for each."""
         for sw in switches:
             if sw.process is not None and sw.process.poll() is None:
@@ -241,7 +211,61 @@ class P4Switch(Switch):  # type: ignore[misc]  # Mininet has no type information
         return switches
 
 
-def wait_all_ready(switches: Sequence[P4Switch], deadline: float) -> None:
+class P4Switch(SwitchProcess):
+    """Mininet switch backed by one p4switch process.
+
+    Parameters (given to `Mininet.addSwitch`): `program` (P4 source), `rundir` (control socket
+    and log), `grpc_addr`, `device_id`, `defines` (preprocessor `-D`), `shapes` (port -> egress
+    spec text, p4switch's `--shape` syntax), `startup_timeout`.
+    """
+
+    kind = "p4switch"
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        program: Path,
+        rundir: Path,
+        grpc_addr: str,
+        device_id: int,
+        defines: Mapping[str, str] | None = None,
+        shapes: Mapping[int, str] | None = None,
+        startup_timeout: float = STARTUP_TIMEOUT_S,
+        **params: object,
+    ) -> None:
+        super().__init__(name, rundir=rundir, startup_timeout=startup_timeout, **params)
+        self.program = Path(program)
+        self.grpc_addr = grpc_addr
+        self.device_id = device_id
+        self.defines = dict(defines or {})
+        self.shapes = dict(shapes or {})
+
+    # --- what the controller asks of the node -----------------------------------------------
+
+    def pipeline(self, build_dir: Path) -> SwitchPipeline:
+        """The program compiled with this switch's defines: P4Info and the P4 source.
+
+        `build_dir` is unused here (p4switch compiles the source itself); BMv2 writes p4c's
+        output there."""
+        compiled = compile_file(self.program, defines=self.defines)
+        return SwitchPipeline(compiled.p4info, self.program.read_bytes())
+
+    def command(self) -> list[str]:
+        """The p4switch command line (an argument list, never a shell string)."""
+        argv = [sys.executable, "-m", "p4switch", "--p4", str(self.program)]
+        for name, value in sorted(self.defines.items()):
+            argv += ["-D", f"{name}={value}"]
+        for port, ifname in sorted(self.port_interfaces().items()):
+            argv += ["-i", f"{port}@{ifname}"]
+        for port, spec in sorted(self.shapes.items()):
+            argv += ["--shape", f"{port}:{spec}"]
+        argv += ["--grpc-addr", self.grpc_addr, "--device-id", str(self.device_id)]
+        argv += ["--control", str(self.control_path), "--log-level", "info"]
+        return argv
+
+
+def wait_all_ready(switches: Sequence[SwitchProcess], deadline: float) -> None:
     """Poll every switch until all answer, or raise naming those that did not by `deadline`."""
     waiting = list(switches)
     while waiting:
@@ -251,7 +275,7 @@ def wait_all_ready(switches: Sequence[P4Switch], deadline: float) -> None:
         if time.monotonic() > deadline:
             names = ", ".join(sw.name for sw in waiting)
             tails = "\n".join(f"--- {sw.log_path}\n{_log_tail(sw.log_path)}" for sw in waiting)
-            raise SwitchStartError(f"p4switch of {names} not ready before the deadline:\n{tails}")
+            raise SwitchStartError(f"{names} not ready before the deadline:\n{tails}")
         time.sleep(0.1)  # polling interval between readiness checks
 
 

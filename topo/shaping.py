@@ -1,4 +1,4 @@
-"""How the testbed gives WAN links their delay and rate: in the kernel (netem + HTB) or in p4switch.
+"""How the testbed gives WAN links delay, rate and loss: in the kernel, the switches or the links.
 
 Mininet's `TCLink` shapes delay with netem. Where the kernel has no netem, Mininet prints an
 error and carries on with links of zero delay; innet never does that. `netem_available()` tries
@@ -7,10 +7,13 @@ the requested mode into the one used:
 
 - `kernel`: netem delay + HTB rate on both ends of every WAN link (Mininet's `TCLink`);
 - `switch`: every WAN port of every p4switch shapes its egress (`--shape PORT:delay=..,rate=..`);
-- `auto`: `kernel` when netem works, else `switch`.
+- `links`: a link emulator process on every WAN link (topo/linknode.py, p4switch.linkemu), with
+  p4switch's shaping code; the edges shape nothing, so this works for any target;
+- `auto`: `kernel` when netem works, else `switch` on p4switch and `links` on BMv2.
 
-Either way a frame crossing link (u, v) is delayed by the link's one-way delay once, and the
-rate is the link's capacity divided by the emulation scale.
+BMv2 cannot shape its own ports, so it takes `kernel` or `links`. Either way a frame crossing
+link (u, v) is delayed by the link's one-way delay once, and the rate is the link's capacity
+divided by the emulation scale.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from topo.wan import WanLink
 
 log = logging.getLogger(__name__)
 
-ShapingMode = Literal["kernel", "switch"]
-SHAPING_REQUESTS = ("auto", "kernel", "switch")
+ShapingMode = Literal["kernel", "switch", "links"]
+SHAPING_REQUESTS = ("auto", "kernel", "switch", "links")
 HTB_MAX_MBIT = 1000  # Mininet's TCIntf refuses (and then ignores) higher bw figures
 
 
@@ -54,23 +57,32 @@ def netem_available() -> bool:
     return tried.returncode == 0
 
 
-def choose_shaping(requested: str) -> ShapingMode:
-    """The shaping mode to use for a request of `auto`, `kernel` or `switch`."""
+def choose_shaping(requested: str, target: str = "p4switch") -> ShapingMode:
+    """The shaping mode to use for a request of `auto`, `kernel`, `switch` or `links` on
+    `target` (p4switch or bmv2); ShapingError, before anything starts, for one that cannot be
+    honoured here."""
     if requested not in SHAPING_REQUESTS:
         raise ShapingError(
             f"shaping must be one of {', '.join(SHAPING_REQUESTS)}, not {requested!r}"
         )
-    if requested == "switch":
-        return "switch"
+    can_shape_ports = target != "bmv2"
+    if requested == "switch" and not can_shape_ports:
+        raise ShapingError(
+            "BMv2 cannot shape its own ports: use --shaping links (a link emulator on every WAN "
+            "link) or --shaping kernel (netem); --shaping auto picks one"
+        )
+    if requested in ("switch", "links"):
+        return "switch" if requested == "switch" else "links"
     if netem_available():
         return "kernel"
     if requested == "kernel":
+        other = "links or switch" if can_shape_ports else "links"
         raise ShapingError(
-            "shaping='kernel' needs netem, which this kernel does not have (tc refuses the "
-            "netem qdisc): links would carry no delay. Use shaping='switch' (or 'auto'), which "
-            "has every p4switch delay and rate-limit its WAN ports itself."
+            "--shaping kernel needs netem, which this kernel does not have (tc refuses the "
+            f"netem qdisc): links would carry no delay. Use --shaping {other} (or auto), which "
+            "shapes WAN links in user space instead"
         )
-    return "switch"
+    return "switch" if can_shape_ports else "links"
 
 
 def _plain(value: float) -> str:
@@ -86,8 +98,8 @@ def link_rate_bps(link: WanLink, scale: float) -> float:
 
 
 def switch_shape(link: WanLink, scale: float, loss: float = 0.0) -> str:
-    """p4switch's egress spec for a port on `link` (`--shape PORT:<this>`): delay, rate / scale,
-    and a random loss probability when `loss` > 0."""
+    """p4switch's (and the link emulator's) egress spec for a port on `link` (`--shape
+    PORT:<this>`): delay, rate / scale, and a random loss probability when `loss` > 0."""
     rate = round(link_rate_bps(link, scale))
     spec = f"delay={_plain(round(link.delay_s, 9))}s,rate={_plain(rate)}bit"
     return spec + (f",loss={_plain(loss)}" if loss > 0 else "")
@@ -101,7 +113,7 @@ def kernel_link_params(link: WanLink, scale: float, loss: float = 0.0) -> dict[s
         raise ShapingError(
             f"link {link.a}-{link.b}: {mbit:g} Mbit/s after scaling is above the {HTB_MAX_MBIT} "
             f"Mbit/s Mininet's HTB links accept; use a scale of at least "
-            f"{link.capacity_bps / (HTB_MAX_MBIT * 1e6):g} or shaping='switch'"
+            f"{link.capacity_bps / (HTB_MAX_MBIT * 1e6):g} or --shaping links"
         )
     params: dict[str, float | str] = {"delay": f"{_plain(link.delay_s * 1e3)}ms", "bw": mbit}
     if loss > 0:

@@ -24,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeE
 from controller.exceptions import CommandLineError, RunDirError
 from controller.rundir import RunDir
 from innet.paths import DEFAULT_SCENARIO, RESULTS
+from topo.shaping import SHAPING_REQUESTS
 from topo.siteplan import GRPC_BASE_PORT
 
 
@@ -47,7 +48,13 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         action="store_true",
         help="validate the scenario and print the predictions; build nothing",
     )
-    p.add_argument("--shaping", choices=["auto", "kernel", "switch"], default="auto")
+    p.add_argument(
+        "--shaping",
+        choices=SHAPING_REQUESTS,
+        default="auto",
+        help="who shapes WAN links: kernel (netem), switch (p4switch's ports), links "
+        "(a link emulator per WAN link) or auto (netem if the kernel has it)",
+    )
     p.add_argument(
         "--target",
         choices=["p4switch", "bmv2"],
@@ -75,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from controller.runner.results import format_table
     from controller.runner.run import Run, built_testbeds
     from controller.runner.scenario import load_scenario
+    from topo.mininet_net import preflight
 
     emulation = resolve(load_scenario(args.scenario))  # refused here, before anything starts
     plan = emulation.predictions()
@@ -83,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if os.geteuid() != 0:
         raise CommandLineError("innet run needs root (Mininet builds namespaces and veth pairs)")
+    preflight(args.shaping, args.target)  # the target's tools and the shaping, before anything
     name = emulation.scenario.name
     folder = args.out or RESULTS / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     if folder.exists() and any(folder.iterdir()):

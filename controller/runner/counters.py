@@ -1,8 +1,9 @@
 """The switches' counters around one round: bytes per WAN link, innet.p4's drops, lag.
 
 `snapshot` reads every edge (the network's port counters, restarting the lateness peaks; innet
-statistics over P4Runtime); `counted` gives what happened between two snapshots, counting a
-switch restarted in between from zero.
+statistics over P4Runtime) and every link emulator (its lateness: where processes emulate the
+links, the shaping runs late there when the CPU cannot keep up); `counted` gives what happened
+between two snapshots, counting a switch restarted in between from zero.
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ def snapshot(testbed: Testbed) -> Snapshot:
         lateness = [_number(p.get("lateness_max_s")) for p in ports.values()]
         lag = max([lag, *lateness])
         stats[u] = counters
+    try:
+        links = testbed.network.link_counters(reset_peaks=True)
+    except SwitchControlError as err:  # a link emulator being restarted
+        log.warning("link emulators unreadable: %s", err)
+        links = {}
+    for ports in links.values():
+        lag = max([lag, *(_number(p.get("lateness_max_s")) for p in ports.values())])
     return Snapshot(tx, stats, lag, tuple(unread))
 
 

@@ -105,6 +105,11 @@ class Run:
         config = self.folder / "island-config.json"
         self.emulation.island.write(config)
         with self.testbeds(point) as up, self._islands(up, config) as islands:
+            assert self.writer is not None
+            facts = up.testbed.network.facts()
+            self.writer.record_network(point.label, {"target": facts.target,
+                                                     "shaping": facts.shaping,
+                                                     "scale": facts.scale})  # fmt: skip
             for plan in point.plans:
                 self.cycles[plan.family] = Cycle(plan.rounds or 0, len(plan.costs))
                 if self.stop_event.is_set():

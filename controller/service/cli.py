@@ -27,7 +27,7 @@ from controller.rundir import RunDir
 from controller.service import commands
 from controller.service.client import ServiceClient
 from controller.service.exceptions import NotRunning, ServiceFailure
-from controller.service.options import ServiceConfig, service_options
+from controller.service.options import SERVICE_ERROR, ServiceConfig, service_options
 from innet.paths import CHECKOUT
 
 UP_TIMEOUT_S = 300.0
@@ -127,6 +127,7 @@ def _net_up(args: argparse.Namespace) -> None:
     config = ServiceConfig.from_args(args)  # bad options fail here, before anything starts
     if os.geteuid() != 0:
         raise CommandLineError("innet net up needs root (Mininet builds namespaces and veth pairs)")
+    config.spec.shaping_mode()  # the target's tools and the shaping asked for, checked here too
     run_dir = RunDir(args.run_dir)
     busy = run_dir.occupied()
     if busy is not None:
@@ -144,8 +145,8 @@ def _net_up(args: argparse.Namespace) -> None:
     while True:
         code = proc.poll()
         if code is not None:
-            tail = "; ".join(log_path.read_text(errors="replace").splitlines()[-3:])
-            raise ServiceFailure(f"the service exited with status {code}: {tail} (log {log_path})")
+            raise ServiceFailure(f"the service exited with status {code}: "
+                                 f"{_failure(log_path)} (log {log_path})")  # fmt: skip
         try:
             reply = httpx.get(api + "/health", headers=headers, timeout=2.0)
             if reply.status_code == 200:
@@ -165,6 +166,15 @@ def _net_up(args: argparse.Namespace) -> None:
         f"pool {config.pool}; service PID {proc.pid}"
     )
     print(f"API {api} (docs {api}/docs); run directory {run_dir.path}")
+
+
+def _failure(log_path: Path) -> str:
+    """Why the service exited, from its log: its one-line error, else the log's last lines."""
+    lines = log_path.read_text(errors="replace").splitlines()
+    errors = [line for line in lines if line.startswith(SERVICE_ERROR)]
+    if errors:
+        return errors[-1].removeprefix(SERVICE_ERROR)
+    return "; ".join(lines[-3:])
 
 
 def _net_down(args: argparse.Namespace) -> None:

@@ -25,7 +25,7 @@ from controller.rundir import RunDir
 from controller.service.api import create_app
 from controller.service.exceptions import ServiceError
 from controller.service.experiment import ServiceExperiment
-from controller.service.options import ServiceConfig, service_options
+from controller.service.options import SERVICE_ERROR, ServiceConfig, service_options
 from innet.exceptions import InnetError, one_line
 
 log = logging.getLogger(__name__)
@@ -91,9 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except InnetError as err:
         log.error("%s", err)
-        print(f"innet service: error: {one_line(err)}", file=sys.stderr)
+        print(f"{SERVICE_ERROR}{one_line(err)}", file=sys.stderr)
         return err.exit_status
     except OSError as err:  # the machine refused something (a port, a file, a namespace)
         log.exception("service failed")
-        print(f"innet service: error: {one_line(err)}", file=sys.stderr)
+        print(f"{SERVICE_ERROR}{one_line(err)}", file=sys.stderr)
         return 1

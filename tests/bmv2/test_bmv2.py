@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 GRPC_BASE = 50800
 RESULT_FILES = {
     "rounds.jsonl", "summary.csv", "scenario.yaml", "versions.json", "round-time.png",
-    "loss.png", "predicted-vs-measured.png", "island-config.json", "logs",
+    "loss.png", "predicted-vs-measured.png", "island-config.json", "logs", "network.json",
 }  # fmt: skip
 
 

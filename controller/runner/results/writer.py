@@ -3,6 +3,7 @@
     results/<name>-<YYYYmmdd-HHMMSS>/
         scenario.yaml               the scenario as run, every default resolved
         versions.json               innet, Python, torch, numpy, platform, git commit
+        network.json                per memory point: the target, the shaping used, the scale
         rounds.jsonl                one JSON object per round, appended and fsynced as it ends
         summary.csv                 one row per (memory, schedule) (results/summary.py)
         round-time.png              time per round per schedule, a panel per memory point
@@ -60,6 +61,7 @@ class ResultsWriter:
         _replace_text(self.folder / "versions.json", json.dumps(versions, indent=2) + "\n")
         self._rounds = rounds.open("x", encoding="utf-8")
         self._records: list[RoundRecord] = []
+        self._networks: JSONObject = {}
 
     @property
     def records(self) -> tuple[RoundRecord, ...]:
@@ -73,6 +75,12 @@ class ResultsWriter:
         self._rounds.flush()
         os.fsync(self._rounds.fileno())
         self._records.append(rec)
+
+    def record_network(self, label: str, facts: JSONObject) -> None:
+        """How the network of memory point `label` was built (network.json: target, shaping,
+        scale, ...), written as soon as it is up."""
+        self._networks[label] = facts
+        _replace_text(self.folder / "network.json", json.dumps(self._networks, indent=2) + "\n")
 
     def finish(self, rows: Iterable[SummaryRow], baseline: Baseline | None) -> None:
         """Write summary.csv and the plots (`baseline`: the loss reference line)."""

@@ -14,7 +14,7 @@ from controller.p4rt import Fabric, SwitchConnection, deadline_after
 from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.program import CompiledProgram, compile_file
 from p4switch.runtime import SwitchState
-from topo.p4node import SwitchPipeline
+from topo.p4node import PortCounters, SwitchPipeline
 from topo.wan import City, Wan, WanLink
 
 REPO = Path(__file__).resolve().parents[3]
@@ -158,6 +158,12 @@ class InProcessNetwork:
 
     def control_alive(self, city: int) -> None:
         return None
+
+    def link_counters(self, reset_peaks: bool = False) -> dict[str, PortCounters]:
+        return {}
+
+    def restart_links(self, deadline: float) -> list[str]:
+        return []
 
     def facts(self) -> NetworkFacts:
         return NetworkFacts("p4switch", "none", 1.0, "")

@@ -69,6 +69,16 @@ def test_writer_starts_the_folder_with_scenario_and_versions(tmp_path: Path) -> 
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
+def test_the_network_of_every_memory_point_is_recorded_as_it_comes_up(tmp_path: Path) -> None:
+    with ResultsWriter(tmp_path, SCENARIO, VERSIONS) as writer:
+        writer.record_network("25.6 MB", {"target": "bmv2", "shaping": "links", "scale": 1e5})
+        writer.record_network("1.6 GB", {"target": "bmv2", "shaping": "kernel", "scale": 1e5})
+    assert json.loads((tmp_path / "network.json").read_text()) == {
+        "25.6 MB": {"target": "bmv2", "shaping": "links", "scale": 1e5},
+        "1.6 GB": {"target": "bmv2", "shaping": "kernel", "scale": 1e5},
+    }
+
+
 def test_a_folder_with_rounds_is_not_reused(tmp_path: Path) -> None:
     ResultsWriter(tmp_path, SCENARIO, VERSIONS).close()
     with pytest.raises(FileExistsError, match="results of another run"):

@@ -1,0 +1,60 @@
+"""What `innet net up` and `innet run` check before anything starts: the target's tools are
+installed, and the shaping asked for works on this kernel. Each refusal is one line naming what
+is missing, with a non-zero status, and nothing is left behind (no service, no run directory
+claimed). As root only: both commands refuse non-root users before these checks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from controller.cli import main
+from innet.paths import DEFAULT_SCENARIO
+from topo.bmv2 import missing_tools
+from topo.shaping import netem_available
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="innet net up and run need root")
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code != 0 and not out, out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.skipif(not missing_tools(), reason="BMv2 is installed here: nothing to refuse")
+@pytest.mark.parametrize("command", [["net", "up"], ["run", str(DEFAULT_SCENARIO)]])
+def test_bmv2_without_its_tools_says_what_to_install(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    line = one_line_error(capsys, *command, "--target", "bmv2", "--run-dir", str(run_dir))
+    for missing in missing_tools():
+        assert missing in line
+    assert "vagrant up" in line and "p4lang" in line
+    assert not run_dir.exists()  # nothing started, nothing claimed
+
+
+@pytest.mark.skipif(netem_available(), reason="this kernel has netem: kernel shaping works")
+@pytest.mark.parametrize("command", [["net", "up"], ["run", str(DEFAULT_SCENARIO)]])
+def test_kernel_shaping_without_netem_is_refused_before_anything_starts(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    line = one_line_error(capsys, *command, "--shaping", "kernel", "--run-dir", str(run_dir))
+    assert "needs netem" in line and "--shaping links" in line
+    assert not run_dir.exists()
+
+
+def test_bmv2_cannot_be_asked_to_shape_its_own_ports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("topo.mininet_net.require_tools", lambda: None)  # as if installed
+    line = one_line_error(capsys, "net", "up", "--target", "bmv2", "--shaping", "switch",
+                          "--run-dir", str(tmp_path / "run"))  # fmt: skip
+    assert "BMv2 cannot shape its own ports: use --shaping links" in line
