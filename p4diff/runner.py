@@ -171,4 +171,6 @@ def run_case(
             )
             for k, (name, kind) in enumerate(zip(target_names(kinds), found, strict=True))
         ]
+        for target in targets:
+            target.program()
         return play(case, targets, on_step=on_step)

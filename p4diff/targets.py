@@ -3,6 +3,7 @@
     kind = target_kind("p4switch")
     pipeline = kind.pipeline(case, workdir)  # compiled once, for every target of this kind
     with Target("p4switch", kind, pipeline, case, "p4d4242t0", workdir, sockets) as target:
+        target.program()                     # connected, the pipeline pushed
         target.peers[1].send(frame)          # into switch port 1
         target.write(batch)                  # "applied" or "refused"
         target.read_counter("InnetIngress.stats")
@@ -151,8 +152,10 @@ class Target:
     # --- life cycle -------------------------------------------------------------------------
 
     def __enter__(self) -> Target:
+        """Build the namespace and start the process (`program` connects and programs it:
+        several targets start at once, then each is programmed)."""
         try:
-            self._start()
+            self._launch()
         except BaseException:
             self._stack.close()
             raise
@@ -161,7 +164,7 @@ class Target:
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
 
-    def _start(self) -> None:
+    def _launch(self) -> None:
         ns = self._stack.enter_context(SwitchNamespace.create(self.namespace, self.case.ports))
         self.peers = ns.peers
         argv = ns.command(self.kind.command(self.case, ns.interfaces, self.address))
@@ -175,6 +178,9 @@ class Target:
                 start_new_session=True,
             )
         self._stack.callback(self._stop_process)
+
+    def program(self) -> None:
+        """Connect over P4Runtime once the switch answers and push the pipeline."""
         self.conn = self._connect(time.monotonic() + STARTUP_S)
         self._stack.callback(self.conn.close)
         try:
@@ -184,6 +190,12 @@ class Target:
 
     def _connect(self, deadline: float) -> SwitchConnection:
         """Connect once the switch answers; raise if it exits or does not answer in time."""
+        path = Path(self.address.removeprefix("unix:"))
+        while not path.exists():  # the server's socket: a gRPC channel would back off a second
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise self._failed(f"no P4Runtime socket at {path}")
+            time.sleep(0.02)  # polling the condition, with a deadline
         while True:
             self.check_alive()
             conn = SwitchConnection(self.name, self.address, DEVICE_ID)
