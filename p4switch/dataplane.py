@@ -30,6 +30,7 @@ from p4switch.exceptions import UnknownPortError
 from p4switch.ports import MAX_FRAME_BYTES, PACKET_OUTGOING, Port, take_kernel_drops
 from p4switch.shaping import ShapeSpec, Verdict
 from p4switch.switchports import PortCounters, SwitchPort, SwitchPorts
+from p4switch.vlan import AUXDATA_SPACE, as_on_wire
 
 log = logging.getLogger(__name__)
 
@@ -228,13 +229,19 @@ class Switch:
         return lambda timeout: [fd for fd, _ in poller.poll(timeout * 1000)]
 
     def _receive(self, state: SwitchPort) -> None:
+        """Process up to RX_BATCH frames from a port, each as it was on the wire (VLAN tag)."""
         recvfrom = state.sock.recvfrom
+        recvmsg = state.sock.recvmsg if state.auxdata else None  # None: no tags to restore
         counters = state.counters
         pcap = state.pcap_in
         number = state.number
         for _ in range(RX_BATCH):
             try:
-                data, address = recvfrom(MAX_FRAME_BYTES)
+                if recvmsg is not None:
+                    data, ancdata, _, address = recvmsg(MAX_FRAME_BYTES, AUXDATA_SPACE)
+                    data = as_on_wire(data, ancdata)
+                else:
+                    data, address = recvfrom(MAX_FRAME_BYTES)
             except BlockingIOError:
                 return
             except OSError as err:

@@ -7,6 +7,9 @@ An AF_PACKET socket also sees the frames sent *out of* its interface, the switch
 The kernel is asked to leave those out (PACKET_IGNORE_OUTGOING, Linux 4.20+), and the receive
 path drops any frame whose packet type is PACKET_OUTGOING anyway: without that the switch would
 receive what it has just sent.
+
+Linux takes the outer VLAN tag off every frame it receives (`p4switch.vlan`); the socket is asked
+for PACKET_AUXDATA, which tells the receive path the tag to put back (`Port.auxdata`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ log = logging.getLogger(__name__)
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
+PACKET_AUXDATA = 8  # socket option, and the type of the ancillary message it brings
 PACKET_IGNORE_OUTGOING = 23
 SO_SNDBUFFORCE = 32  # Linux; Python's socket module does not name these two
 SO_RCVBUFFORCE = 33
@@ -36,11 +40,16 @@ MAX_FRAME_BYTES = 65_536 + 64  # a receive buffer that holds any frame, GRO'd on
 
 @dataclass(frozen=True)
 class Port:
-    """One switch port: the interface name, its index and the socket bound to it."""
+    """One switch port: the interface name, its index and the socket bound to it.
+
+    `auxdata`: the socket delivers PACKET_AUXDATA, so read it with `recvmsg` and restore each
+    frame's VLAN tag (`open_port` asks for it; a socket opened elsewhere is read as it is).
+    """
 
     name: str
     ifindex: int
     sock: socket.socket
+    auxdata: bool = False
 
     def close(self) -> None:
         self.sock.close()
@@ -60,6 +69,18 @@ def _set_buffer(sock: socket.socket, force: int, plain: int, size: int) -> None:
         sock.setsockopt(socket.SOL_SOCKET, force, size)
     except PermissionError:
         sock.setsockopt(socket.SOL_SOCKET, plain, size)
+
+
+def _ask_for_auxdata(sock: socket.socket, name: str) -> bool:
+    """Ask for each frame's auxdata (its VLAN tag); False, and a warning, if the kernel can't."""
+    try:
+        sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+    except OSError as err:
+        if err.errno not in (errno.ENOPROTOOPT, errno.EINVAL):
+            raise
+        log.warning("port %s: no PACKET_AUXDATA here; VLAN-tagged frames are seen untagged", name)
+        return False
+    return True
 
 
 def open_port(name: str, *, buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> Port:
@@ -89,13 +110,14 @@ def open_port(name: str, *, buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> Port:
             if err.errno not in (errno.ENOPROTOOPT, errno.EINVAL):
                 raise
             log.debug("kernel lacks PACKET_IGNORE_OUTGOING; filtering outgoing frames in Python")
+        auxdata = _ask_for_auxdata(sock, name)
         sock.bind((name, ETH_P_ALL))
         sock.setblocking(False)
     except OSError as err:
         sock.close()
         raise PortError(f"cannot bind a raw socket to interface {name!r}: {err.strerror}") from err
     log.debug("port %s (ifindex %d) open", name, ifindex)
-    return Port(name=name, ifindex=ifindex, sock=sock)
+    return Port(name=name, ifindex=ifindex, sock=sock, auxdata=auxdata)
 
 
 def take_kernel_drops(sock: socket.socket) -> int:

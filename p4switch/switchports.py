@@ -55,12 +55,23 @@ class PortCounters:
 class SwitchPort:
     """Everything the loop needs about one port, looked up once per frame."""
 
-    __slots__ = ("counters", "name", "number", "pcap_in", "pcap_out", "queue", "shaped", "sock")
+    __slots__ = (
+        "auxdata",
+        "counters",
+        "name",
+        "number",
+        "pcap_in",
+        "pcap_out",
+        "queue",
+        "shaped",
+        "sock",
+    )
 
     def __init__(self, number: int, port: Port, queue: EgressQueue) -> None:
         self.number = number
         self.name = port.name
         self.sock = port.sock
+        self.auxdata = port.auxdata  # True: receive with recvmsg and restore VLAN tags
         self.queue = queue
         self.shaped = not queue.spec.is_passthrough  # False: send at once, skip the queue
         self.counters = PortCounters()
