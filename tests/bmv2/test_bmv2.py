@@ -84,3 +84,68 @@ def test_innet_run_on_bmv2_writes_the_same_results(tmp_path: Path) -> None:
     row = dict(zip(header, summary[1].split(","), strict=True))
     # exact int32 sums on BMv2 too: all-to-all reproduces the single-process baseline
     assert abs(float(row["final_accuracy"]) - float(row["baseline_accuracy"])) < 0.005
+
+
+def test_bmv2_with_link_emulators_reproduces_the_planner(tmp_path: Path) -> None:
+    """--shaping links: BMv2 edges that shape nothing, a link emulator on every WAN link (how
+    BMv2 runs where the kernel has no netem); rounds within 20% of the planner, as on p4switch."""
+    needs_mininet()
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(json.dumps({
+        "name": "bmv2-links", "hosts": 1, "scale": 100000, "memory": ["1.6GB"],
+        "schedules": ["cliques-3"], "training": {"rounds": 3}, "round_deadline": "60s",
+    }))  # fmt: skip
+    out = tmp_path / "out"
+    done = innet("run", str(scenario), "--target", "bmv2", "--shaping", "links", "--out",
+                 str(out), "--no-progress", "--grpc-base-port", str(GRPC_BASE),
+                 run_dir=tmp_path / "run")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    network = json.loads((out / "network.json").read_text())
+    assert [n["shaping"] for n in network.values()] == ["links"]
+    rounds = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
+    assert len(rounds) == 3
+    for r in rounds:
+        assert r["status"] == "ok", r
+        assert abs(r["time_s"] / r["predicted_s"] - 1) < 0.20, r
+
+
+def mc_nodes(thrift_port: int) -> list[str]:
+    """The multicast nodes BMv2 itself holds: the `L1h=` lines of simple_switch_CLI's mc_dump
+    (`mgrp(1)` then `  -> (L1h=0, rid=0) -> (ports=[1], lags=[])` per node)."""
+    done = subprocess.run(["simple_switch_CLI", "--thrift-port", str(thrift_port)],
+                          input="mc_dump\n", capture_output=True, text=True, timeout=30,
+                          check=True)  # fmt: skip
+    return [line for line in done.stdout.splitlines() if "L1h=" in line]
+
+
+def test_a_live_bmv2_switch_healed_keeps_each_multicast_node_once(tmp_path: Path) -> None:
+    """The heal path that pushes the pipeline to a running simple_switch_grpc again: before the
+    fix BMv2 kept the old replication nodes beside the new ones (behavioral-model#891), so
+    every copy left twice. The fabric now deletes the groups first."""
+    needs_mininet()
+    from controller.bringup import running_testbed
+    from controller.planner.cost import CostParams
+    from controller.rundir import RunDir
+    from topo.bmv2 import THRIFT_BASE_PORT
+    from topo.loader import default_wan
+    from topo.mininet_net import NetworkSpec
+    from topo.siteplan import SlotPool
+
+    pool = SlotPool(64, 1000.0)
+    params = CostParams.for_pool(pool, 10**9, 10e9)
+    spec = NetworkSpec(default_wan(), 1, slots=64, scale=1000.0, target="bmv2", shaping="links",
+                       grpc_base_port=GRPC_BASE)  # fmt: skip
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.claim("test", "running")
+    try:
+        with running_testbed(spec, params, run_dir) as up:
+            up.watchdog.stop()  # this test heals by hand
+            up.testbed.advance()
+            before = mc_nodes(THRIFT_BASE_PORT)
+            assert before, "round 0 installs multicast groups on Tokyo's edge"
+            conn = up.testbed.fabric.connection(up.network.sites[0].name)
+            conn.close()  # the stream ends while the process runs: heal's live branch
+            assert up.testbed.heal() == [up.testbed.wan.names[0]]
+            assert len(mc_nodes(THRIFT_BASE_PORT)) == len(before)  # not twice as many
+    finally:
+        run_dir.release()
