@@ -24,6 +24,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,13 +68,13 @@ def send_frames(iface: str, frames: Sequence[bytes]) -> None:
             sock.send(frame)
 
 
-def receive_frames(iface: str, src_mac: bytes, count: int) -> list[dict[str, object]]:
+def receive_frames(iface: str, src_mac: bytes, count: int) -> list[dict[str, Any]]:
     """Up to `count` frames from `src_mac`: the data the kernel leaves and its auxdata."""
     with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as sock:
         sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
         sock.bind((iface, ETH_P_ALL))
         print("ready", flush=True)
-        frames: list[dict[str, object]] = []
+        frames: list[dict[str, Any]] = []
         while len(frames) < count and select.select([sock], [], [], IDLE_S)[0]:
             data, ancdata, _, address = sock.recvmsg(65536, socket.CMSG_SPACE(AUXDATA.size))
             if address[2] == PACKET_OUTGOING or data[6:12] != src_mac:
@@ -110,7 +112,7 @@ def send(host: Host, frames: Sequence[bytes]) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def send_and_receive(net: TwoHostNet, frames: Sequence[bytes]) -> list[dict[str, object]]:
+def send_and_receive(net: TwoHostNet, frames: Sequence[bytes]) -> list[dict[str, Any]]:
     """Send `frames` from h1; what h2 received from h1 (data without the outer tag, auxdata)."""
     args = ("recv", net.h2.interface, net.h1.mac, str(len(frames)))
     receiver = subprocess.Popen(
@@ -134,7 +136,7 @@ def send_and_receive(net: TwoHostNet, frames: Sequence[bytes]) -> list[dict[str,
     return json.loads(out)
 
 
-def wait_for_rx(control, port: int, packets: int, timeout: float = 5.0) -> dict:
+def wait_for_rx(control: Path, port: int, packets: int, timeout: float = 5.0) -> dict:
     """The switch's port statistics once `port` has received `packets` frames."""
     deadline = time.monotonic() + timeout
     while True:
@@ -150,7 +152,7 @@ def raw_frame(net: TwoHostNet) -> bytes:
     return b"".join(mac) + struct.pack("!H", 0x88B6) + b"vlan-wire-test".ljust(46, b".")
 
 
-def test_tags_cross_an_unchanging_forwarder_as_sent(net: TwoHostNet, switches, tmp_path):
+def test_tags_cross_an_unchanging_forwarder_as_sent(net: TwoHostNet, switches, tmp_path: Path):
     captures = tmp_path / "pcap"
     switch = switches.start(pcap_dir=captures)
     plain = raw_frame(net)
@@ -170,7 +172,7 @@ def test_tags_cross_an_unchanging_forwarder_as_sent(net: TwoHostNet, switches, t
     assert [frame for frame in seen if frame[6:12] == plain[6:12]] == sent
 
 
-def test_innet_p4_counts_a_tagged_contribution_as_not_ipv4(net: TwoHostNet, tmp_path):
+def test_innet_p4_counts_a_tagged_contribution_as_not_ipv4(net: TwoHostNet, tmp_path: Path):
     """BMv2 drops a tagged innet frame as `dropped_other`; p4switch must see the tag too."""
     contribution = innet_frame(Innet(CONTRIBUTION, 0, job=1, round=0, group=0, src=0, chunk=0), 0)
     assert contribution[6:12] == host_mac(0)
