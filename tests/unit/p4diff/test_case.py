@@ -198,3 +198,16 @@ def test_innet_rounds_are_checked_by_the_controllers_code(tmp_path: Path) -> Non
     assert "the innet edge uses ports [1, 2, 3, 4, 5]; [4, 5] are missing" in str(err)
     err = refused(tmp_path, text.replace("island: 0", "island: 12"))
     assert "island 12: the WAN has islands 0..8" in str(err)
+
+
+def test_the_worked_example_in_the_docs_is_a_case_that_loads(tmp_path: Path) -> None:
+    doc = (REPO / "docs" / "p4diff.md").read_text()
+    example = re.search(r"```yaml\n(.*?)```", doc, re.S)
+    assert example is not None and "innet_round" in example[1]
+    program = REPO / "p4src" / "innet.p4"
+    case = load_case(write_case(tmp_path, example[1].replace("../../p4src/innet.p4", str(program))))
+    sends = [s for s in case.steps if isinstance(s, Send)]
+    assert [s.port for s in sends] == [1, 3, 4] and len(case.steps) == 6
+    assert [InnetPacket.decode(s.frame[42:]).src for s in sends] == [0, 1, 2]
+    pipeline = P4switchKind().pipeline(case, tmp_path)
+    check_against(case, Schema(pipeline.p4info), "p4switch")
