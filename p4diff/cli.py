@@ -26,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 
 from innet.argparsing import OneLineParser
 from innet.exceptions import InnetError, InputError, one_line
-from p4diff.case import Case, ReadCounters, Step, load_case
+from p4diff.case import Case, Step, load_case
 from p4diff.compare import first_difference
 from p4diff.recording import Recording, load_recording
 from p4diff.runner import run_case
@@ -154,8 +154,7 @@ def _play(case: Case, kinds: Sequence[str], workdir: Path, progress: bool) -> li
 
         def advanced(step: Step) -> None:
             bar.advance(task)
-            if isinstance(step, ReadCounters):
-                log.info("%s done", step.title)
+            log.debug("%s done", step.title)
 
         return run_case(case, kinds, workdir, on_step=advanced)
 

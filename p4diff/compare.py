@@ -119,11 +119,15 @@ def _extra_frame(
 ) -> str:
     only, frame = (name_a, frames_a[index]) if index < len(frames_a) else (name_b, frames_b[index])
     lines = [
-        f"  {kind}port {port}: {name_a} emitted {len(frames_a)} frames, {name_b} "
-        f"{len(frames_b)}; frame {index} ({len(frame)} bytes) only on {only}:"
+        f"  {kind}port {port}: {name_a} emitted {_frames(len(frames_a))}, {name_b} "
+        f"{_frames(len(frames_b))}; frame {index} ({len(frame)} bytes) only on {only}:"
     ]
     lines += [f"  {row}" for row in hex_dump(frame)]
     return "\n".join(lines)
+
+
+def _frames(n: int) -> str:
+    return f"{n} frame" if n == 1 else f"{n} frames"
 
 
 def byte_diff(a: bytes, b: bytes, name_a: str, name_b: str) -> str:

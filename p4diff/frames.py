@@ -128,7 +128,8 @@ def _next_type(following: str | None, tpid: int | None, table: Mapping[str, int]
         return tpid
     if following is not None and following in table:
         return table[following]
-    raise FrameError(f"give {what}: it cannot be inferred from what follows ({following})")
+    after = f"a {following} layer" if following else "nothing"
+    raise FrameError(f"give {what}: it cannot be inferred from what follows ({after})")
 
 
 # --- layers ------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ def test_frames_of_different_lengths_and_a_missing_frame() -> None:
     b = recording("p4switch-2", step(emitted={}))
     report = str(first_difference(a, b))
     expected = (
-        "port 4: p4switch emitted 1 frames, p4switch-2 0; frame 0 (40 bytes) only on p4switch"
+        "port 4: p4switch emitted 1 frame, p4switch-2 0 frames; frame 0 (40 bytes) only on p4switch"
     )
     assert expected in report
     assert "0020  20 21 22 23 24 25 26 27" in report
