@@ -25,7 +25,7 @@ from controller.p4rt.schema import Schema
 from p4diff.case import Case, ReadCounters, Send, Step, Write
 from p4diff.exceptions import CaseError, CaseFailed, TargetError
 from p4diff.netns import PeerPort
-from p4diff.recording import CPU, Recording, StepRecord
+from p4diff.recording import CPU, Cells, Recording, StepRecord
 from p4diff.targets import Target, TargetPipeline, target_kind
 from p4diff.writes import updates
 
@@ -59,7 +59,7 @@ def play(
     records: list[list[StepRecord]] = [[] for _ in targets]
     for step in case.steps:
         outcomes: list[str | None] = []
-        counters: list[dict[str, tuple[tuple[int, int, int], ...]]] = []
+        counters: list[dict[str, Cells]] = []
         for target in targets:
             target.check_alive()
             outcome, cells = _act(case, step, target)
@@ -87,9 +87,7 @@ def play(
     ]
 
 
-def _act(
-    case: Case, step: Step, target: Target
-) -> tuple[str | None, dict[str, tuple[tuple[int, int, int], ...]]]:
+def _act(case: Case, step: Step, target: Target) -> tuple[str | None, dict[str, Cells]]:
     if isinstance(step, Send):
         peer = target.peers[step.port]
         for _ in range(step.repeat):

@@ -4,6 +4,7 @@ JSON file."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,8 +19,8 @@ def recording(target: str, *steps: StepRecord) -> Recording:
     return Recording(target, "case.yaml", steps)
 
 
-def step(label: str = "step 1", **fields: object) -> StepRecord:
-    return StepRecord(label, f"what {label} does", **fields)  # type: ignore[arg-type]
+def step(label: str = "step 1", **fields: Any) -> StepRecord:
+    return StepRecord(label, f"what {label} does", **fields)
 
 
 def test_identical_recordings_agree() -> None:
