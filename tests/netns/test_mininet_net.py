@@ -34,6 +34,7 @@ from controller.rounds import Addressing, base_entries, install_changes, to_upda
 from innet.paths import INNET_P4  # noqa: E402
 from p4switch.program import compile_file  # noqa: E402
 from topo.exceptions import ShapingError  # noqa: E402
+from topo.linknode import link_node_name  # noqa: E402
 from topo.loader import default_wan  # noqa: E402
 from topo.mininet_hosts import host_specs  # noqa: E402
 from topo.mininet_net import NetworkSpec, TestbedNet, build_network  # noqa: E402
@@ -50,11 +51,15 @@ def wan() -> Wan:
     return default_wan()
 
 
-@pytest.fixture(scope="module")
-def testbed(wan: Wan, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestbedNet]:
+@pytest.fixture(scope="module", params=["auto", "links"])
+def testbed(
+    wan: Wan, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[TestbedNet]:
+    """The nine-city testbed, shaped as `auto` picks (netem or the switches), then with a link
+    emulator on every WAN link: every test below holds for both."""
     workdir = tmp_path_factory.mktemp("mn")
     started = time.monotonic()
-    net = build_network(NetworkSpec(wan, W, slots=SLOTS, shaping="auto"), workdir)
+    net = build_network(NetworkSpec(wan, W, slots=SLOTS, shaping=request.param), workdir)
     print(f"\nnine-city testbed up in {time.monotonic() - started:.1f} s ({net.shaping} shaping)")
     try:
         yield net
@@ -99,6 +104,17 @@ def test_addresses_and_ports_follow_the_controller(wan: Wan) -> None:
 def test_shaping_mode_is_recorded_and_never_silent(
     testbed: TestbedNet, wan: Wan, tmp_path: Path
 ) -> None:
+    if testbed.links:
+        assert testbed.shaping == "links" and len(testbed.links) == len(wan.links)
+        for sw in testbed.switches:  # the edges shape nothing, the links do
+            assert sw.shapes == {}
+        for link in wan.links:
+            node = next(n for n in testbed.links if n.name == link_node_name(
+                wan.index(link.a), wan.index(link.b)))  # fmt: skip
+            for spec in node.shapes.values():
+                assert f"delay={link.delay_s:g}s," in spec
+                assert f"rate={link.capacity_bps:.0f}bit" in spec
+        return
     assert testbed.shaping == ("kernel" if netem_available() else "switch")
     if testbed.shaping == "kernel":
         return
@@ -120,6 +136,11 @@ def test_ports_and_interface_names(testbed: TestbedNet, wan: Wan) -> None:
         for v, port in wan_ports(wan, u, W).items():  # the link on port W+1+k reaches v's edge
             intf = next(i for i, p in sw.ports.items() if p == port)
             peer = intf.link.intf2 if intf.link.intf1 is intf else intf.link.intf1
+            if testbed.links:  # through the link's emulator: in on one side, out the other
+                emulator = peer.node
+                assert emulator.name == link_node_name(u, v)
+                far = next(i for i in emulator.intfList() if i is not peer and i.name != "lo")
+                peer = far.link.intf2 if far.link.intf1 is far else far.link.intf1
             assert peer.node is testbed.switches[v]
             assert peer.node.ports[peer] == wan_ports(wan, v, W)[u]
     for hosts in testbed.hosts:
@@ -164,16 +185,18 @@ def _alive(pid: int) -> bool:
 
 
 def test_teardown_leaves_nothing_of_ours(testbed: TestbedNet) -> None:
-    switch_pids = [pid for pid in testbed.switch_pids if pid is not None]
+    nodes = [*testbed.switches, *testbed.links]
+    switch_pids = [pid for node in nodes if (pid := node.switch_pid) is not None]
     node_pids = [n.pid for n in (*testbed.mininet.hosts, *testbed.mininet.switches)]
-    names = [i.name for sw in testbed.switches for i in sw.intfList() if i.name != "lo"]
-    assert len(switch_pids) == len(testbed.switches) and all(map(_alive, switch_pids))
+    names = [i.name for node in nodes for i in node.intfList() if i.name != "lo"]
+    assert len(switch_pids) == len(nodes) and all(map(_alive, switch_pids))
+    assert sorted(names) == testbed.interfaces()
     testbed.stop()
     testbed.stop()  # idempotent
     deadline = time.monotonic() + 10
     while any(map(_alive, switch_pids + node_pids)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert [p for p in switch_pids if _alive(p)] == [], "p4switch processes left running"
+    assert [p for p in switch_pids if _alive(p)] == [], "switch or emulator processes left"
     assert [p for p in node_pids if _alive(p)] == [], "Mininet node shells (namespaces) left"
     assert [n for n in names if Path("/sys/class/net", n).exists()] == []
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
