@@ -27,7 +27,14 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from p4switch.exceptions import UnknownPortError
-from p4switch.ports import MAX_FRAME_BYTES, PACKET_OUTGOING, Port, take_kernel_drops
+from p4switch.ports import (
+    MAX_FRAME_BYTES,
+    PACKET_OUTGOING,
+    STAMP_SPACE,
+    Port,
+    arrival_time,
+    take_kernel_drops,
+)
 from p4switch.shaping import ShapeSpec, Verdict
 from p4switch.switchports import PortCounters, SwitchPort, SwitchPorts
 from p4switch.vlan import AUXDATA_SPACE, as_on_wire
@@ -38,6 +45,7 @@ RX_BATCH = 64  # frames received from one port before looking at the others and 
 MAX_WAIT_S = 0.25  # the longest wait: how late `run` may notice a stop without `wake`
 FD_SETSIZE = 1024  # select() handles descriptors below this
 LOG_INTERVAL_S = 10.0  # the same kind of error on the same port is logged at most this often
+ANCILLARY_SPACE = AUXDATA_SPACE + STAMP_SPACE  # recvmsg's room for a VLAN tag and a receive time
 
 
 class PacketProcessor(Protocol):
@@ -229,17 +237,24 @@ class Switch:
         return lambda timeout: [fd for fd, _ in poller.poll(timeout * 1000)]
 
     def _receive(self, state: SwitchPort) -> None:
-        """Process up to RX_BATCH frames from a port, each as it was on the wire (VLAN tag)."""
+        """Process up to RX_BATCH frames from a port, each as it was on the wire (VLAN tag) and
+        from the time it arrived there (the kernel's receive time, on this loop's clock)."""
         recvfrom = state.sock.recvfrom
-        recvmsg = state.sock.recvmsg if state.auxdata else None  # None: no tags to restore
+        recvmsg = state.sock.recvmsg if state.auxdata else None  # None: no tags, no times
         counters = state.counters
         pcap = state.pcap_in
         number = state.number
+        now = time.monotonic()
+        realtime_offset = time.time() - now  # kernel receive times are Unix times
         for _ in range(RX_BATCH):
+            arrived = now
             try:
                 if recvmsg is not None:
-                    data, ancdata, _, address = recvmsg(MAX_FRAME_BYTES, AUXDATA_SPACE)
+                    data, ancdata, _, address = recvmsg(MAX_FRAME_BYTES, ANCILLARY_SPACE)
                     data = as_on_wire(data, ancdata)
+                    stamp = arrival_time(ancdata)
+                    if stamp is not None:
+                        arrived = min(stamp - realtime_offset, time.monotonic())
                 else:
                     data, address = recvfrom(MAX_FRAME_BYTES)
             except BlockingIOError:
@@ -253,10 +268,13 @@ class Switch:
             counters.rx_bytes += len(data)
             if pcap is not None:
                 pcap.write(data, time.time())
-            self._process(number, data, counters)
+            self._process(number, data, counters, arrived)
 
-    def _process(self, ingress_port: int, data: bytes, counters: PortCounters) -> None:
-        """Run one frame through the processor and emit what it returns."""
+    def _process(
+        self, ingress_port: int, data: bytes, counters: PortCounters, arrived: float
+    ) -> None:
+        """Run one frame that arrived at `arrived` (monotonic) through the processor and emit
+        what it returns; shaped egress ports take the frame as offered at that time."""
         try:
             emitted = self._processor.process(ingress_port, data)
             if not emitted:
@@ -269,7 +287,7 @@ class Switch:
                 elif not state.shaped:
                     self._send(state, frame)
                 else:
-                    verdict = state.queue.offer(frame, time.monotonic())
+                    verdict = state.queue.offer(frame, arrived)
                     if verdict is Verdict.QUEUED:
                         self._active.add(egress_port)
                     elif verdict is Verdict.SEND_NOW:
@@ -326,7 +344,7 @@ class Switch:
             ingress_port, data = injected.popleft()
             cpu.rx_packets += 1
             cpu.rx_bytes += len(data)
-            self._process(ingress_port, data, cpu)
+            self._process(ingress_port, data, cpu, time.monotonic())
 
     def _release(self, now: float) -> None:
         """Send every held frame whose time has come."""

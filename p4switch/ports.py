@@ -9,7 +9,10 @@ path drops any frame whose packet type is PACKET_OUTGOING anyway: without that t
 receive what it has just sent.
 
 Linux takes the outer VLAN tag off every frame it receives (`p4switch.vlan`); the socket is asked
-for PACKET_AUXDATA, which tells the receive path the tag to put back (`Port.auxdata`).
+for PACKET_AUXDATA, which tells the receive path the tag to put back (`Port.auxdata`), and for
+each frame's kernel receive time (SO_TIMESTAMPNS, `arrival_time`): egress shaping starts a frame's
+link time when it reached the interface, not when the switch got round to reading it, so the
+switch's own processing lag does not add to the emulated link's delay (it shows as lateness).
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ log = logging.getLogger(__name__)
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_AUXDATA = 8  # socket option, and the type of the ancillary message it brings
+SO_TIMESTAMPNS = SCM_TIMESTAMPNS = 35  # Linux: receive times as struct timespec, CLOCK_REALTIME
+_TIMESPEC = struct.Struct("=qq")  # tv_sec, tv_nsec (64-bit Linux)
+STAMP_SPACE = socket.CMSG_SPACE(_TIMESPEC.size)  # the ancillary buffer a receive time needs
 PACKET_IGNORE_OUTGOING = 23
 SO_SNDBUFFORCE = 32  # Linux; Python's socket module does not name these two
 SO_RCVBUFFORCE = 33
@@ -111,6 +117,8 @@ def open_port(name: str, *, buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> Port:
                 raise
             log.debug("kernel lacks PACKET_IGNORE_OUTGOING; filtering outgoing frames in Python")
         auxdata = _ask_for_auxdata(sock, name)
+        if auxdata:  # read with recvmsg anyway: the receive time comes with the same call
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         sock.bind((name, ETH_P_ALL))
         sock.setblocking(False)
     except OSError as err:
@@ -118,6 +126,16 @@ def open_port(name: str, *, buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> Port:
         raise PortError(f"cannot bind a raw socket to interface {name!r}: {err.strerror}") from err
     log.debug("port %s (ifindex %d) open", name, ifindex)
     return Port(name=name, ifindex=ifindex, sock=sock, auxdata=auxdata)
+
+
+def arrival_time(ancdata: list[tuple[int, int, bytes]]) -> float | None:
+    """The kernel's receive time of a frame (Unix seconds) from `recvmsg`'s ancillary data, or
+    None when it carries none."""
+    for level, kind, data in ancdata:
+        if kind == SCM_TIMESTAMPNS and level == socket.SOL_SOCKET and len(data) >= _TIMESPEC.size:
+            seconds, nanoseconds = _TIMESPEC.unpack_from(data)
+            return seconds + nanoseconds * 1e-9
+    return None
 
 
 def take_kernel_drops(sock: socket.socket) -> int:
