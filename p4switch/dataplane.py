@@ -244,8 +244,7 @@ class Switch:
         counters = state.counters
         pcap = state.pcap_in
         number = state.number
-        now = time.monotonic()
-        realtime_offset = time.time() - now  # kernel receive times are Unix times
+        realtime_offset = time.time() - (now := time.monotonic())  # kernel times are Unix times
         for _ in range(RX_BATCH):
             arrived = now
             try:
@@ -254,7 +253,8 @@ class Switch:
                     data = as_on_wire(data, ancdata)
                     stamp = arrival_time(ancdata)
                     if stamp is not None:
-                        arrived = min(stamp - realtime_offset, time.monotonic())
+                        arrived = stamp - realtime_offset
+                        state.rx_lag_max_s = max(state.rx_lag_max_s, time.monotonic() - arrived)
                 else:
                     data, address = recvfrom(MAX_FRAME_BYTES)
             except BlockingIOError:

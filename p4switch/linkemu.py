@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="egress shaping of PORT, e.g. 2:delay=35ms,rate=10Mbit,loss=0.01",
     )
     p.add_argument("--control", metavar="PATH", help="Unix socket of the control channel")
+    p.add_argument("--pcap", metavar="DIR", help="write <port>-in.pcap and <port>-out.pcap here")
     p.add_argument("--seed", type=int, default=0, help="seed of the loss draws (default 0)")
     p.add_argument("--log-level", default="info",
                    choices=["debug", "info", "warning", "error", "critical"])  # fmt: skip
@@ -112,18 +113,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InnetError as err:
         print(f"linkemu: error: {one_line(err)}", file=sys.stderr)
         return err.exit_status
-    return _serve(ports, shapes, args.control, args.seed)
+    return _serve(args, ports, shapes)
 
 
-def _serve(ports: dict[int, str], shapes: dict[int, ShapeSpec], control_path: str | None,
-           seed: int) -> int:  # fmt: skip
+def _serve(args: argparse.Namespace, ports: dict[int, str], shapes: dict[int, ShapeSpec]) -> int:
     from pathlib import Path
 
     from p4switch.control import ControlServer
     from p4switch.dataplane import Switch
 
+    control_path, pcap = args.control, Path(args.pcap) if args.pcap else None
     try:
-        switch = Switch(ports, Wire(), shaping=shapes, seed=seed)
+        switch = Switch(ports, Wire(), shaping=shapes, seed=args.seed, pcap_dir=pcap)
     except (PortError, OSError) as err:
         print(f"linkemu: error: {err}", file=sys.stderr)
         return 2

@@ -63,6 +63,7 @@ class SwitchPort:
         "pcap_in",
         "pcap_out",
         "queue",
+        "rx_lag_max_s",
         "shaped",
         "sock",
     )
@@ -77,16 +78,20 @@ class SwitchPort:
         self.counters = PortCounters()
         self.pcap_in: PcapWriter | None = None
         self.pcap_out: PcapWriter | None = None
+        self.rx_lag_max_s = 0.0  # the longest a frame waited in the kernel before being read
 
     def stats(self, now: float, shape: ShapeSpec, reset_peaks: bool) -> dict[str, Any]:
-        """Counters, queue depth and lateness (restarted with `reset_peaks`), and `shape`."""
+        """Counters, queue depth, lateness and receive lag (both peaks restarted with
+        `reset_peaks`), and `shape`."""
         entry = self.counters.snapshot()
         entry["interface"] = self.name
         entry["queue_depth"] = self.queue.backlog(now)
         entry["queue_held"] = len(self.queue)
         entry["lateness_max_s"] = self.queue.lateness_max_s
+        entry["rx_lag_max_s"] = self.rx_lag_max_s
         if reset_peaks:
             self.queue.lateness_max_s = 0.0
+            self.rx_lag_max_s = 0.0
         entry["shape"] = shape.as_dict()
         return entry
 

@@ -22,6 +22,9 @@ from topo.siteplan import wan_ports
 log = logging.getLogger(__name__)
 
 K = TypeVar("K")
+# A port's lag peaks: a shaped frame sent after its due time; a frame read from the kernel
+# after it arrived (an unshaped edge, a link emulator's ports: the CPU not keeping up)
+LAG_PEAKS = ("lateness_max_s", "rx_lag_max_s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +63,7 @@ def snapshot(testbed: Testbed) -> Snapshot:
             v: int(_number((ports.get(port) or {}).get("tx_bytes")))
             for v, port in wan_ports(testbed.wan, u, hosts).items()
         }
-        lateness = [_number(p.get("lateness_max_s")) for p in ports.values()]
+        lateness = [_number(p.get(peak)) for p in ports.values() for peak in LAG_PEAKS]
         lag = max([lag, *lateness])
         stats[u] = counters
     try:
@@ -69,7 +72,7 @@ def snapshot(testbed: Testbed) -> Snapshot:
         log.warning("link emulators unreadable: %s", err)
         links = {}
     for ports in links.values():
-        lag = max([lag, *(_number(p.get("lateness_max_s")) for p in ports.values())])
+        lag = max([lag, *(_number(p.get(peak)) for p in ports.values() for peak in LAG_PEAKS)])
     return Snapshot(tx, stats, lag, tuple(unread))
 
 

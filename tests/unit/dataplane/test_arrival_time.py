@@ -69,7 +69,7 @@ class LaggingSocket:
         self._sock.close()
 
 
-def test_a_shaped_frame_is_due_its_delay_after_it_arrived_not_after_it_was_read() -> None:
+def test_a_shaped_frame_is_due_its_delay_after_it_arrived_and_its_wait_is_reported() -> None:
     ends = {n: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM) for n in (1, 2)}
     for inside, _ in ends.values():
         inside.setblocking(False)
@@ -90,6 +90,8 @@ def test_a_shaped_frame_is_due_its_delay_after_it_arrived_not_after_it_was_read(
             time.sleep(0.01)  # polling the queue, with a deadline
         due = switch._ports[2].queue.next_due()  # the egress queue's own figure (monotonic)
         arrived = socks[1].stamps[0] - (time.time() - time.monotonic())
+        lag = switch.stats(reset_peaks=True)["ports"][1]["rx_lag_max_s"]
+        after_reset = switch.stats()["ports"][1]["rx_lag_max_s"]
     finally:
         stop.set()
         switch.wake()
@@ -99,3 +101,5 @@ def test_a_shaped_frame_is_due_its_delay_after_it_arrived_not_after_it_was_read(
             inside.close()
             host.close()
     assert due == pytest.approx(arrived + DELAY_S, abs=0.01)  # read + 100 s would be 60 s later
+    assert lag == pytest.approx(LAG_S, abs=1.0)  # how long the frame waited to be read
+    assert after_reset == 0.0
