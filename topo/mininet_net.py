@@ -35,7 +35,7 @@ from innet.exceptions import InnetError, one_line
 from innet.paths import INNET_P4
 from topo.bmv2 import THRIFT_BASE_PORT, Bmv2Switch, require_tools
 from topo.exceptions import NetworkBuildError
-from topo.linknode import LinkEmulator, add_link_emulators
+from topo.linknode import LinkEmulator, add_link_emulator
 from topo.linknode import interface_names as link_interface_names
 from topo.loader import default_wan, load_wan
 from topo.mininet_hosts import (
@@ -83,7 +83,7 @@ class TestbedNet:
     scale: float
     workdir: Path
     target: str = "p4switch"
-    links: tuple[LinkEmulator, ...] = ()  # shaping `links`: one emulator per WAN link
+    links: tuple[LinkEmulator, ...] = ()  # shaping `links`: the emulator of every WAN link
     stopped: bool = False
 
     @property
@@ -128,8 +128,8 @@ class TestbedNet:
         log.info("switch %s restarted as PID %s", switch.name, switch.switch_pid)
 
     def link_counters(self, reset_peaks: bool = False) -> dict[str, PortCounters]:
-        """Each link emulator's port counters by node name (port 1 faces the link's first
-        city); empty without link emulators. SwitchControlError when one cannot be read."""
+        """The link emulator's port counters by node name (topo/linknode.py numbers its
+        ports); empty without one. SwitchControlError when it cannot be read."""
         return {node.name: node.port_counters(reset_peaks) for node in self.links}
 
     def restart_links(self, deadline: float) -> list[str]:
@@ -267,9 +267,9 @@ def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
         hosts = [_add_hosts(net, spec, u, switches[u]) for u in range(wan.n)]
         links: tuple[LinkEmulator, ...] = ()
         if mode == "links":
-            links = add_link_emulators(net, wan, spec.hosts_per_city, switches, scale=spec.scale,
+            links = (add_link_emulator(net, wan, spec.hosts_per_city, switches, scale=spec.scale,
                                        loss=spec.loss, rundir=workdir, prefix=spec.name_prefix,
-                                       startup_timeout=spec.startup_timeout)  # fmt: skip
+                                       startup_timeout=spec.startup_timeout),)  # fmt: skip
         else:
             _add_wan_links(net, spec, mode, switches)
         net.build()

@@ -32,9 +32,10 @@ if _REASON is not None:
 from controller.p4rt import Fabric, SwitchConnection, deadline_after  # noqa: E402
 from controller.rounds import Addressing, base_entries, install_changes, to_updates  # noqa: E402
 from innet.paths import INNET_P4  # noqa: E402
+from p4switch.linkemu import peer as peer_port  # noqa: E402
 from p4switch.program import compile_file  # noqa: E402
 from topo.exceptions import ShapingError  # noqa: E402
-from topo.linknode import link_node_name  # noqa: E402
+from topo.linknode import emulated_links, link_ports  # noqa: E402
 from topo.loader import default_wan  # noqa: E402
 from topo.mininet_hosts import host_specs  # noqa: E402
 from topo.mininet_net import NetworkSpec, TestbedNet, build_network  # noqa: E402
@@ -105,15 +106,14 @@ def test_shaping_mode_is_recorded_and_never_silent(
     testbed: TestbedNet, wan: Wan, tmp_path: Path
 ) -> None:
     if testbed.links:
-        assert testbed.shaping == "links" and len(testbed.links) == len(wan.links)
-        for sw in testbed.switches:  # the edges shape nothing, the links do
+        (emulator,) = testbed.links
+        assert testbed.shaping == "links"
+        for sw in testbed.switches:  # the edges shape nothing, the emulator does
             assert sw.shapes == {}
-        for link in wan.links:
-            node = next(n for n in testbed.links if n.name == link_node_name(
-                wan.index(link.a), wan.index(link.b)))  # fmt: skip
-            for spec in node.shapes.values():
-                assert f"delay={link.delay_s:g}s," in spec
-                assert f"rate={link.capacity_bps:.0f}bit" in spec
+        for k, (u, v) in enumerate(emulated_links(wan)):
+            for port in link_ports(k):
+                assert f"delay={wan.link(u, v).delay_s:g}s," in emulator.shapes[port]
+                assert f"rate={wan.link(u, v).capacity_bps:.0f}bit" in emulator.shapes[port]
         return
     assert testbed.shaping == ("kernel" if netem_available() else "switch")
     if testbed.shaping == "kernel":
@@ -136,10 +136,12 @@ def test_ports_and_interface_names(testbed: TestbedNet, wan: Wan) -> None:
         for v, port in wan_ports(wan, u, W).items():  # the link on port W+1+k reaches v's edge
             intf = next(i for i, p in sw.ports.items() if p == port)
             peer = intf.link.intf2 if intf.link.intf1 is intf else intf.link.intf1
-            if testbed.links:  # through the link's emulator: in on one side, out the other
-                emulator = peer.node
-                assert emulator.name == link_node_name(u, v)
-                far = next(i for i in emulator.intfList() if i is not peer and i.name != "lo")
+            if testbed.links:  # through the emulator: in on one port of a pair, out the other
+                emulator, port_in = peer.node, peer.node.ports[peer]
+                assert emulator is testbed.links[0]
+                k = emulated_links(wan).index((min(u, v), max(u, v)))
+                assert port_in == link_ports(k)[0 if u < v else 1]
+                far = next(i for i, p in emulator.ports.items() if p == peer_port(port_in))
                 peer = far.link.intf2 if far.link.intf1 is far else far.link.intf1
             assert peer.node is testbed.switches[v]
             assert peer.node.ports[peer] == wan_ports(wan, v, W)[u]

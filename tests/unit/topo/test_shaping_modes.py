@@ -7,7 +7,7 @@ import pytest
 
 from topo import shaping
 from topo.exceptions import NetworkBuildError, ShapingError
-from topo.linknode import TOWARD_A, TOWARD_B, interface_names, link_node_name, link_shapes
+from topo.linknode import emulated_links, emulator_shapes, interface_names, link_ports
 from topo.loader import default_wan
 from topo.mininet_hosts import check_names
 from topo.p4node import IFNAMSIZ
@@ -50,15 +50,18 @@ def test_an_unknown_request_is_refused() -> None:
         choose_shaping("netem")
 
 
-def test_each_link_has_one_emulator_shaping_both_directions_as_the_switches_would() -> None:
+def test_one_emulator_carries_every_link_shaping_both_directions_as_the_switches_would() -> None:
     wan = default_wan()
-    link = wan.links[0]
-    u, v = wan.index(link.a), wan.index(link.b)
-    assert link_node_name(v, u) == link_node_name(u, v) == f"l{min(u, v)}x{max(u, v)}"
-    assert link_shapes(link, 1000.0, 0.01) == {
-        TOWARD_A: switch_shape(link, 1000.0, 0.01),
-        TOWARD_B: switch_shape(link, 1000.0, 0.01),
-    }
+    links = emulated_links(wan)
+    assert sorted(links) == sorted(
+        tuple(sorted((wan.index(link.a), wan.index(link.b)))) for link in wan.links
+    )
+    assert [link_ports(k) for k in range(3)] == [(1, 2), (3, 4), (5, 6)]
+    shapes = emulator_shapes(wan, 1000.0, 0.01)
+    assert sorted(shapes) == list(range(1, 2 * len(links) + 1))
+    for k, (u, v) in enumerate(links):
+        for port in link_ports(k):
+            assert shapes[port] == switch_shape(wan.link(u, v), 1000.0, 0.01)
     names = interface_names(wan)
     assert len(names) == len(set(names)) == 2 * len(wan.links)
     assert all(len(n) <= IFNAMSIZ for n in interface_names(wan, "t12"))
