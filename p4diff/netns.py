@@ -25,7 +25,6 @@ import ctypes
 import logging
 import os
 import socket
-import struct
 import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -33,17 +32,11 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from p4diff.exceptions import NetnsError
+from p4switch.ports import ETH_P_ALL, PACKET_AUXDATA, PACKET_OUTGOING, SOL_PACKET
+from p4switch.vlan import AUXDATA_SPACE, as_on_wire
 
 log = logging.getLogger(__name__)
 
-ETH_P_ALL = 0x0003
-SOL_PACKET = 263
-PACKET_AUXDATA = 8
-PACKET_OUTGOING = 4  # the packet type in recvmsg's address (index 2)
-TP_STATUS_VLAN_VALID = 1 << 4
-TP_STATUS_VLAN_TPID_VALID = 1 << 6
-AUXDATA = struct.Struct("IIIHHHH")  # struct tpacket_auxdata
-ETH_P_8021Q = 0x8100
 CLONE_NEWNET = 0x40000000
 MAX_FRAME = 65_536
 NETNS_DIR = "/run/netns"  # where `ip netns add` keeps a namespace's handle
@@ -136,28 +129,15 @@ class PeerPort:
         out: list[Received] = []
         while True:
             try:
-                data, ancdata, flags, address = self.sock.recvmsg(
-                    MAX_FRAME, socket.CMSG_SPACE(AUXDATA.size)
-                )
+                data, ancdata, flags, address = self.sock.recvmsg(MAX_FRAME, AUXDATA_SPACE)
             except BlockingIOError:
                 return out
             if flags & socket.MSG_TRUNC:
                 raise NetnsError(f"{self.name}: a frame longer than {MAX_FRAME} bytes")
-            out.append(Received(_with_tag(data, ancdata), address[2] == PACKET_OUTGOING))
+            out.append(Received(as_on_wire(data, ancdata), address[2] == PACKET_OUTGOING))
 
     def close(self) -> None:
         self.sock.close()
-
-
-def _with_tag(data: bytes, ancdata: list[tuple[int, int, bytes]]) -> bytes:
-    for level, kind, cdata in ancdata:
-        if level != SOL_PACKET or kind != PACKET_AUXDATA or len(cdata) < AUXDATA.size:
-            continue
-        status, _, _, _, _, tci, tpid = AUXDATA.unpack_from(cdata)
-        if status & TP_STATUS_VLAN_VALID:
-            tpid = tpid if status & TP_STATUS_VLAN_TPID_VALID else ETH_P_8021Q
-            return data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
-    return data
 
 
 @dataclass

@@ -55,11 +55,6 @@ def test_the_innet_case_agrees_on_two_p4switch_processes(tmp_path: Path) -> None
 def test_the_innet_case_matches_its_recording() -> None:
     done, pid = p4diff(str(INNET), "--expect", str(EXPECTED))
     assert_torn_down(pid)
-    if done.returncode == 1 and "first difference at step 64 " in done.stdout:
-        pytest.xfail(
-            "p4switch forwards an 802.1Q-tagged frame as untagged IPv4: it reads frames without "
-            "the tag the kernel took off (the fix in p4switch/ports.py restores it)\n" + done.stdout
-        )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "recording innet.expected.json and p4switch agree on 70 steps" in done.stdout
 

@@ -21,6 +21,8 @@ from tests.docs import blocks, names, parsers
 # Module docstrings whose Python example is not a doctest, and why. Their calls are still bound
 # to the real signatures (test_illustrations_call_what_exists).
 ILLUSTRATIONS = {
+    "p4diff.netns": "creates a network namespace with veth pairs: root",
+    "p4diff.targets": "starts a switch process in a network namespace: root",
     "controller.bringup": "brings a Mininet testbed up: root",
     "controller.testbed": "a Testbed over a running Mininet network: root",
     "controller.p4rt.connection": "connects to a running P4Runtime switch",

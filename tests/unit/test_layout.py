@@ -107,7 +107,7 @@ def test_every_innet_exception_descends_from_the_root() -> None:
     packages, is an InnetError (the pipeline's control-flow signals aside: they never leave it)."""
     signals = {"ParserReject", "ControlExit"}  # p4switch's compiled P4 `reject` and `exit`
     strays = []
-    for package in ("innet", "controller", "workers", "topo", "p4switch"):
+    for package in ("innet", "controller", "workers", "topo", "p4switch", "p4diff"):
         root = importlib.import_module(package)
         for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
             if info.name.endswith("__main__"):
