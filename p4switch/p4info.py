@@ -16,6 +16,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from p4switch import ir
+from p4switch.exceptions import UsageError
 
 PREFIX = p4info_pb2.P4Ids
 SKIPPED_ANNOTATIONS = frozenset({"name", "id", "brief", "description", "hidden"})
@@ -202,7 +203,7 @@ def write_p4info(p4info: p4info_pb2.P4Info, path: Path) -> None:
     elif path.suffix == ".bin":
         path.write_bytes(p4info.SerializeToString())
     else:
-        raise ValueError(f"{path}: a P4Info file name must end in .txtpb, .txt or .bin")
+        raise UsageError(f"{path}: a P4Info file name must end in .txtpb, .txt or .bin")
 
 
 def read_p4info(path: Path) -> p4info_pb2.P4Info:

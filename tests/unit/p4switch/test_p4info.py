@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from p4.config.v1 import p4info_pb2
 
+from p4switch.cli import main as p4switch_main
+from p4switch.exceptions import UsageError
 from p4switch.p4info import jenkins_hash, read_p4info, write_p4info
 from p4switch.program import compile_file
 
@@ -133,9 +135,17 @@ def test_write_and_read_back(tmp_path: Path, info: p4info_pb2.P4Info, suffix: st
         assert 'name: "MyIngress.l2"' in path.read_text()
 
 
-def test_write_refuses_an_unknown_suffix(tmp_path: Path, info: p4info_pb2.P4Info) -> None:
-    with pytest.raises(ValueError, match=r"\.txt or \.bin"):
+def test_write_refuses_an_unknown_suffix(
+    tmp_path: Path, info: p4info_pb2.P4Info, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(UsageError, match=r"\.txt or \.bin"):
         write_p4info(info, tmp_path / "p4info.json")
+    # the command line: one line and status 2, nothing written
+    out = tmp_path / "p4info.json"
+    assert p4switch_main(["--p4", str(PROGRAMS / "p4info_full.p4"), "--check",
+                          "--p4info-out", str(out)]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("p4switch: error: ") and "\n" not in err and not out.exists()
 
 
 def test_runtime_specs_match_p4info() -> None:
