@@ -287,7 +287,7 @@ class Switch:
                 elif not state.shaped:
                     self._send(state, frame)
                 else:
-                    verdict = state.queue.offer(frame, arrived)
+                    verdict = state.queue.offer(frame, arrived, time.monotonic())
                     if verdict is Verdict.QUEUED:
                         self._active.add(egress_port)
                     elif verdict is Verdict.SEND_NOW:

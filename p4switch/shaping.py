@@ -215,7 +215,8 @@ class EgressQueue:
     def __init__(self, spec: ShapeSpec, rng: random.Random) -> None:
         self._spec = spec
         self._random = rng.random
-        self._frames: deque[tuple[float, bytes]] = deque()  # (due time, frame), in order
+        # (due time, frame, lateness reference: the due time or the read if later), in order
+        self._frames: deque[tuple[float, bytes, float]] = deque()
         self._serialising: deque[float] = deque()  # serialisation end times, in order
         self._last_end = -math.inf
         self.lateness_max_s = 0.0  # the most a frame left after its due time (see `pop_due`)
@@ -227,16 +228,23 @@ class EgressQueue:
     def set_spec(self, spec: ShapeSpec) -> None:
         self._spec = spec
 
-    def offer(self, frame: bytes, now: float) -> Verdict:
-        """Queue `frame` arriving at `now` (seconds), or say to send it now, or drop it."""
+    def offer(self, frame: bytes, now: float, read: float | None = None) -> Verdict:
+        """Queue `frame` arriving at `now` (seconds), or say to send it now, or drop it.
+
+        `read`: when the switch got the frame, if later than its arrival. A frame already due
+        then counts its lateness from `read`: `lateness_max_s` is the release's tardiness, the
+        wait before the read is the port's receive lag (reported apart).
+        """
         spec = self._spec
+        read = now if read is None else read
         if spec.loss and self._random() < spec.loss:
             return Verdict.LOSS
         rate = spec.rate_bps
         if rate is None:
             if not spec.delay_s and not self._frames:
                 return Verdict.SEND_NOW
-            self._frames.append((now + spec.delay_s, frame))
+            due = now + spec.delay_s
+            self._frames.append((due, frame, max(due, read)))
             return Verdict.QUEUED
         serialising = self._serialising
         while serialising and serialising[0] <= now:
@@ -246,7 +254,8 @@ class EgressQueue:
         end = max(now, self._last_end) + len(frame) * 8 / rate
         self._last_end = end
         serialising.append(end)
-        self._frames.append((end + spec.delay_s, frame))
+        due = end + spec.delay_s
+        self._frames.append((due, frame, max(due, read)))
         return Verdict.QUEUED
 
     def pop_due(self, now: float) -> list[bytes]:
@@ -255,7 +264,7 @@ class EgressQueue:
         due: list[bytes] = []
         if not frames or frames[0][0] > now:
             return due
-        first = frames[0][0]
+        first = frames[0][2]  # its due time, or when it was read if it was due already
         while frames and frames[0][0] <= now:
             due.append(frames.popleft()[1])
         lateness = now - first

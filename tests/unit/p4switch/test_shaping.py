@@ -241,3 +241,18 @@ def test_lateness_is_recorded():
     q.offer(b"a", now=0.0)
     q.pop_due(13 * MS)
     assert q.lateness_max_s == pytest.approx(3 * MS)
+
+
+def test_a_frame_read_after_it_was_due_counts_its_lateness_from_the_read() -> None:
+    """The wait before the switch read the frame is its receive lag, reported apart; lateness
+    is how late the release was once the frame was in hand."""
+    from p4switch.shaping import EgressQueue, ShapeSpec
+
+    q = EgressQueue(ShapeSpec(delay_s=0.010), random.Random(0))
+    q.offer(b"x" * 100, now=1.000, read=1.050)  # arrived at 1.000, due 1.010, read at 1.050
+    assert q.next_due() == pytest.approx(1.010)  # shaped from its arrival
+    assert q.pop_due(1.052) == [b"x" * 100]
+    assert q.lateness_max_s == pytest.approx(0.002)  # released 2 ms after it was read
+    q.offer(b"y" * 100, now=2.000)  # read as it arrived: lateness from the due time
+    q.pop_due(2.013)
+    assert q.lateness_max_s == pytest.approx(0.003)
