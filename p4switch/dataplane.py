@@ -273,8 +273,8 @@ class Switch:
     def _process(
         self, ingress_port: int, data: bytes, counters: PortCounters, arrived: float
     ) -> None:
-        """Run one frame that arrived at `arrived` (monotonic) through the processor and emit
-        what it returns; shaped egress ports take the frame as offered at that time."""
+        """Run one frame (the kernel received it at `arrived`, monotonic) through the processor
+        and emit what it returns; shaped ports shape it from now, when the switch has it."""
         try:
             emitted = self._processor.process(ingress_port, data)
             if not emitted:
@@ -287,7 +287,7 @@ class Switch:
                 elif not state.shaped:
                     self._send(state, frame)
                 else:
-                    verdict = state.queue.offer(frame, arrived, time.monotonic())
+                    verdict = state.queue.offer(frame, time.monotonic())
                     if verdict is Verdict.QUEUED:
                         self._active.add(egress_port)
                     elif verdict is Verdict.SEND_NOW:

@@ -100,6 +100,9 @@ def test_a_shaped_frame_is_due_its_delay_after_it_arrived_and_its_wait_is_report
         for inside, host in ends.values():
             inside.close()
             host.close()
-    assert due == pytest.approx(arrived + DELAY_S, abs=0.01)  # read + 100 s would be 60 s later
+    # shaped from when the switch read it (shaping from the arrival made a busy edge's batches
+    # leave late in a burst: 66-101 ms lateness in 1.6 GB all-to-all rounds); the wait before
+    # the read is the receive lag
+    assert due == pytest.approx(arrived + LAG_S + DELAY_S, abs=1.0)
     assert lag == pytest.approx(LAG_S, abs=1.0)  # how long the frame waited to be read
     assert after_reset == 0.0
