@@ -48,6 +48,7 @@ from topo.mininet_hosts import (
 )
 from topo.p4node import P4Switch, PortCounters, SwitchPipeline, SwitchProcess, wait_all_ready
 from topo.shaping import (
+    SHAPING_HELP,
     SHAPING_REQUESTS,
     ShapingMode,
     choose_shaping,
@@ -351,7 +352,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="emulation scale: link rates are divided by it")  # fmt: skip
     parser.add_argument("--slots", type=int, default=None, help="SLOTS for innet.p4")
     parser.add_argument("--program", type=Path, default=INNET_P4, help="P4 program")
-    parser.add_argument("--shaping", choices=SHAPING_REQUESTS, default="auto")
+    parser.add_argument("--shaping", choices=SHAPING_REQUESTS, default="auto", help=SHAPING_HELP)
     parser.add_argument(
         "--target",
         choices=TARGETS,

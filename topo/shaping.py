@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 
 ShapingMode = Literal["kernel", "switch", "links"]
 SHAPING_REQUESTS = ("auto", "kernel", "switch", "links")
+SHAPING_HELP = (
+    "who shapes WAN links: kernel (netem), switch (p4switch's ports), links (one link emulator "
+    "process carrying every WAN link) or auto (netem if the kernel has it)"
+)
 HTB_MAX_MBIT = 1000  # Mininet's TCIntf refuses (and then ignores) higher bw figures
 
 

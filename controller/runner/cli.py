@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeE
 from controller.exceptions import CommandLineError, RunDirError
 from controller.rundir import RunDir
 from innet.paths import DEFAULT_SCENARIO, RESULTS
-from topo.shaping import SHAPING_REQUESTS
+from topo.shaping import SHAPING_HELP, SHAPING_REQUESTS
 from topo.siteplan import GRPC_BASE_PORT
 
 
@@ -48,13 +48,7 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         action="store_true",
         help="validate the scenario and print the predictions; build nothing",
     )
-    p.add_argument(
-        "--shaping",
-        choices=SHAPING_REQUESTS,
-        default="auto",
-        help="who shapes WAN links: kernel (netem), switch (p4switch's ports), links "
-        "(a link emulator per WAN link) or auto (netem if the kernel has it)",
-    )
+    p.add_argument("--shaping", choices=SHAPING_REQUESTS, default="auto", help=SHAPING_HELP)
     p.add_argument(
         "--target",
         choices=["p4switch", "bmv2"],

@@ -14,7 +14,7 @@ from innet.exceptions import InputError
 from innet.units import parse_rate, parse_size
 from topo.loader import default_wan, load_wan
 from topo.mininet_net import NetworkSpec
-from topo.shaping import SHAPING_REQUESTS
+from topo.shaping import SHAPING_HELP, SHAPING_REQUESTS
 from topo.siteplan import GRPC_BASE_PORT, TARGETS, SlotPool
 from topo.wan import Wan
 
@@ -37,13 +37,7 @@ def service_options(p: argparse.ArgumentParser) -> None:
         help="slots per bank on the switches (default: the largest power of two whose two "
         "banks of 128 B slots fit in memory / scale)",
     )
-    p.add_argument(
-        "--shaping",
-        choices=SHAPING_REQUESTS,
-        default="auto",
-        help="who shapes WAN links: kernel (netem), switch (p4switch's ports), links "
-        "(a link emulator per WAN link) or auto (netem if the kernel has it)",
-    )
+    p.add_argument("--shaping", choices=SHAPING_REQUESTS, default="auto", help=SHAPING_HELP)
     p.add_argument(
         "--target",
         choices=TARGETS,
