@@ -224,9 +224,9 @@ class Aggregator:
         if stream is None or packet.type == PacketType.CONTRIBUTION:
             self.stats.foreign += 1
         elif packet.type == PacketType.RESULT:
-            stream.on_result(packet)
+            stream.on_result(packet, self.clock())
         else:  # RECOVER
-            for replay in stream.on_recover(packet):
+            for replay in stream.on_recover(packet, self.clock()):
                 self.transport.send(replay.encode())
 
     def _stream_for(self, chunk: int) -> ChunkStream | None:

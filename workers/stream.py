@@ -12,9 +12,23 @@ that arrived, and answers with the packets to send. The rules it follows (docs/p
   schedule (merged at the other members' edges), and `LOCAL` alone `local_lag_s` later (merged
   at the own edge, when the first remote copy is due there), each on its own paced schedule.
   A chunk counts as sent (a pending timeout, a RECOVER-able contribution) from its first copy.
-- **Resend.** No sum after `timeout_s`: the own contribution again with WAN|LOCAL|RETRANSMIT,
-  the timeout multiplied by `backoff` up to `max_timeout_s`, `nack_after` times.
+- **Resend.** No sum after the timeout: the own contribution again with WAN|LOCAL|RETRANSMIT,
+  the timeout multiplied by `backoff` up to its cap, `nack_after` times.
 - **NACK.** After that, a NACK (WAN) on every further timeout, until the chunk is done.
+- **The timeout follows the network.** A chunk's first timeout is the largest of `timeout_s`,
+  twice the smoothed latency from a chunk's first copy to its sum, and that latency plus four
+  deviations (RFC 6298's estimator, sampled only on chunks never resent: Karn's rule). A chunk
+  whose first timeout comes while the latency measured since says its sum may still be on the
+  way waits longer instead of being resent. A first timeout that fires after a whole timeout
+  without any sum multiplies the first timeouts of the chunks still waiting by `backoff` (up to
+  `deadline_s / 4`) until a sum comes in, as TCP backs off its timer; later timeouts are
+  capped at `max_timeout_s` or twice the measured one. Without this, switches that fell
+  behind made every chunk in flight time out at once, and the resends, NACKs and RECOVERs that
+  followed overloaded them further (docs/protocol.md, "Timeouts follow the network").
+- **Resends and NACKs are paced** with the fresh chunks: with `rate_bps`, every copy on the WAN
+  schedule (fresh, resend or NACK; a due resend goes first) takes one frame time, so recovery
+  does not add to the planned rate, and resends are one frame time apart at least: the chunks
+  that timed out while the leader stalled do not leave in one burst.
 - **RECOVER.** RECOVER copies of other members' contributions to an unfinished chunk are kept
   (whoever NACKed: another member's NACK brings them to us too). Once every other member's copy
   is in, the sum is own + others in int32 wrap-around arithmetic, exactly as the switch adds.
@@ -31,6 +45,7 @@ that arrived, and answers with the packets to send. The rules it follows (docs/p
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,11 +62,55 @@ LOCAL_REPLAY = Flag.LOCAL | Flag.RETRANSMIT  # healing: to the own edge only
 class _Pending:
     """An unanswered chunk: when it next times out, and what recovery has gathered."""
 
+    sent_at: float  # the chunk's first copy
     due: float
     timeout: float
     resends: int = 0
     nacks: int = 0
+    queued: bool = False  # timed out, waiting for a paced send
     recovered: dict[int, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def retried(self) -> bool:
+        return bool(self.resends or self.nacks)
+
+
+class _Latency:
+    """Smoothed latency from a chunk's first copy to its sum, and its deviation (RFC 6298), with
+    the back-off that stands in for a measurement while no sum comes in."""
+
+    def __init__(self, floor: float, ceiling: float, backoff: float, now: float) -> None:
+        self.floor, self.ceiling, self.factor = floor, ceiling, backoff
+        self.srtt: float | None = None
+        self.rttvar = 0.0
+        self.backoff = 1.0
+        self.last_sum = now
+
+    def summed(self, now: float) -> None:
+        """A sum came in (of any chunk): the network answers, the back-off ends."""
+        self.last_sum, self.backoff = max(self.last_sum, now), 1.0
+
+    def sample(self, seconds: float) -> None:
+        if self.srtt is None:
+            self.srtt, self.rttvar = seconds, seconds / 2
+            return
+        self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - seconds)
+        self.srtt = 0.875 * self.srtt + 0.125 * seconds
+
+    def measured(self) -> float:
+        """The floor, or what the measured latency asks for if that is longer."""
+        if self.srtt is None:
+            return self.floor
+        return max(self.floor, 2 * self.srtt, self.srtt + 4 * self.rttvar)
+
+    def timeout(self) -> float:
+        """A chunk's first timeout: `measured`, backed off while no sum comes in."""
+        return max(self.measured(), min(self.measured() * self.backoff, self.ceiling))
+
+    def timed_out(self, now: float) -> None:
+        """A first timeout fired: if no sum came for a whole timeout, back off the others'."""
+        if now - self.last_sum >= self.measured():
+            self.backoff *= self.factor
 
 
 class ChunkStream:
@@ -86,6 +145,9 @@ class ChunkStream:
         self._next_send_at = now + policy.start_s
         self._local_at = self._next_send_at + (policy.local_lag_s or 0.0)
         self._earliest_due = float("inf")
+        self._retries: deque[int] = deque()  # timed-out chunks, in order, for paced sends
+        self._retry_at = now
+        self.latency = _Latency(policy.timeout_s, policy.deadline_s / 4, policy.backoff, now)
         self.pacing_lag_s = 0.0  # the most a fresh copy left after its paced time (a busy CPU)
 
     # --- queries
@@ -112,6 +174,8 @@ class ChunkStream:
         end = min(self.size, self.low + self.policy.window)
         if self.next < end:
             wake = min(wake, self._next_send_at)
+        if self._retries:
+            wake = min(wake, max(self._next_send_at, self._retry_at))
         if self._split and self.next_local < end:
             wake = min(wake, self._local_at)
         return wake
@@ -127,9 +191,9 @@ class ChunkStream:
 
     def pump(self, now: float) -> list[InnetPacket]:
         """Resends and NACKs that are due, then new chunks as the window and rate allow."""
-        out: list[InnetPacket] = []
         if now >= self._earliest_due:
-            out.extend(self._timeouts(now))
+            self._timeouts(now)
+        out = self._send_retries(now)
         window_end = min(self.size, self.low + self.policy.window)
         while True:
             wan_open = self.next < window_end
@@ -172,36 +236,66 @@ class ChunkStream:
         """Start chunk i's timeout at its first copy, allowing for the other copy's lag."""
         if i in self.pending or self.done_mask[i]:
             return
-        timeout = self.policy.timeout_s
-        due = now + abs(self.policy.local_lag_s or 0.0) + timeout
-        self.pending[i] = _Pending(due=due, timeout=timeout)
+        timeout = self.latency.timeout()
+        due = now + self._lag + timeout
+        self.pending[i] = _Pending(sent_at=now, due=due, timeout=timeout)
         self._earliest_due = min(self._earliest_due, due)
 
-    def _timeouts(self, now: float) -> list[InnetPacket]:
-        out: list[InnetPacket] = []
+    @property
+    def _lag(self) -> float:
+        return abs(self.policy.local_lag_s or 0.0)
+
+    def _timeouts(self, now: float) -> None:
+        """Queue the chunks whose timeout has come (a first one waits if latency says so)."""
         earliest = float("inf")
-        policy, me = self.policy, self.group.me
         for i, p in self.pending.items():
+            if p.queued:
+                continue
+            if now >= p.due and not p.retried:  # what was measured since may ask for longer
+                p.timeout = max(p.timeout, self.latency.timeout())
+                p.due = p.sent_at + self._lag + p.timeout
+                if now >= p.due:
+                    self.latency.timed_out(now)
             if now >= p.due:
-                if p.resends < policy.nack_after:
-                    flags = Flag.WAN | Flag.LOCAL | Flag.RETRANSMIT
-                    out.append(self._packet(PacketType.CONTRIBUTION, flags, me, i, self.chunks[i]))
-                    p.resends += 1
-                    self.stats.retransmitted += 1
-                else:
-                    out.append(self._packet(PacketType.NACK, Flag.WAN, me, i, None))
-                    p.nacks += 1
-                    self.stats.nacks_sent += 1
-                p.timeout = min(p.timeout * policy.backoff, policy.max_timeout_s)
-                p.due = now + p.timeout
-            earliest = min(earliest, p.due)
+                p.queued = True
+                self._retries.append(i)
+            else:
+                earliest = min(earliest, p.due)
         self._earliest_due = earliest
+
+    def _send_retries(self, now: float) -> list[InnetPacket]:
+        """Queued resends and NACKs, each taking a frame time of the WAN schedule."""
+        out: list[InnetPacket] = []
+        policy, me = self.policy, self.group.me
+        while self._retries and now >= max(self._next_send_at, self._retry_at):
+            i = self._retries.popleft()
+            p = self.pending.get(i)
+            if p is None or not p.queued:  # summed while it waited
+                continue
+            if p.resends < policy.nack_after:
+                flags = Flag.WAN | Flag.LOCAL | Flag.RETRANSMIT
+                out.append(self._packet(PacketType.CONTRIBUTION, flags, me, i, self.chunks[i]))
+                p.resends += 1
+                self.stats.retransmitted += 1
+            else:
+                out.append(self._packet(PacketType.NACK, Flag.WAN, me, i, None))
+                p.nacks += 1
+                self.stats.nacks_sent += 1
+            cap = max(policy.max_timeout_s, 2 * self.latency.measured())
+            p.timeout = min(p.timeout * policy.backoff, cap)
+            p.queued, p.due = False, now + p.timeout
+            self._earliest_due = min(self._earliest_due, p.due)
+            self._next_send_at += self._interval  # a frame time of the schedule, taken
+            self._retry_at = now + self._interval  # and never caught up: no burst after a stall
         return out
 
     # --- packets in
 
-    def on_result(self, packet: InnetPacket) -> None:
-        """A RESULT for one of this stream's chunks (the caller checked the chunk range)."""
+    def on_result(self, packet: InnetPacket, now: float | None = None) -> None:
+        """A RESULT for one of this stream's chunks (the caller checked the chunk range).
+
+        `now`, when given, is when it arrived: the latency the timeouts follow is sampled.
+        """
         i = packet.chunk - self.first
         if packet.bitmap != self.group.bitmap:
             raise ResultMismatch(
@@ -217,9 +311,11 @@ class ChunkStream:
             self.stats.foreign += 1
             return
         self.stats.results += 1
-        self._complete(i, values)
+        if now is not None and not self.pending[i].retried:  # Karn: a resend's sum is ambiguous
+            self.latency.sample(now - self.pending[i].sent_at)
+        self._complete(i, values, now)
 
-    def on_recover(self, packet: InnetPacket) -> list[InnetPacket]:
+    def on_recover(self, packet: InnetPacket, now: float | None = None) -> list[InnetPacket]:
         """A RECOVER copy from another member; returns the healing replays once all are in."""
         i = packet.chunk - self.first
         src = packet.src
@@ -246,7 +342,7 @@ class ChunkStream:
         ]
         self.stats.recovered_chunks += 1
         self.stats.heals_sent += len(replays)
-        self._complete(i, software)
+        self._complete(i, software, now)
         return replays
 
     def _check_again(self, i: int, values: np.ndarray, what: str) -> None:
@@ -257,7 +353,9 @@ class ChunkStream:
             )
         self.stats.duplicates_ignored += 1
 
-    def _complete(self, i: int, values: np.ndarray) -> None:
+    def _complete(self, i: int, values: np.ndarray, now: float | None) -> None:
+        if now is not None:
+            self.latency.summed(now)
         self.sums[i] = values
         self.done_mask[i] = True
         del self.pending[i]

@@ -36,7 +36,8 @@ def test_random_wan_loss_and_lost_results_are_recovered_exactly() -> None:
     net = HarnessNetwork(1024, JOB, ROUND, GROUP, faults=faults)
     islands = group_sum_on_triangle(net, fast_policy(window=1024), ups)
     assert_exact(islands, ups)
-    assert len(net.triangle.lost) > 500 and net.counts.lost_delivery > 50
+    delivered = sum(net.counts.delivered.values())  # the faults did strike: about 2% and 0.5%
+    assert len(net.triangle.lost) > 500 and net.counts.lost_delivery > 0.003 * delivered
     stats = [islands.aggregators[i].stats for i in MEMBERS]
     assert all(s.retransmitted > 0 and s.nacks_sent > 0 for s in stats)
     assert all(s.recovers_sent > 0 and s.recovered_chunks > 0 for s in stats)
