@@ -44,7 +44,7 @@ from topo.shaping import netem_available  # noqa: E402
 from topo.siteplan import gateway_ip, gateway_mac, wan_port, wan_ports  # noqa: E402
 from topo.wan import Wan  # noqa: E402
 
-W = 1
+W = 2  # two hosts a city: the pair in one city is the RTT test's reference through its edge
 
 
 @pytest.fixture(scope="module")
@@ -149,33 +149,70 @@ def test_ports_and_interface_names(testbed: TestbedNet, wan: Wan) -> None:
         assert all(len(h.defaultIntf().name) <= IFNAMSIZ for h in hosts)
 
 
-def _ping(net: TestbedNet, a: int, b: int) -> subprocess.Popen[bytes]:
-    target = host_specs(b, W)[0].ip
+def _ping(net: TestbedNet, a: int, b: int, host: int = 0) -> subprocess.Popen[bytes]:
+    target = host_specs(b, W)[host].ip
     return net.leader(a).popen(["ping", "-n", "-q", "-c", str(PINGS), "-i", "0.2", "-W", "3",
                                 target])  # fmt: skip
 
 
-def test_every_pair_of_cities_pings_with_the_wan_rtt(programmed: TestbedNet, wan: Wan) -> None:
-    pairs = list(combinations(range(wan.n), 2))
-    started = time.monotonic()
-    procs = {pair: _ping(programmed, *pair) for pair in pairs}  # all at once: RTTs overlap
-    failures, rows = [], []
+def _min_rtts(
+    procs: dict[tuple[int, int], subprocess.Popen[bytes]], wan: Wan
+) -> tuple[dict[tuple[int, int], float], list[str]]:
+    rtts, failures = {}, []
     for (a, b), proc in procs.items():
         out, err = proc.communicate(timeout=60)
         match = re.search(rb"= ([\d.]+)/([\d.]+)/([\d.]+)/", out)
         if proc.returncode != 0 or match is None:
             failures.append(f"{wan.names[a]} -> {wan.names[b]}: {out.decode()} {err.decode()}")
             continue
-        measured = float(match.group(1)) / 1e3  # the minimum: queueing only adds
+        rtts[a, b] = float(match.group(1)) / 1e3  # the minimum: queueing only adds
+    return rtts, failures
+
+
+def _passes(net: TestbedNet, wan: Wan, a: int, b: int) -> int:
+    """Times a ping's round trip between cities a and b is handled by a switch process: each
+    edge on the path forwards it once each way, and each WAN hop's delay line releases it once
+    each way (on the sending edge, or on the link emulator, which also forwards it)."""
+    hops = int(wan.hops[a, b])
+    return 2 * (hops + 1) + 2 * hops * (2 if net.links else 1)
+
+
+def test_every_pair_of_cities_pings_with_the_wan_rtt(programmed: TestbedNet, wan: Wan) -> None:
+    """The minimum RTT of every pair of cities is the WAN's 2 x delay within 10%, once the
+    emulation's own forwarding time is allowed for. That time is measured in the same run, under
+    the same load: each city's two hosts ping each other through their edge at the same time,
+    two passes of the edge (and two host stacks), so half that RTT is the most one pass costs
+    there. A WAN round trip is allowed that cost for each of its passes (`_passes`), at the
+    mean of its two ends. Without the allowance the shortest links failed on a busy machine:
+    London-Amsterdam 14.5 ms against 13.0 ms (+11%), with the same-city RTT at 0.3-0.6 ms."""
+    pairs = list(combinations(range(wan.n), 2))
+    started = time.monotonic()
+    procs = {pair: _ping(programmed, *pair) for pair in pairs}  # all at once: RTTs overlap
+    local = {(u, u): _ping(programmed, u, u, host=1) for u in range(wan.n)}
+    rtts, failures = _min_rtts(procs, wan)
+    reference, local_failures = _min_rtts(local, wan)
+    assert not failures + local_failures, "\n".join(failures + local_failures)
+    low, high = min(reference.values()), max(reference.values())
+    print(f"{len(pairs)} pairs pinged in {time.monotonic() - started:.1f} s; "
+          f"same-city RTT {low * 1e3:.2f}-{high * 1e3:.2f} ms")  # fmt: skip
+    rows = []
+    for (a, b), measured in rtts.items():
         expected = 2 * float(wan.delay[a, b])
-        rows.append((measured / expected - 1, wan.names[a], wan.names[b], measured, expected))
-    print(f"{len(pairs)} pairs pinged in {time.monotonic() - started:.1f} s")
-    for error, na, nb, measured, expected in sorted(rows, key=lambda r: -abs(r[0]))[:5]:
-        print(f"  {na}-{nb}: min RTT {measured * 1e3:.2f} ms, "
-              f"model {expected * 1e3:.2f} ms ({error:+.2%})")  # fmt: skip
-    assert not failures, "\n".join(failures)
-    off = [r for r in rows if abs(r[0]) > RTT_TOLERANCE]
-    assert not off, f"RTTs off by more than {RTT_TOLERANCE:.0%}: {off}"
+        per_pass = (reference[a, a] + reference[b, b]) / 4
+        forwarding = per_pass * _passes(programmed, wan, a, b)
+        error = (measured - expected) / expected
+        beyond = (measured - forwarding - expected) / expected  # what forwarding cannot explain
+        rows.append((error, beyond, wan.names[a], wan.names[b], measured, expected, forwarding))
+    for error, beyond, na, nb, measured, expected, forwarding in sorted(rows, key=lambda r: -r[0])[
+        :5
+    ]:
+        print(f"  {na}-{nb}: min RTT {measured * 1e3:.2f} ms, model {expected * 1e3:.2f} ms "
+              f"({error:+.2%}); forwarding allowance {forwarding * 1e3:.2f} ms, "
+              f"beyond it {beyond:+.2%}")  # fmt: skip
+    fast = [r for r in rows if r[0] < -RTT_TOLERANCE]  # faster than the WAN: delay missing
+    slow = [r for r in rows if r[1] > RTT_TOLERANCE]
+    assert not fast, f"RTTs under the model by more than {RTT_TOLERANCE:.0%}: {fast}"
+    assert not slow, f"RTTs over model + forwarding by more than {RTT_TOLERANCE:.0%}: {slow}"
 
 
 def _alive(pid: int) -> bool:
