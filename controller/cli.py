@@ -8,18 +8,20 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
 from controller.exceptions import CommandLineError
 from controller.planner.check import check_family
+from controller.planner.collectives import NETWORKS
 from controller.planner.cost import CostParams
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
 from controller.planner.plot import plot_sweep
 from controller.planner.report import (
     check_text,
-    plan_json,
-    plan_text,
+    networks_json,
+    networks_text,
     sweep_json,
     sweep_text,
     topo_text,
@@ -102,6 +104,15 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     )
     _plan_options(plan, "64MB")
     plan.add_argument("--schedule", type=Path, help="evaluate the schedule in this YAML file")
+    plan.add_argument(
+        "--network",
+        action="append",
+        dest="networks",
+        choices=NETWORKS,
+        help="what the edges do (repeatable; default all three): plain (route only; ring "
+        "all-reduce or direct exchange on the hosts), multicast (replicate, hosts sum), inna "
+        "(multicast and in-line aggregation)",
+    )
     sweep = OneLineParser(
         prog="innet plan sweep", description="time to consensus per family per memory size"
     )
@@ -186,16 +197,21 @@ def _setup(args: argparse.Namespace, memory: int) -> tuple[Wan, CostParams]:
 
 
 def _plan(args: argparse.Namespace) -> None:
-    wan, params = _setup(args, parse_size(args.memory))
+    wan, base = _setup(args, parse_size(args.memory))
     planner = Planner(wan)
-    if args.schedule is not None:
-        schedule = load_schedule(args.schedule, wan)
-        plan = Plan(
-            params, args.epsilon, (planner.evaluate(planner.model(params), schedule, args.epsilon),)
-        )
+    schedule = None if args.schedule is None else load_schedule(args.schedule, wan)
+    plans = []
+    for network in dict.fromkeys(args.networks or NETWORKS):  # in order, once each
+        params = replace(base, network=network)
+        if schedule is not None:
+            evaluated = planner.evaluate(planner.model(params), schedule, args.epsilon)
+            plans.append(Plan(params, args.epsilon, (evaluated,)))
+        else:
+            plans.append(planner.plan(params, args.epsilon, args.families))
+    if args.json:
+        print(json.dumps(networks_json(wan, plans), indent=2))
     else:
-        plan = planner.plan(params, args.epsilon, args.families)
-    print(json.dumps(plan_json(wan, plan), indent=2) if args.json else plan_text(wan, plan))
+        print(networks_text(wan, plans))
 
 
 def _sweep(args: argparse.Namespace) -> None:

@@ -14,6 +14,12 @@ largest rate that fits three limits at once:
     aggregation), so R_g <= the access bandwidth;
   * memory: a slot is held from the first to the last arrival of its chunk, so an aggregator
     holds R x skew bytes of partial sums: R_g <= (M - one slot) / skew_g.
+
+That is the `inna` network (multicast and in-line aggregation). With `network="multicast"` or
+`"plain"` the hosts sum and a group's exchange is one of `collectives`' (multicast streams
+summed on the host, ring all-reduce or direct exchange over unicast): the same max-min fair
+sharing of the links, an access share of k - 1 streams where the host receives (or sends)
+them all, and no aggregator memory.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+from controller.planner.collectives import NETWORKS, Collective, alone_rate, direct, multicast, ring
 from controller.planner.exceptions import PlanError
 from controller.planner.offsets import Alignment, aligned, unaligned
 from controller.planner.schedule import Group, Round, Schedule
@@ -42,6 +49,7 @@ class CostParams:
     # below). "window": each leader keeps at most one bank of slots (half the memory) unanswered,
     # as the worker library does, so R <= (M / 2) / (time from sending a chunk to its result).
     pacing: str = "rate"
+    network: str = "inna"  # one of collectives.NETWORKS: what the edges do for an exchange
 
     def __post_init__(self) -> None:
         if self.update_bytes <= 0:
@@ -52,6 +60,8 @@ class CostParams:
             raise PlanError(f"slot size must be positive, got {self.slot_bytes} bytes")
         if self.pacing not in ("rate", "window"):
             raise PlanError(f"pacing must be 'rate' or 'window', got {self.pacing!r}")
+        if self.network not in NETWORKS:
+            raise PlanError(f"unknown network {self.network!r}; known: {', '.join(NETWORKS)}")
         if self.memory_bytes < self.slot_bytes:
             raise PlanError(
                 f"aggregator memory {self.memory_bytes} B is below one slot ({self.slot_bytes} B)"
@@ -88,6 +98,7 @@ class GroupCost:
     time_s: float
     memory_bytes: float  # aggregator memory this group needs at its busiest member
     limit: str  # what bounds the rate: "memory", "access", "link A->B", or "local"
+    collective: str = "inna"  # how it exchanges: "inna", "multicast", "ring" or "direct"
 
 
 @dataclass(frozen=True)
@@ -111,6 +122,7 @@ class Geometry:
     wan: Wan
     _loads: dict[Group, Counter[Edge]] = field(default_factory=dict)
     _alignments: dict[Group, tuple[Alignment, Alignment]] = field(default_factory=dict)
+    _unicast: dict[Group, tuple[Collective, Collective]] = field(default_factory=dict)
 
     def link_loads(self, members: Group) -> Counter[Edge]:
         """How many of the group's streams cross each directed link."""
@@ -121,6 +133,14 @@ class Geometry:
                 loads.update(self.wan.tree(src, [d for d in members if d != src]))
             self._loads[members] = loads
         return loads
+
+    def unicast(self, members: Group) -> tuple[Collective, Collective]:
+        """(ring all-reduce, direct exchange) for the group over a plain WAN."""
+        pair = self._unicast.get(members)
+        if pair is None:
+            pair = (ring(self.wan, members), direct(self.wan, members))
+            self._unicast[members] = pair
+        return pair
 
     def alignments(self, members: Group) -> tuple[Alignment, Alignment]:
         """(zero offsets, least-skew offsets) for the group."""
@@ -157,8 +177,40 @@ class CostModel:
                 best, best_cap = least, cap
         return best, best_cap
 
+    def _collective(self, members: Group) -> Collective:
+        """The exchange the hosts run without in-line aggregation: multicast streams, or the
+        faster of ring and direct exchange for the group alone."""
+        p = self.params
+        if p.network == "multicast":
+            return multicast(self.wan, members, self.geometry.link_loads(members))
+        bits = p.update_bytes * 8.0
+        return min(
+            self.geometry.unicast(members),
+            key=lambda c: c.time_s(bits, alone_rate(self.wan, c, p.access_bps)),
+        )
+
+    def _host_round_cost(self, rnd: Round) -> RoundCost:
+        p = self.params
+        bits = p.update_bytes * 8.0
+        chosen = {g: self._collective(g) for g in rnd.groups if len(g) > 1}
+        caps = {g: p.access_bps / c.access_share for g, c in chosen.items()}
+        rates, limits = _fill(self.wan, {g: c.loads for g, c in chosen.items()}, caps)
+        costs = []
+        for g in rnd.groups:
+            zeros = tuple(0.0 for _ in g)
+            if g not in chosen:
+                costs.append(GroupCost(g, math.inf, zeros, 0.0, 0.0, 0.0, 0.0, "local", "local"))
+                continue
+            c, rate = chosen[g], rates[g]
+            limit = "access" if limits[g] == "cap" else limits[g]
+            time_s = c.time_s(bits, rate)
+            costs.append(GroupCost(g, rate, zeros, 0.0, c.latency_s, time_s, 0.0, limit, c.name))
+        return RoundCost(rnd, tuple(costs))
+
     def round_cost(self, rnd: Round) -> RoundCost:
         p = self.params
+        if p.network != "inna":
+            return self._host_round_cost(rnd)
         bits = p.update_bytes * 8.0
         active: dict[Group, tuple[Alignment, float]] = {}
         for g in rnd.groups:

@@ -9,7 +9,7 @@ from controller.planner.check import RoundCheck
 from controller.planner.cost import RoundCost
 from controller.planner.optimise import FamilyPlan, Plan
 from controller.planner.sweep import Sweep
-from innet.jsontypes import JSONObject
+from innet.jsontypes import JSONObject, JSONValue
 from innet.units import format_duration, format_rate, format_size
 from topo.wan import Wan
 
@@ -60,11 +60,89 @@ def plan_text(wan: Wan, plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def family_text(wan: Wan, fam: FamilyPlan) -> str:
+def _gain(plain: Plan | None, fam: FamilyPlan) -> float | None:
+    """How many times faster than the same family over a plain WAN (None: not comparable)."""
+    if plain is None:
+        return None
+    base = plain.family(fam.family).time_s
+    if math.isinf(base) or math.isinf(fam.time_s) or fam.time_s <= 0:
+        return None
+    return base / fam.time_s
+
+
+def _plain(plans: Sequence[Plan]) -> Plan | None:
+    return next((p for p in plans if p.params.network == "plain"), None)
+
+
+def _fastest(plans: Sequence[Plan]) -> Plan:
+    return min(plans, key=lambda p: p.best.time_s)
+
+
+def networks_text(wan: Wan, plans: Sequence[Plan]) -> str:
+    """Every (network, family) with its time to consensus and its gain over a plain WAN, then
+    the fastest of all as a table of rounds."""
+    p = plans[0].params
+    lines = [
+        f"{wan.name}: {wan.n} islands; update {format_size(p.update_bytes)}, aggregator memory "
+        f"{format_size(p.memory_bytes)}, access {format_rate(p.access_bps)}, send offsets "
+        f"{'on' if p.align else 'off'}, {p.pacing} pacing, consensus to epsilon "
+        f"{plans[0].epsilon:g}",
+        "",
+    ]
+    plain, fastest = _plain(plans), _fastest(plans)
+    rows = []
+    for plan in plans:
+        for f in plan.families:
+            gain = _gain(plain, f)
+            rows.append([
+                plan.params.network,
+                f.family + (" *" if plan is fastest and f is plan.best else ""),
+                "-" if f.rounds is None else str(f.rounds),
+                "yes" if f.exact else "no",
+                _time(f.time_s),
+                format_size(f.memory_bytes),
+                "-" if gain is None else f"{gain:.2f}x",
+            ])  # fmt: skip
+    header = ["network", "family", "rounds", "exact", "time to consensus", "memory needed",
+              "vs plain"]  # fmt: skip
+    lines.append(table(header, rows, [False, False, True, False, True, True, True]))
+    if len(plans) > 1:
+        best = [f"{q.params.network} {q.best.family} {_time(q.best.time_s)}" for q in plans]
+        lines += ["", "fastest per network: " + "; ".join(best)]
+        if plain is not None and not math.isinf(plain.best.time_s):
+            others = [q for q in plans if q is not plain and not math.isinf(q.best.time_s)]
+            gains = [f"{q.params.network} {plain.best.time_s / q.best.time_s:.2f}x" for q in others]
+            lines.append("best against best over a plain WAN: " + "; ".join(gains))
+    lines += ["", family_text(wan, fastest.best, fastest.params.network)]
+    return "\n".join(lines)
+
+
+def networks_json(wan: Wan, plans: Sequence[Plan]) -> JSONObject:
+    """The plans of every network, each family with its gain over a plain WAN."""
+    plain, fastest = _plain(plans), _fastest(plans)
+    doc = plan_json(wan, plans[0])
+    for key in ("network", "best", "families"):
+        doc.pop(key)
+    doc["best"] = {"network": fastest.params.network, "family": fastest.best.family}
+    networks: list[JSONValue] = []
+    for plan in plans:
+        families: list[JSONValue] = []
+        for f in plan.families:
+            entry = family_json(wan, f)
+            entry["gain_over_plain"] = _gain(plain, f)
+            families.append(entry)
+        networks.append({"network": plan.params.network, "best": plan.best.family,
+                         "families": families})  # fmt: skip
+    doc["networks"] = networks
+    return doc
+
+
+def family_text(wan: Wan, fam: FamilyPlan, network: str | None = None) -> str:
     used = fam.rounds or 0
     head = (
         f"chosen: {fam.family}, {used} round(s) to "
         f"{'the exact average' if fam.exact else 'consensus'}, predicted {_time(fam.time_s)}"
+        + ("" if network is None else f", network {network}")
     )
     width = max(len(c.round.groups) for c in fam.costs)
     header = ["round", *[f"group {i + 1}" for i in range(width)], "time", "rate", "memory", "limit"]
@@ -85,7 +163,7 @@ def _round_figures(cost: RoundCost) -> list[str]:
         format_duration(cost.time_s),
         "-" if math.isinf(rate) else format_rate(rate),
         format_size(cost.memory_bytes),
-        slow.limit,
+        slow.limit if slow.collective in ("inna", "local") else f"{slow.limit} ({slow.collective})",
     ]
 
 
@@ -99,6 +177,7 @@ def plan_json(wan: Wan, plan: Plan) -> JSONObject:
         "access_bps": p.access_bps,
         "align": p.align,
         "pacing": p.pacing,
+        "network": p.network,
         "epsilon": plan.epsilon,
         "best": plan.best.family,
         "families": [family_json(wan, f) for f in plan.families],
@@ -126,6 +205,7 @@ def family_json(wan: Wan, fam: FamilyPlan) -> JSONObject:
                         "time_s": g.time_s,
                         "memory_bytes": g.memory_bytes,
                         "limit": g.limit,
+                        "collective": g.collective,
                     }
                     for g in cost.groups
                 ],

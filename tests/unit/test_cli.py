@@ -44,9 +44,26 @@ def test_plan_prints_rounds_by_groups_with_city_names(capsys):
 def test_plan_json(capsys):
     code, out, _ = run(capsys, "plan", "--memory", "8GB", "--json")
     doc = json.loads(out)
-    assert code == 0 and doc["best"] == "all-to-all"
-    best = next(f for f in doc["families"] if f["family"] == "all-to-all")
+    assert code == 0 and doc["best"] == {"network": "inna", "family": "all-to-all"}
+    networks = {n["network"]: n for n in doc["networks"]}
+    assert list(networks) == ["plain", "multicast", "inna"]
+    best = next(f for f in networks["inna"]["families"] if f["family"] == "all-to-all")
     assert sorted(best["rounds"][0]["groups"][0]["cities"]) == sorted(NINE)
+    assert best["rounds"][0]["groups"][0]["collective"] == "inna"
+    assert best["gain_over_plain"] > 2  # merged in line: about 3x the ring all-reduce
+    plain = next(f for f in networks["plain"]["families"] if f["family"] == "all-to-all")
+    assert plain["gain_over_plain"] == 1.0 and plain["memory_bytes"] == 0.0
+    assert plain["rounds"][0]["groups"][0]["collective"] == "ring"
+
+
+def test_plan_compares_the_networks_asked_for(capsys):
+    code, out, err = run(capsys, "plan", "--memory", "25.6MB", "--network", "plain",
+                         "--network", "inna")  # fmt: skip
+    assert code == 0, err
+    rows = [line.split()[0] for line in out.splitlines() if line.startswith(("plain ", "inna "))]
+    assert set(rows) == {"plain", "inna"} and "multicast" not in out
+    assert "best against best over a plain WAN: inna 1.53x" in out
+    assert "chosen: cliques-3, 2 round(s) to the exact average" in out and "network inna" in out
 
 
 def test_sweep_marks_the_crossover_writes_a_plot_and_json(capsys, tmp_path):
@@ -170,11 +187,15 @@ def test_bad_files_name_file_and_line(capsys, tmp_path):
     assert code == 2 and "UTF-8" in err
 
 
-def test_usage_errors_are_one_line_too(capsys):
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["plan", "--memory"], "--memory"), (["plan", "--network", "ecmp"], "ecmp")],
+)
+def test_usage_errors_are_one_line_too(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_:
-        main(["plan", "--memory"])
+        main(argv)
     err = capsys.readouterr().err
-    assert exit_.value.code == 2 and err.count("\n") == 1 and "--memory" in err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and message in err
 
 
 def test_console_script_is_installed():

@@ -1,0 +1,120 @@
+"""What a group's exchange costs in each network mode (derivation: docs/cost-model.md, "Network
+modes").
+
+- `inna`: the edges replicate each member's stream along its multicast tree and merge the
+  streams in line: a member sends one stream and receives one (the model in `cost.py`).
+- `multicast`: the edges replicate but do not merge: a member sends one stream and receives the
+  k - 1 others, and its host sums them, so its access link carries (k - 1) streams in.
+- `plain`: the edges only route. Hosts run a collective over unicast, whichever is faster for
+  the group alone:
+  - `ring`: ring all-reduce, as NCCL and gloo run it: reduce-scatter then all-gather, 2(k - 1)
+    steps in each of which every member sends D / k to its successor. A step waits for the
+    previous one (gloo's ring), so each costs (D / k) / R plus the slowest hop's delay. A member
+    sends one stream and receives one;
+  - `direct`: every member unicasts its update to every other member and sums locally: its
+    access link carries (k - 1) streams out and (k - 1) in.
+
+The ring's order is the planner's choice: the order with the smallest slowest hop, then the
+smallest total delay (every order for up to `EXACT_RING_LIMIT` members, else nearest neighbour
+improved by 2-opt).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from topo.wan import Wan
+
+NETWORKS = ("plain", "multicast", "inna")
+EXACT_RING_LIMIT = 7  # members up to which every ring order is tried (6! = 720 orders)
+
+Edge = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One way for a group to exchange its updates: its link loads, access share and timing."""
+
+    name: str  # "ring", "direct", "multicast" or "inna"
+    loads: Counter[Edge]  # streams on each directed WAN link
+    access_share: int  # streams on a member's busiest access direction: R <= B / access_share
+    steps: int  # sequential transfers of the update's 1 / pieces each
+    pieces: int  # a transfer carries D / pieces
+    latency_s: float  # delay each step waits for (ring: the slowest hop; else the group's span)
+    order: tuple[int, ...]  # the ring's order (the members, for the others)
+
+    def time_s(self, bits: float, rate_bps: float) -> float:
+        """The group's time at this per-stream rate."""
+        return self.steps * (bits / self.pieces / rate_bps + self.latency_s)
+
+
+def _path_edges(wan: Wan, src: int, dst: int) -> list[Edge]:
+    nodes = wan.path(src, dst)
+    return list(itertools.pairwise(nodes))
+
+
+def ring_order(delay: np.ndarray, members: Sequence[int]) -> tuple[int, ...]:
+    """The ring through `members` with the smallest slowest hop, then the smallest total."""
+    first, rest = members[0], list(members[1:])
+
+    def key(order: Sequence[int]) -> tuple[float, float]:
+        hops = [float(delay[a, b]) for a, b in zip(order, [*order[1:], order[0]], strict=True)]
+        return max(hops), sum(hops)
+
+    if len(members) <= EXACT_RING_LIMIT:
+        best = min(((first, *p) for p in itertools.permutations(rest)), key=key)
+        return tuple(best)
+    order, left = [first], set(rest)
+    while left:  # nearest neighbour, then 2-opt while it helps
+        here = order[-1]
+        order.append(min(left, key=lambda j: (float(delay[here, j]), j)))
+        left.remove(order[-1])
+    improved = True
+    while improved:
+        improved = False
+        for i, j in itertools.combinations(range(1, len(order)), 2):
+            candidate = order[:i] + order[i : j + 1][::-1] + order[j + 1 :]
+            if key(candidate) < key(order):
+                order, improved = candidate, True
+    return tuple(order)
+
+
+def ring(wan: Wan, members: Sequence[int]) -> Collective:
+    order = ring_order(wan.delay, members)
+    k = len(order)
+    loads: Counter[Edge] = Counter()
+    hops = list(zip(order, [*order[1:], order[0]], strict=True))
+    for a, b in hops:
+        loads.update(_path_edges(wan, a, b))
+    slowest = max(float(wan.delay[a, b]) for a, b in hops)
+    return Collective("ring", loads, 1, 2 * (k - 1), k, slowest, order)
+
+
+def _span(wan: Wan, members: Sequence[int]) -> float:
+    return max(float(wan.delay[i, j]) for i in members for j in members if i != j)
+
+
+def direct(wan: Wan, members: Sequence[int]) -> Collective:
+    loads: Counter[Edge] = Counter()
+    for i, j in itertools.permutations(members, 2):
+        loads.update(_path_edges(wan, i, j))
+    k = len(members)
+    return Collective("direct", loads, k - 1, 1, 1, _span(wan, members), tuple(members))
+
+
+def multicast(wan: Wan, members: Sequence[int], tree_loads: Counter[Edge]) -> Collective:
+    k = len(members)
+    return Collective("multicast", tree_loads, k - 1, 1, 1, _span(wan, members), tuple(members))
+
+
+def alone_rate(wan: Wan, collective: Collective, access_bps: float) -> float:
+    """The collective's rate with the WAN to itself: access share or its busiest link."""
+    rate = access_bps / collective.access_share
+    for edge, count in collective.loads.items():
+        rate = min(rate, wan.capacity(*edge) / count)
+    return rate
