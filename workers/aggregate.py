@@ -20,7 +20,8 @@ controller to install a second round. Chunk 0 keeps the window rule intact: the 
 only once the vote is summed.
 
 **After the sum.** A member that has its sum may still be asked for RECOVER copies by a member
-that lost something. `serve` answers NACKs until none has come for `SendPolicy.quiet_s`;
+that lost something. `serve` answers NACKs until none has come for `SendPolicy.quiet_s` (or the
+stream's NACK horizon, if its measured timeouts make that longer);
 `group_sum` does so before it returns. The controller's "round done" is the real end.
 """
 
@@ -199,8 +200,12 @@ class Aggregator:
         return self.result()
 
     def serve(self, quiet_s: float | None = None) -> None:
-        """Answer NACKs (and keep recovering) until none has come for `quiet_s` seconds."""
+        """Answer NACKs (and keep recovering) until none has come for `quiet_s` seconds: by
+        default the policy's, or the NACK horizon of the timeouts measured now if longer (a peer
+        whose sums are as slow as ours NACKs no later than that)."""
         quiet = self.policy.quiet_s if quiet_s is None else quiet_s
+        if quiet_s is None and self.active is not None:
+            quiet = max(quiet, self.active.nack_horizon())
         self._last_nack = self.clock()
         while self.clock() - self._last_nack < quiet:
             self.step(min(MAX_WAIT_S, quiet))

@@ -17,12 +17,16 @@ that arrived, and answers with the packets to send. The rules it follows (docs/p
 - **NACK.** After that, a NACK (WAN) on every further timeout, until the chunk is done.
 - **The timeout follows the network.** A chunk's first timeout is the largest of `timeout_s`,
   twice the smoothed latency from a chunk's first copy to its sum, and that latency plus four
-  deviations (RFC 6298's estimator, sampled only on chunks never resent: Karn's rule). A chunk
-  whose first timeout comes while the latency measured since says its sum may still be on the
-  way waits longer instead of being resent. A first timeout that fires after a whole timeout
-  without any sum multiplies the first timeouts of the chunks still waiting by `backoff` (up to
-  `deadline_s / 4`) until a sum comes in, as TCP backs off its timer; later timeouts are
-  capped at `max_timeout_s` or twice the measured one. Without this, switches that fell
+  deviations (RFC 6298's estimator). A resent chunk's sum may answer any of its copies, so it
+  is sampled from its latest copy: a lower bound, where Karn's rule would skip it (with every
+  chunk resent, as under a busy CPU, nothing would be measured at all). A first timeout is
+  recomputed from the current figures when it comes, so a chunk whose sum the latency
+  measured since says may still be on the way waits longer instead of being resent. Before
+  any sum has come, a first timeout that fires after a whole timeout without one multiplies the
+  first timeouts of the chunks still waiting by `backoff` (up to `deadline_s / 4`), as TCP
+  backs off its timer (RFC 6298, 5.5); the first sum ends it. Later timeouts are capped at
+  `max_timeout_s` or twice the measured one, and `nack_horizon` says how long a member may
+  wait for its NACK: `Aggregator.serve` lingers at least that long. Without this, switches that fell
   behind made every chunk in flight time out at once, and the resends, NACKs and RECOVERs that
   followed overloaded them further (docs/protocol.md, "Timeouts follow the network").
 - **Resends and NACKs are paced** with the fresh chunks: with `rate_bps`, every copy on the WAN
@@ -63,6 +67,7 @@ class _Pending:
     """An unanswered chunk: when it next times out, and what recovery has gathered."""
 
     sent_at: float  # the chunk's first copy
+    last_copy_at: float  # its latest resend or NACK (the first copy until then)
     due: float
     timeout: float
     resends: int = 0
@@ -87,10 +92,12 @@ class _Latency:
         self.last_sum = now
 
     def summed(self, now: float) -> None:
-        """A sum came in (of any chunk): the network answers, the back-off ends."""
-        self.last_sum, self.backoff = max(self.last_sum, now), 1.0
+        """A sum came in (of any chunk): the network answers, the back-off grows no more."""
+        self.last_sum = max(self.last_sum, now)
 
     def sample(self, seconds: float) -> None:
+        """The latency of a chunk never resent: measured again, so the back-off ends."""
+        self.backoff = 1.0
         if self.srtt is None:
             self.srtt, self.rttvar = seconds, seconds / 2
             return
@@ -108,8 +115,9 @@ class _Latency:
         return max(self.measured(), min(self.measured() * self.backoff, self.ceiling))
 
     def timed_out(self, now: float) -> None:
-        """A first timeout fired: if no sum came for a whole timeout, back off the others'."""
-        if now - self.last_sum >= self.measured():
+        """A first timeout fired: before anything is measured, if no sum came for a whole
+        timeout, back off the others'."""
+        if self.srtt is None and now - self.last_sum >= self.measured():
             self.backoff *= self.factor
 
 
@@ -238,8 +246,21 @@ class ChunkStream:
             return
         timeout = self.latency.timeout()
         due = now + self._lag + timeout
-        self.pending[i] = _Pending(sent_at=now, due=due, timeout=timeout)
+        self.pending[i] = _Pending(sent_at=now, last_copy_at=now, due=due, timeout=timeout)
         self._earliest_due = min(self._earliest_due, due)
+
+    def nack_horizon(self) -> float:
+        """How long after sending a chunk a member may wait before NACKing it, and once more
+        after that, with the timeouts as measured now: how long a member that has its sum
+        should go on answering NACKs."""
+        policy = self.policy
+        cap = max(policy.max_timeout_s, 2 * self.latency.measured())
+        timeout = self.latency.timeout()
+        total = self._lag + timeout
+        for _ in range(policy.nack_after + 1):
+            timeout = min(timeout * policy.backoff, cap)
+            total += timeout
+        return total
 
     @property
     def _lag(self) -> float:
@@ -251,8 +272,8 @@ class ChunkStream:
         for i, p in self.pending.items():
             if p.queued:
                 continue
-            if now >= p.due and not p.retried:  # what was measured since may ask for longer
-                p.timeout = max(p.timeout, self.latency.timeout())
+            if not p.retried:  # a first timeout follows what is measured (and backed off) now
+                p.timeout = self.latency.timeout()
                 p.due = p.sent_at + self._lag + p.timeout
                 if now >= p.due:
                     self.latency.timed_out(now)
@@ -283,7 +304,7 @@ class ChunkStream:
                 self.stats.nacks_sent += 1
             cap = max(policy.max_timeout_s, 2 * self.latency.measured())
             p.timeout = min(p.timeout * policy.backoff, cap)
-            p.queued, p.due = False, now + p.timeout
+            p.queued, p.due, p.last_copy_at = False, now + p.timeout, now
             self._earliest_due = min(self._earliest_due, p.due)
             self._next_send_at += self._interval  # a frame time of the schedule, taken
             self._retry_at = now + self._interval  # and never caught up: no burst after a stall
@@ -311,8 +332,11 @@ class ChunkStream:
             self.stats.foreign += 1
             return
         self.stats.results += 1
-        if now is not None and not self.pending[i].retried:  # Karn: a resend's sum is ambiguous
-            self.latency.sample(now - self.pending[i].sent_at)
+        if now is not None:
+            p = self.pending[i]  # a resent chunk's sum may answer any copy: the latest is a bound
+            if self.latency.backoff > 1.0:  # it ends: the chunks' first timeouts may come sooner
+                self._earliest_due = now
+            self.latency.sample(now - (p.last_copy_at if p.retried else p.sent_at))
         self._complete(i, values, now)
 
     def on_recover(self, packet: InnetPacket, now: float | None = None) -> list[InnetPacket]:

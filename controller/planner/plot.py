@@ -1,4 +1,5 @@
-"""PNG plot of a sweep: time to consensus against aggregator memory, one line per family."""
+"""PNG plot of a sweep: time to consensus against aggregator memory, one line per family, and
+the networks that use no memory (plain, multicast) as flat lines in the family's colour."""
 
 from __future__ import annotations
 
@@ -21,11 +22,20 @@ def plot_sweep(result: Sweep, path: Path, title: str) -> None:
 
     fig, ax = plt.subplots(figsize=(8, 5))
     memories = [p.params.memory_bytes / 1e6 for p in result.plans]
+    colours = {}
     for family in result.families:
         times = [p.family(family).time_s for p in result.plans]
         shown = [(m, t) for m, t in zip(memories, times, strict=True) if not math.isinf(t)]
         if shown:
-            ax.plot(*zip(*shown, strict=True), marker="o", markersize=3, label=family)
+            (line,) = ax.plot(*zip(*shown, strict=True), marker="o", markersize=3,
+                              label=f"inna {family}")  # fmt: skip
+            colours[family] = line.get_color()
+    for plan, style in zip(result.baselines, ("--", ":", "-."), strict=False):
+        for f in plan.families:  # no memory used: the same time at every size
+            if not math.isinf(f.time_s):
+                ax.plot([memories[0], memories[-1]], [f.time_s, f.time_s], linestyle=style,
+                        linewidth=1, color=colours.get(f.family),
+                        label=f"{plan.params.network} {f.family}")  # fmt: skip
     for c in result.crossovers:
         ax.axvline(c.memory_bytes / 1e6, color="grey", linestyle="--", linewidth=1)
         ax.annotate(
@@ -38,13 +48,19 @@ def plot_sweep(result: Sweep, path: Path, title: str) -> None:
             fontsize=8,
             color="grey",
         )
+    if result.inna_beats_plain_bytes is not None:
+        mark = result.inna_beats_plain_bytes / 1e6
+        ax.axvline(mark, color="black", linestyle=":", linewidth=1)
+        ax.annotate(f"inna beats plain from {mark:.3g} MB", (mark, 0.02),
+                    xycoords=("data", "axes fraction"), rotation=90, va="bottom", ha="right",
+                    fontsize=8)  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("aggregator memory per site (MB)")
     ax.set_ylabel("time to consensus (s)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".plot-", suffix=".png", dir=path.parent)

@@ -248,7 +248,29 @@ def sweep_text(wan: Wan, result: Sweep) -> str:
         )
     if not result.crossovers:
         lines.append(f"no crossover: {first.best.family} is fastest at every memory size")
-    return "\n".join(lines)
+    return "\n".join(lines + _baseline_lines(result))
+
+
+def _baseline_lines(result: Sweep) -> list[str]:
+    """The networks that use no aggregator memory, and where inna overtakes a plain WAN."""
+    if not result.baselines:
+        return []
+    lines = ["", "without in-line aggregation (no aggregator memory; the same at every size):"]
+    for plan in result.baselines:
+        times = ", ".join(f"{f.family} {_time(f.time_s)}" for f in plan.families)
+        lines.append(f"  {plan.params.network}: {times}; fastest {plan.best.family}")
+    plain = result.baseline("plain")
+    if plain is None:
+        return lines
+    best = f"{plain.best.family} {_time(plain.best.time_s)}"
+    if result.beats_plain_everywhere:
+        lines.append(f"inna beats a plain WAN ({best}) at every memory size swept")
+    elif result.inna_beats_plain_bytes is None:
+        lines.append(f"inna never beats a plain WAN ({best}) in this range")
+    else:
+        memory = format_size(result.inna_beats_plain_bytes)
+        lines.append(f"inna beats a plain WAN ({best}) from {memory} of aggregator memory")
+    return lines
 
 
 def topo_text(wan: Wan) -> str:
@@ -357,4 +379,19 @@ def sweep_json(wan: Wan, result: Sweep) -> JSONObject:
             {"memory_bytes": c.memory_bytes, "below": c.below, "above": c.above}
             for c in result.crossovers
         ],
+        "baselines": [
+            {
+                "network": plan.params.network,
+                "times_s": {
+                    f.family: (None if math.isinf(f.time_s) else f.time_s) for f in plan.families
+                },
+                "best": plan.best.family,
+            }
+            for plan in result.baselines
+        ],
+        "inna_beats_plain_from_bytes": (
+            result.plans[0].params.memory_bytes
+            if result.beats_plain_everywhere
+            else result.inna_beats_plain_bytes
+        ),
     }

@@ -1,4 +1,9 @@
-"""Time to consensus per family across aggregator memory sizes, and where the winner changes."""
+"""Time to consensus per family across aggregator memory sizes, and where the winner changes.
+
+Only `inna` uses aggregator memory: the other networks (`plain`, `multicast`) are planned once,
+as baselines, and the sweep says from which memory `inna`'s fastest family beats the fastest
+over a plain WAN.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +26,20 @@ class Crossover:
 
 @dataclass(frozen=True)
 class Sweep:
-    plans: tuple[Plan, ...]
+    plans: tuple[Plan, ...]  # inna, one per memory point
     crossovers: tuple[Crossover, ...]
+    baselines: tuple[Plan, ...] = ()  # the networks that use no memory, planned once
+    # the memory from which inna's fastest is faster than plain's fastest (None: never, or
+    # already at the lowest point: see `beats_plain_everywhere`); refined by bisection
+    inna_beats_plain_bytes: float | None = None
+
+    def baseline(self, network: str) -> Plan | None:
+        return next((p for p in self.baselines if p.params.network == network), None)
+
+    @property
+    def beats_plain_everywhere(self) -> bool:
+        plain = self.baseline("plain")
+        return plain is not None and self.plans[0].best.time_s < plain.best.time_s
 
     @property
     def families(self) -> tuple[str, ...]:
@@ -44,8 +61,11 @@ def sweep(
     epsilon: float = DEFAULT_EPSILON,
     families: Sequence[str] | None = None,
     refine_steps: int = 12,
+    baselines: Sequence[str] = ("plain", "multicast"),
 ) -> Sweep:
+    base = replace(base, network="inna")
     plans = tuple(planner.plan(replace(base, memory_bytes=m), epsilon, families) for m in memories)
+    others = tuple(planner.plan(replace(base, network=n), epsilon, families) for n in baselines)
     crossovers = []
     for lo, hi in itertools.pairwise(plans):
         below, above = lo.best.family, hi.best.family
@@ -64,4 +84,24 @@ def sweep(
             else:
                 b = mid
         crossovers.append(Crossover((a * b) ** 0.5, below, above))
-    return Sweep(plans, tuple(crossovers))
+    result = Sweep(plans, tuple(crossovers), others)
+    plain = result.baseline("plain")
+    if plain is None or result.beats_plain_everywhere:
+        return result
+    target = plain.best.time_s
+    for lo, hi in itertools.pairwise(plans):
+        if lo.best.time_s >= target > hi.best.time_s:
+            a, b = lo.params.memory_bytes, hi.params.memory_bytes
+            for _ in range(refine_steps):
+                mid = round((a * b) ** 0.5)
+                if mid in (a, b):
+                    break
+                if (
+                    planner.plan(replace(base, memory_bytes=mid), epsilon, families).best.time_s
+                    < target
+                ):
+                    b = mid
+                else:
+                    a = mid
+            return replace(result, inna_beats_plain_bytes=(a * b) ** 0.5)
+    return result

@@ -72,6 +72,8 @@ def test_sweep_marks_the_crossover_writes_a_plot_and_json(capsys, tmp_path):
     assert code == 0, err
     assert "-- crossover at" in out
     assert "crossover: cliques-3 is fastest below" in out and "all-to-all above" in out
+    assert "  plain: all-to-all 2.92 s, cliques-3 2.77 s" in out
+    assert "inna beats a plain WAN (cliques-3 2.77 s) at every memory size swept" in out
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (
         len(

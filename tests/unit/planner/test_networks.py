@@ -1,6 +1,8 @@
 """The cost model per network mode, against cases computed by hand (docs/cost-model.md,
 "Network modes")."""
 
+from dataclasses import replace
+
 import pytest
 
 from controller.planner.collectives import ring_order
@@ -8,6 +10,7 @@ from controller.planner.cost import CostModel, CostParams
 from controller.planner.exceptions import PlanError
 from controller.planner.optimise import Planner
 from controller.planner.schedule import Round
+from controller.planner.sweep import memory_points, sweep
 from tests.unit.planner.wans import line_wan
 from topo.loader import default_wan
 
@@ -81,3 +84,24 @@ def test_inna_is_never_slower_than_multicast_on_the_nine_cities() -> None:
 def test_an_unknown_network_is_refused() -> None:
     with pytest.raises(PlanError, match="unknown network 'ecmp'; known: plain, multicast, inna"):
         CostParams(GB, 10**9, 10e9, network="ecmp")
+
+
+def test_the_sweep_finds_where_inna_overtakes_a_plain_wan() -> None:
+    """Without send offsets all-to-all and cliques-3 need memory for their skew; a plain WAN's
+    fastest (rotating triples on rings, 2.77 s) needs none. Just above the memory the sweep
+    names, inna is faster; just below, it is not."""
+    planner = Planner(default_wan())
+    base = CostParams(GB, 10**6, 10e9, align=False)
+    result = sweep(planner, base, memory_points(10**6, 8 * GB, 12))
+    plain, multicast = result.baseline("plain"), result.baseline("multicast")
+    assert plain is not None and multicast is not None
+    assert [p.params.network for p in result.plans] == ["inna"] * 12
+    mark = result.inna_beats_plain_bytes
+    assert mark is not None and 10**6 < mark < 8 * GB
+    below = planner.plan(replace(base, memory_bytes=round(mark * 0.95))).best.time_s
+    above = planner.plan(replace(base, memory_bytes=round(mark * 1.05))).best.time_s
+    assert below >= plain.best.time_s > above
+    aligned = sweep(planner, replace(base, align=True), [10**6, GB])
+    assert aligned.beats_plain_everywhere  # aligned arrivals need no memory for skew
+    none = sweep(planner, base, [10**6, 2 * 10**6])
+    assert none.inna_beats_plain_bytes is None and not none.beats_plain_everywhere
