@@ -45,7 +45,10 @@ def main() -> int:
         timeout_s=0.2,
         max_timeout_s=1.0,
         deadline_s=90.0,
-        linger_s=1.5,
+        # no linger_s: the library's quiet_s (4 s here), or this member's NACK horizon if
+        # longer. 1.5 s was enough for fixed timeouts (the first NACK 1.4 s after a chunk);
+        # with timeouts that follow the latency, a peer behind a busier edge (island 0 takes
+        # the malformed noise) NACKed after its peers had left, and waited out the deadline
     )
     group = GroupSpec(JOB, ROUND, GROUP, island, members)
     with UdpTransport(f"10.0.{island}.1", f"10.0.{island}.254") as transport:
