@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,21 @@ def start_run(
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)  # fmt: skip
     return proc, out, run_dir
+
+
+def assert_cpu_flags_reported(rounds: list[dict], stdout: str) -> None:
+    """A round whose switches or leaders lagged more than 5% of its predicted time is flagged
+    `cpu_bound`; it is still held to 20% above. On this machine the 1.6 GB all-to-all rounds lag
+    18-52 ms against a 45 ms threshold (one of six flagged in a clean-clone run, at 1.01x the
+    planner): a busy CPU may flag a round, and the flag must then be in the results, not the
+    round left out."""
+    flagged = [r for r in rounds if r["cpu_bound"]]
+    print("rounds flagged CPU-bound:", [(r["schedule"], r["memory"], r["round"],
+          f"{r['cpu_lag_ms']:.0f} ms", f"{r['time_s'] / r['predicted_s']:.2f}x")
+          for r in flagged] or "none")  # fmt: skip
+    per_row = Counter((r["memory"], r["schedule"]) for r in flagged)
+    for count in per_row.values():  # each configuration's row in the table says how many
+        assert f"ok, {count} CPU-bound round(s)" in stdout, stdout
 
 
 def finish(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str, str]:
@@ -137,8 +153,8 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
             continue
         # the must-show: emulated round times within 20% of the planner's prediction
         assert abs(r["time_s"] / r["predicted_s"] - 1) < 0.20, r
-        assert not r["cpu_bound"], r
     print("\nrounds at a pool without headroom that met slot conflicts:", known or "none")
+    assert_cpu_flags_reported(rounds, stdout)
     rows = list(csv.DictReader((out / "summary.csv").open()))
     consensus = {(int(row["memory"]), row["schedule"]): float(row["consensus_s"]) for row in rows}
     small, large = 25_600_000, 1_600_000_000
@@ -178,7 +194,7 @@ def test_link_emulators_on_the_wan_reproduce_the_planner(tmp_path: Path) -> None
                               schedules=["all-to-all", "cliques-3"], training={"rounds": 3},
                               round_deadline="60s")  # fmt: skip
     proc, out, run_dir = start_run(tmp_path, scenario, "--shaping", "links")
-    code, _stdout, stderr = finish(proc, 900)
+    code, stdout, stderr = finish(proc, 900)
     assert code == 0, stderr
     network = json.loads((out / "network.json").read_text())
     assert [n["shaping"] for n in network.values()] == ["links", "links"]
@@ -189,7 +205,7 @@ def test_link_emulators_on_the_wan_reproduce_the_planner(tmp_path: Path) -> None
         if r["slots"] < 4 and r["slot_conflicts"]:
             continue  # issue 15, as in the test above: printed there, not held to 20%
         assert abs(r["time_s"] / r["predicted_s"] - 1) < 0.20, r
-        assert not r["cpu_bound"], r
+    assert_cpu_flags_reported(rounds, stdout)
     print("\nlink emulators: measured / predicted round time:",
           ", ".join(f"{r['schedule']}@{r['memory']:.3g} {r['time_s'] / r['predicted_s']:.3f}"
                     for r in rounds))  # fmt: skip
