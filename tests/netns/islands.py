@@ -203,16 +203,24 @@ def run_workers(
                 *args,
             ],
             cwd=REPO,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for i in ISLANDS
     ]
+    # each prints its report once it has its sum, then answers NACKs until its stdin closes:
+    # closed once every member has reported (or one has failed), as a round ends for the runner
+    lines = [proc.stdout.readline() if proc.stdout else "" for proc in procs]
     reports = []
-    for i, proc in enumerate(procs):
-        out, err = proc.communicate(timeout=timeout)
-        if proc.returncode != 0:
+    for proc in procs:
+        if proc.stdin:
+            proc.stdin.close()
+    for i, (proc, line) in enumerate(zip(procs, lines, strict=True)):
+        err = proc.stderr.read() if proc.stderr else ""
+        proc.wait(timeout=timeout)
+        if proc.returncode != 0 or not line.strip():
             raise WorkerFailed(f"island {i}'s worker exited with {proc.returncode}: {err[-3000:]}")
-        reports.append(json.loads(out.strip().splitlines()[0]))
+        reports.append(json.loads(line))
     return reports
