@@ -31,8 +31,7 @@ that arrived, and answers with the packets to send. The rules it follows (docs/p
   followed overloaded them further (docs/protocol.md, "Timeouts follow the network").
 - **Only a paced stream measures.** Without `rate_bps` a leader sends its whole window at once,
   and the latency it would measure is mostly the queue it built itself. Its timeouts stay
-  the policy's, as before. (Three islands unpaced with 1-2% loss, a window of 1024: with
-  measured timeouts, 2 chunks went unrecovered for 90 s in one run in three; not explained.)
+  the policy's, as before (with measured ones, unpaced lossy runs lost chunks: unexplained).
 - **Resends and NACKs are paced** with the fresh chunks: with `rate_bps`, every copy on the WAN
   schedule (fresh, resend or NACK; a due resend goes first) takes one frame time, so recovery
   does not add to the planned rate, and resends are one frame time apart at least: the chunks
@@ -88,8 +87,11 @@ class _Latency:
     """Smoothed latency from a chunk's first copy to its sum, and its deviation (RFC 6298), with
     the back-off that stands in for a measurement while no sum comes in."""
 
-    def __init__(self, floor: float, ceiling: float, backoff: float, now: float) -> None:
+    def __init__(
+        self, floor: float, ceiling: float, backoff: float, now: float, measures: bool
+    ) -> None:
         self.floor, self.ceiling, self.factor = floor, ceiling, backoff
+        self.measures = measures  # False: the floor always (an unpaced stream)
         self.srtt: float | None = None
         self.rttvar = 0.0
         self.backoff = 1.0
@@ -100,7 +102,9 @@ class _Latency:
         self.last_sum = max(self.last_sum, now)
 
     def sample(self, seconds: float) -> None:
-        """The latency of a chunk never resent: measured again, so the back-off ends."""
+        """A chunk's latency: measured again, so the back-off ends."""
+        if not self.measures:
+            return
         self.backoff = 1.0
         if self.srtt is None:
             self.srtt, self.rttvar = seconds, seconds / 2
@@ -121,7 +125,7 @@ class _Latency:
     def timed_out(self, now: float) -> None:
         """A first timeout fired: before anything is measured, if no sum came for a whole
         timeout, back off the others'."""
-        if self.srtt is None and now - self.last_sum >= self.measured():
+        if self.measures and self.srtt is None and now - self.last_sum >= self.measured():
             self.backoff *= self.factor
 
 
@@ -159,7 +163,8 @@ class ChunkStream:
         self._earliest_due = float("inf")
         self._retries: deque[int] = deque()  # timed-out chunks, in order, for paced sends
         self._retry_at = now
-        self.latency = _Latency(policy.timeout_s, policy.deadline_s / 4, policy.backoff, now)
+        self.latency = _Latency(policy.timeout_s, policy.deadline_s / 4, policy.backoff, now,
+                                measures=bool(self._interval))  # fmt: skip
         self.pacing_lag_s = 0.0  # the most a fresh copy left after its paced time (a busy CPU)
 
     # --- queries
@@ -257,14 +262,17 @@ class ChunkStream:
         """How long after sending a chunk a member may wait before NACKing it, and once more
         after that, with the timeouts as measured now: how long a member that has its sum
         should go on answering NACKs."""
-        policy = self.policy
-        cap = max(policy.max_timeout_s, 2 * self.latency.measured())
+        policy, cap = self.policy, self._retry_cap()
         timeout = self.latency.timeout()
         total = self._lag + timeout
         for _ in range(policy.nack_after + 1):
             timeout = min(timeout * policy.backoff, cap)
             total += timeout
         return total
+
+    def _retry_cap(self) -> float:
+        """The longest timeout after a resend or NACK: the policy's, or twice the measured one."""
+        return max(self.policy.max_timeout_s, 2 * self.latency.measured())
 
     @property
     def _lag(self) -> float:
@@ -279,7 +287,7 @@ class ChunkStream:
             if not p.retried:  # a first timeout follows what is measured (and backed off) now
                 p.timeout = self.latency.timeout()
                 p.due = p.sent_at + self._lag + p.timeout
-                if now >= p.due and self._interval:  # unpaced: fixed timeouts
+                if now >= p.due:
                     self.latency.timed_out(now)
             if now >= p.due:
                 p.queued = True
@@ -306,8 +314,7 @@ class ChunkStream:
                 out.append(self._packet(PacketType.NACK, Flag.WAN, me, i, None))
                 p.nacks += 1
                 self.stats.nacks_sent += 1
-            cap = max(policy.max_timeout_s, 2 * self.latency.measured())
-            p.timeout = min(p.timeout * policy.backoff, cap)
+            p.timeout = min(p.timeout * policy.backoff, self._retry_cap())
             p.queued, p.due, p.last_copy_at = False, now + p.timeout, now
             self._earliest_due = min(self._earliest_due, p.due)
             self._next_send_at += self._interval  # a frame time of the schedule, taken
@@ -336,7 +343,7 @@ class ChunkStream:
             self.stats.foreign += 1
             return
         self.stats.results += 1
-        if now is not None and self._interval:  # unpaced: fixed timeouts (see the docstring)
+        if now is not None:
             p = self.pending[i]  # a resent chunk's sum may answer any copy: the latest is a bound
             if self.latency.backoff > 1.0:  # it ends: the chunks' first timeouts may come sooner
                 self._earliest_due = now

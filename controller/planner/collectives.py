@@ -95,21 +95,23 @@ def ring(wan: Wan, members: Sequence[int]) -> Collective:
     return Collective("ring", loads, 1, 2 * (k - 1), k, slowest, order)
 
 
-def _span(wan: Wan, members: Sequence[int]) -> float:
-    return max(float(wan.delay[i, j]) for i in members for j in members if i != j)
+def _every_stream_in(
+    name: str, wan: Wan, members: Sequence[int], loads: Counter[Edge]
+) -> Collective:
+    """Each member receives the k - 1 others' whole updates, at once, and sums them."""
+    span = max(float(wan.delay[i, j]) for i in members for j in members if i != j)
+    return Collective(name, loads, len(members) - 1, 1, 1, span, tuple(members))
 
 
 def direct(wan: Wan, members: Sequence[int]) -> Collective:
     loads: Counter[Edge] = Counter()
     for i, j in itertools.permutations(members, 2):
         loads.update(_path_edges(wan, i, j))
-    k = len(members)
-    return Collective("direct", loads, k - 1, 1, 1, _span(wan, members), tuple(members))
+    return _every_stream_in("direct", wan, members, loads)
 
 
 def multicast(wan: Wan, members: Sequence[int], tree_loads: Counter[Edge]) -> Collective:
-    k = len(members)
-    return Collective("multicast", tree_loads, k - 1, 1, 1, _span(wan, members), tuple(members))
+    return _every_stream_in("multicast", wan, members, tree_loads)
 
 
 def alone_rate(wan: Wan, collective: Collective, access_bps: float) -> float:

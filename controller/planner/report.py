@@ -35,29 +35,14 @@ def _group_names(wan: Wan, group: Sequence[int]) -> str:
     return ", ".join(wan.names[i] for i in group)
 
 
-def plan_text(wan: Wan, plan: Plan) -> str:
+def _setting(wan: Wan, plan: Plan) -> str:
+    """The first line of a plan: the WAN and every parameter the plans share."""
     p = plan.params
-    lines = [
+    return (
         f"{wan.name}: {wan.n} islands; update {format_size(p.update_bytes)}, aggregator memory "
         f"{format_size(p.memory_bytes)}, access {format_rate(p.access_bps)}, send offsets "
-        f"{'on' if p.align else 'off'}, {p.pacing} pacing, consensus to epsilon {plan.epsilon:g}",
-        "",
-    ]
-    best = plan.best
-    rows = [
-        [
-            f.family + (" *" if f is best else ""),
-            "-" if f.rounds is None else str(f.rounds),
-            "yes" if f.exact else "no",
-            _time(f.time_s),
-            format_size(f.memory_bytes),
-        ]
-        for f in plan.families
-    ]
-    header = ["family", "rounds", "exact", "time to consensus", "memory needed"]
-    lines.append(table(header, rows, [False, True, False, True, True]))
-    lines += ["", family_text(wan, best)]
-    return "\n".join(lines)
+        f"{'on' if p.align else 'off'}, {p.pacing} pacing, consensus to epsilon {plan.epsilon:g}"
+    )
 
 
 def _gain(plain: Plan | None, fam: FamilyPlan) -> float | None:
@@ -81,14 +66,7 @@ def _fastest(plans: Sequence[Plan]) -> Plan:
 def networks_text(wan: Wan, plans: Sequence[Plan]) -> str:
     """Every (network, family) with its time to consensus and its gain over a plain WAN, then
     the fastest of all as a table of rounds."""
-    p = plans[0].params
-    lines = [
-        f"{wan.name}: {wan.n} islands; update {format_size(p.update_bytes)}, aggregator memory "
-        f"{format_size(p.memory_bytes)}, access {format_rate(p.access_bps)}, send offsets "
-        f"{'on' if p.align else 'off'}, {p.pacing} pacing, consensus to epsilon "
-        f"{plans[0].epsilon:g}",
-        "",
-    ]
+    lines = [_setting(wan, plans[0]), ""]
     plain, fastest = _plain(plans), _fastest(plans)
     rows = []
     for plan in plans:
@@ -120,10 +98,18 @@ def networks_text(wan: Wan, plans: Sequence[Plan]) -> str:
 def networks_json(wan: Wan, plans: Sequence[Plan]) -> JSONObject:
     """The plans of every network, each family with its gain over a plain WAN."""
     plain, fastest = _plain(plans), _fastest(plans)
-    doc = plan_json(wan, plans[0])
-    for key in ("network", "best", "families"):
-        doc.pop(key)
-    doc["best"] = {"network": fastest.params.network, "family": fastest.best.family}
+    p = plans[0].params
+    doc: JSONObject = {
+        "topology": wan.name,
+        "islands": list(wan.names),
+        "update_bytes": p.update_bytes,
+        "memory_bytes": p.memory_bytes,
+        "access_bps": p.access_bps,
+        "align": p.align,
+        "pacing": p.pacing,
+        "epsilon": plans[0].epsilon,
+        "best": {"network": fastest.params.network, "family": fastest.best.family},
+    }
     networks: list[JSONValue] = []
     for plan in plans:
         families: list[JSONValue] = []
@@ -165,23 +151,6 @@ def _round_figures(cost: RoundCost) -> list[str]:
         format_size(cost.memory_bytes),
         slow.limit if slow.collective in ("inna", "local") else f"{slow.limit} ({slow.collective})",
     ]
-
-
-def plan_json(wan: Wan, plan: Plan) -> JSONObject:
-    p = plan.params
-    return {
-        "topology": wan.name,
-        "islands": list(wan.names),
-        "update_bytes": p.update_bytes,
-        "memory_bytes": p.memory_bytes,
-        "access_bps": p.access_bps,
-        "align": p.align,
-        "pacing": p.pacing,
-        "network": p.network,
-        "epsilon": plan.epsilon,
-        "best": plan.best.family,
-        "families": [family_json(wan, f) for f in plan.families],
-    }
 
 
 def family_json(wan: Wan, fam: FamilyPlan) -> JSONObject:
