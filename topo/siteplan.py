@@ -22,7 +22,9 @@ Addresses and ports. Island u is 10.0.u.0/24; its host k (1-based, host 1 the le
 with MAC 02:00:0a:00:uu:fe. The edge of island u has port k for host k, then port W + 1 + j for
 the link to its j-th neighbour in `wan.neighbours(u)` (W hosts per island). City u's switch has
 device id u + 1 and serves P4Runtime on 127.0.0.1:(base + u). A leader listens for its island's
-other workers on TCP `WORKER_PORT`.
+other workers on TCP `WORKER_PORT`. Leaders exchange host-side collectives (ring all-reduce,
+direct exchange: the `plain` network) with each other on UDP `PLAIN_UDP_PORT`, which innet.p4
+routes as any IPv4 packet; the `gloo` baseline meets at island 0's leader on TCP `GLOO_PORT`.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ MAX_HOSTS_PER_ISLAND = 253  # hosts 1..253; .254 is the gateway
 MAX_SITES = 256  # 10.0.u.0/24 for u in 0..255
 GATEWAY_HOST = 254
 WORKER_PORT = 20042  # a leader's TCP port for its island's other workers
+PLAIN_UDP_PORT = 20043  # host-to-host collectives over plain IPv4 (the edges only route it)
+GLOO_PORT = 20044  # the torch.distributed (gloo) rendezvous on island 0's leader
 GRPC_BASE_PORT = 50000  # P4Runtime port of city 0's switch; city u's is base + u
 LOOPBACK = "127.0.0.1"
 TARGETS = ("p4switch", "bmv2")  # the P4 targets an edge can run on (ARCHITECTURE.md)
