@@ -70,6 +70,7 @@ STATS = (
     "nack_or_recover",
     "ipv4_forwarded",
     "dropped_other",
+    "replicated",
 )
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,8 @@ MAX_NEIGHBOURS = 15  # 2 * (2**15 - 1) + 1 is the largest group id below 2**16
 
 MEMBERSHIP, TREE = "InnetIngress.membership", "InnetIngress.tree"
 HOST_PORT, IPV4_LPM = "InnetEgress.host_port", "InnetIngress.ipv4_lpm"
+# what a member's edge is told per network mode (None: nothing per round)
+NETWORK_ACTIONS = {"inna": "InnetIngress.member", "multicast": "InnetIngress.relay", "plain": None}
 
 
 # --- entries by name ---------------------------------------------------------------------------
@@ -218,9 +221,18 @@ def _route(prefix: Lpm, port: int, dmac: str) -> TableWrite:
 
 
 def round_entries(
-    wan: Wan, rnd: Round, *, job: int, number: int, hosts_per_island: int
+    wan: Wan, rnd: Round, *, job: int, number: int, hosts_per_island: int, network: str = "inna"
 ) -> dict[int, SwitchEntries]:
-    """Membership, transit and tree entries of one round, with the groups they use, per edge."""
+    """Membership, transit and tree entries of one round, with the groups they use, per edge.
+
+    `network` says what the edges do (docs/protocol.md): `inna` merges at the members' edges
+    (`member`), `multicast` only replicates (`relay`, the same trees), and `plain` installs
+    nothing: its hosts send to each other over routed IPv4."""
+    if network not in NETWORK_ACTIONS:
+        raise RoundEntriesError(f"unknown network {network!r}; known: {', '.join(NETWORK_ACTIONS)}")
+    action = NETWORK_ACTIONS[network]
+    if action is None:
+        return {}
     if wan.n > MAX_ISLANDS:
         raise RoundEntriesError(f"innet carries at most {MAX_ISLANDS} islands, the WAN has {wan.n}")
     if not 0 <= job < 1 << 16 or not 0 <= number < 1 << 16:
@@ -241,9 +253,7 @@ def round_entries(
             trees.append((src, edges))
         for u in members:
             params = (("expected", expected), ("my_bit", 1 << u), ("local_grp", LOCAL_GRP))
-            tables.setdefault(u, []).append(
-                TableWrite(MEMBERSHIP, key, "InnetIngress.member", params)
-            )
+            tables.setdefault(u, []).append(TableWrite(MEMBERSHIP, key, action, params))
             groups.setdefault(u, {})[LOCAL_GRP] = group_entry(wan, u, LOCAL_GRP, hosts_per_island)
         for u in sorted(on_tree - set(members)):
             tables.setdefault(u, []).append(TableWrite(MEMBERSHIP, key, "InnetIngress.transit"))
@@ -332,11 +342,13 @@ class RoundDriver:
         job: int,
         addressing: Addressing,
         switches: Sequence[str] | None = None,
+        network: str = "inna",
     ) -> None:
         if schedule.n != wan.n:
             raise RoundEntriesError(f"the schedule has {schedule.n} islands, the WAN {wan.n}")
         self.fabric, self.wan, self.schedule, self.job = fabric, wan, schedule, job
         self.addressing = addressing
+        self.network = network  # what the edges do in the rounds installed from now on
         self.switches = tuple(switches) if switches is not None else fabric.names
         if len(self.switches) != wan.n:
             raise RoundEntriesError(f"{len(self.switches)} switch names for {wan.n} cities")
@@ -373,7 +385,8 @@ class RoundDriver:
             )
         rnd = self.schedule.round_at(number)
         entries = round_entries(self.wan, rnd, job=self.job, number=wire,
-                          hosts_per_island=self.addressing.hosts_per_island)  # fmt: skip
+                                hosts_per_island=self.addressing.hosts_per_island,
+                                network=self.network)  # fmt: skip
         self._apply(install_changes(entries, [self._base, *self._installed.values()]))
         self._installed[number] = entries
         log.info("round %d installed: groups %s", number, rnd.groups)

@@ -182,6 +182,12 @@ class Testbed:
 
     # --- schedule -------------------------------------------------------------------------
 
+    def set_network(self, network: str) -> None:
+        """What the edges do in the rounds installed from now on: `inna` merges, `multicast`
+        only replicates, `plain` installs nothing per round (docs/protocol.md)."""
+        with self._lock:
+            self.driver.network = network
+
     def set_schedule(self, schedule: Schedule) -> None:
         """Play `schedule` from the next round on (its first round is played next)."""
         if schedule.n != self.wan.n:

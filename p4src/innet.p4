@@ -77,7 +77,8 @@ const bit<32> STAT_RESULT_RESENT   = 7;
 const bit<32> STAT_NACK_OR_RECOVER = 8;
 const bit<32> STAT_IPV4_FORWARDED  = 9;
 const bit<32> STAT_DROPPED_OTHER   = 10;
-#define STATS_SIZE 11
+const bit<32> STAT_REPLICATED      = 11;
+#define STATS_SIZE 12
 
 parser InnetParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
@@ -167,6 +168,15 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
         meta.local_grp = local_grp;
     }
 
+    /* The `multicast` network: the island is a member, but its edge replicates contributions to
+     * the hosts as it does NACKs and RECOVERs, and never merges; the hosts sum. */
+    action relay(bit<32> expected, bit<32> my_bit, bit<16> local_grp) {
+        meta.role = ROLE_RELAY;
+        meta.expected = expected;
+        meta.my_bit = my_bit;
+        meta.local_grp = local_grp;
+    }
+
     action transit() {
         meta.role = ROLE_TRANSIT;
     }
@@ -181,7 +191,7 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.innet.round: exact;
             hdr.innet.group: exact;
         }
-        actions = { member; transit; @defaultonly unknown; }
+        actions = { member; relay; transit; @defaultonly unknown; }
         default_action = unknown();
         size = 1024;
     }
@@ -248,7 +258,8 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
             return;
         }
         bit<32> src_bit = 32w1 << hdr.innet.src;
-        if (meta.role == ROLE_MEMBER && (src_bit & meta.expected) == 0) {
+        bool in_group = meta.role == ROLE_MEMBER || meta.role == ROLE_RELAY;
+        if (in_group && (src_bit & meta.expected) == 0) {
             stats.count(STAT_NOT_MEMBER);
             return;
         }
@@ -256,11 +267,16 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
             tree.apply();
         }
 
-        if (hdr.innet.type == TYPE_NACK || hdr.innet.type == TYPE_RECOVER) {
-            /* NACK or RECOVER: never merged, replicated like the source's stream; the hosts of
-             * every member but the source's own get a copy. */
-            stats.count(STAT_NACK_OR_RECOVER);
-            bool to_hosts = meta.role == ROLE_MEMBER && src_bit != meta.my_bit;
+        if (hdr.innet.type == TYPE_NACK || hdr.innet.type == TYPE_RECOVER
+                || meta.role == ROLE_RELAY) {
+            /* NACK or RECOVER, or any packet of a group that is not merged: replicated like the
+             * source's stream; the hosts of every member but the source's own get a copy. */
+            if (hdr.innet.type == TYPE_CONTRIBUTION) {
+                stats.count(STAT_REPLICATED);
+            } else {
+                stats.count(STAT_NACK_OR_RECOVER);
+            }
+            bool to_hosts = in_group && src_bit != meta.my_bit;
             if (meta.on_tree == 1) {
                 standard_metadata.mcast_grp = to_hosts ? meta.wan_local_grp : meta.wan_grp;
             } else if (to_hosts) {

@@ -8,9 +8,11 @@ modes").
 - `plain`: the edges only route. Hosts run a collective over unicast, whichever is faster for
   the group alone:
   - `ring`: ring all-reduce, as NCCL and gloo run it: reduce-scatter then all-gather, 2(k - 1)
-    steps in each of which every member sends D / k to its successor. A step waits for the
-    previous one (gloo's ring), so each costs (D / k) / R plus the slowest hop's delay. A member
-    sends one stream and receives one;
+    steps in each of which every member sends D / k to its successor. The worker library
+    pipelines it chunk by chunk (a chunk goes on to the next step as soon as it is in), so a
+    member's link is busy for 2(k - 1) segments and the round ends a hop after that, unless the
+    delays around the ring are the longer chain: one segment plus 2(k - 1) consecutive hops.
+    A member sends one stream and receives one;
   - `direct`: every member unicasts its update to every other member and sums locally: its
     access link carries (k - 1) streams out and (k - 1) in.
 
@@ -43,14 +45,17 @@ class Collective:
     name: str  # "ring", "direct", "multicast" or "inna"
     loads: Counter[Edge]  # streams on each directed WAN link
     access_share: int  # streams on a member's busiest access direction: R <= B / access_share
-    steps: int  # sequential transfers of the update's 1 / pieces each
+    steps: int  # transfers of the update's 1 / pieces each, back to back on a member's link
     pieces: int  # a transfer carries D / pieces
-    latency_s: float  # delay each step waits for (ring: the slowest hop; else the group's span)
+    latency_s: float  # delay after the last transfer (ring: the slowest hop; else the span)
     order: tuple[int, ...]  # the ring's order (the members, for the others)
+    chain_s: float = 0.0  # ring: the longest run of 2 (k - 1) consecutive hops' delays
 
     def time_s(self, bits: float, rate_bps: float) -> float:
-        """The group's time at this per-stream rate."""
-        return self.steps * (bits / self.pieces / rate_bps + self.latency_s)
+        """The group's time at this per-stream rate: the member's link busy for every transfer,
+        or one transfer and then the chain of hops, whichever is longer (pipelined chunks)."""
+        piece = bits / self.pieces / rate_bps
+        return max(self.steps * piece + self.latency_s, piece + self.chain_s)
 
 
 def _path_edges(wan: Wan, src: int, dst: int) -> list[Edge]:
@@ -91,8 +96,11 @@ def ring(wan: Wan, members: Sequence[int]) -> Collective:
     hops = list(zip(order, [*order[1:], order[0]], strict=True))
     for a, b in hops:
         loads.update(_path_edges(wan, a, b))
-    slowest = max(float(wan.delay[a, b]) for a, b in hops)
-    return Collective("ring", loads, 1, 2 * (k - 1), k, slowest, order)
+    delays = [float(wan.delay[a, b]) for a, b in hops]
+    # 2 (k - 1) consecutive hops go twice round the ring but for the two before the start
+    pairs = min(delays[i - 2] + delays[i - 1] for i in range(k)) if k > 2 else 0.0
+    chain = 2 * sum(delays) - pairs
+    return Collective("ring", loads, 1, 2 * (k - 1), k, max(delays), order, chain)
 
 
 def _every_stream_in(

@@ -99,6 +99,7 @@ class GroupCost:
     memory_bytes: float  # aggregator memory this group needs at its busiest member
     limit: str  # what bounds the rate: "memory", "access", "link A->B", or "local"
     collective: str = "inna"  # how it exchanges: "inna", "multicast", "ring" or "direct"
+    order: tuple[int, ...] = ()  # the ring's order of the members (else empty)
 
 
 @dataclass(frozen=True)
@@ -184,9 +185,9 @@ class CostModel:
         if p.network == "multicast":
             return multicast(self.wan, members, self.geometry.link_loads(members))
         bits = p.update_bytes * 8.0
-        return min(
+        return min(  # a tie (a pair) goes to direct exchange: one transfer, not two halves
             self.geometry.unicast(members),
-            key=lambda c: c.time_s(bits, alone_rate(self.wan, c, p.access_bps)),
+            key=lambda c: (c.time_s(bits, alone_rate(self.wan, c, p.access_bps)), c.name == "ring"),
         )
 
     def _host_round_cost(self, rnd: Round) -> RoundCost:
@@ -204,7 +205,10 @@ class CostModel:
             c, rate = chosen[g], rates[g]
             limit = "access" if limits[g] == "cap" else limits[g]
             time_s = c.time_s(bits, rate)
-            costs.append(GroupCost(g, rate, zeros, 0.0, c.latency_s, time_s, 0.0, limit, c.name))
+            order = c.order if c.name == "ring" else ()
+            costs.append(
+                GroupCost(g, rate, zeros, 0.0, c.latency_s, time_s, 0.0, limit, c.name, order)
+            )
         return RoundCost(rnd, tuple(costs))
 
     def round_cost(self, rnd: Round) -> RoundCost:

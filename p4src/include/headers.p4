@@ -92,13 +92,14 @@ struct headers_t {
 const bit<2> ROLE_UNKNOWN = 0;
 const bit<2> ROLE_MEMBER  = 1;
 const bit<2> ROLE_TRANSIT = 2;
+const bit<2> ROLE_RELAY   = 3;  /* a member whose edge replicates but does not merge */
 
 #define INNET_SUM(I) bit<32> sum##I;
 struct metadata_t {
     bit<2>  role;
-    bit<32> expected;       /* member: bitmap of the group's islands */
-    bit<32> my_bit;         /* member: this island's bit */
-    bit<16> local_grp;      /* member: multicast group of the island's host ports */
+    bit<32> expected;       /* member or relay: bitmap of the group's islands */
+    bit<32> my_bit;         /* member or relay: this island's bit */
+    bit<16> local_grp;      /* member or relay: multicast group of the island's host ports */
     bit<1>  on_tree;        /* WAN flag and a tree entry for (job, round, group, src) */
     bit<16> wan_grp;
     bit<16> wan_local_grp;

@@ -196,3 +196,25 @@ def test_bad_rounds_are_refused_with_a_reason() -> None:
         round_entries(wan, Round.of([[0, 1, 2]]), job=1, number=1 << 16, hosts_per_island=1)
     with pytest.raises(ValueError, match="in no group"):
         round_entries(wan, Round.of([[0, 1]]), job=1, number=1, hosts_per_island=1)
+
+
+def test_each_network_mode_installs_what_its_edges_do() -> None:
+    """`multicast` installs the same trees with `relay` where `inna` has `member`; `plain`
+    installs nothing per round (its hosts use the base routes)."""
+    wan = default_wan()
+    rnd = cliques(9, 3).rounds[1]
+    inna = round_entries(wan, rnd, job=1, number=3, hosts_per_island=W)
+    relay = round_entries(wan, rnd, job=1, number=3, hosts_per_island=W, network="multicast")
+    assert round_entries(wan, rnd, job=1, number=3, hosts_per_island=W, network="plain") == {}
+    assert inna.keys() == relay.keys()
+    for u in inna:
+        assert inna[u].groups == relay[u].groups
+        renamed = [
+            TableWrite(e.table, e.match, "InnetIngress.member", e.params)
+            if e.action == "InnetIngress.relay" else e
+            for e in relay[u].tables
+        ]  # fmt: skip
+        assert tuple(renamed) == inna[u].tables
+    assert sum(e.action == "InnetIngress.relay" for u in relay for e in relay[u].tables) == 9
+    with pytest.raises(RoundEntriesError, match="unknown network 'gloo'"):
+        round_entries(wan, rnd, job=1, number=3, hosts_per_island=W, network="gloo")

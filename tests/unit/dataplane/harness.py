@@ -216,10 +216,18 @@ class Triangle:
     # --- control plane
 
     def install_member(
-        self, island: int, job: int, rnd: int, group: int, members: Sequence[int]
+        self,
+        island: int,
+        job: int,
+        rnd: int,
+        group: int,
+        members: Sequence[int],
+        merge: bool = True,
     ) -> None:
+        """`merge=False`: the `multicast` network's `relay` (replicate, never merge)."""
         expected = sum(1 << m for m in members)
-        call = rt.ActionCall("InnetIngress.member", (expected, 1 << island, LOCAL_GRP))
+        action = "InnetIngress.member" if merge else "InnetIngress.relay"
+        call = rt.ActionCall(action, (expected, 1 << island, LOCAL_GRP))
         self._membership(island, job, rnd, group, call)
 
     def install_transit(self, island: int, job: int, rnd: int, group: int) -> None:
@@ -241,10 +249,12 @@ class Triangle:
         call = rt.ActionCall("InnetIngress.replicate", (wan_grp, wan_local_grp))
         edge.state.table("InnetIngress.tree").insert(rt.TableEntry(key, call))
 
-    def install_group(self, job: int, rnd: int, group: int, members: Sequence[int]) -> None:
+    def install_group(
+        self, job: int, rnd: int, group: int, members: Sequence[int], merge: bool = True
+    ) -> None:
         """A group on the triangle: every member's tree is its direct links to the others."""
         for m in members:
-            self.install_member(m, job, rnd, group, members)
+            self.install_member(m, job, rnd, group, members, merge)
             ports = [port_toward(m, other) for other in members if other != m]
             self.install_tree(m, job, rnd, group, m, ports)
 

@@ -62,6 +62,7 @@ def test_p4info_names_a_controller_uses() -> None:
     }
     actions = {a.preamble.name: [(p.name, p.bitwidth) for p in a.params] for a in p4info.actions}
     assert actions["InnetIngress.member"] == [("expected", 32), ("my_bit", 32), ("local_grp", 16)]
+    assert actions["InnetIngress.relay"] == [("expected", 32), ("my_bit", 32), ("local_grp", 16)]
     assert actions["InnetIngress.transit"] == []
     assert actions["InnetIngress.unknown"] == []
     assert actions["InnetIngress.replicate"] == [("wan_grp", 16), ("wan_local_grp", 16)]
@@ -81,7 +82,7 @@ def test_p4info_names_a_controller_uses() -> None:
     }
     (stats,) = p4info.counters
     assert stats.preamble.name == "InnetIngress.stats"
-    assert stats.size == len(STATS) == 11
+    assert stats.size == len(STATS) == 12
     assert stats.spec.unit == p4info_pb2.CounterSpec.BOTH  # packets_and_bytes
 
 
@@ -194,6 +195,31 @@ def test_nack_and_recover_reach_every_member_host_but_the_source() -> None:
         assert d.ip_dst == host_ip(island) and d.ip_checksum_ok
     assert [net.stats(i)["nack_or_recover"] for i in ISLANDS] == [1, 1, 1]
     assert not any(net.register(A, "slot_seen"))  # never merged
+
+
+def test_a_relay_group_replicates_contributions_unchanged_and_never_merges() -> None:
+    """The `multicast` network: the edges replicate each member's stream to the other members'
+    hosts, as they do NACKs and RECOVERs, and leave the slots alone; the hosts sum."""
+    net = Triangle(16)
+    net.install_group(JOB, ROUND, GROUP, ISLANDS, merge=False)
+    for src in ISLANDS:
+        for flags in (WAN, WAN | LOCAL):  # a merge flag changes nothing: relays never merge
+            net.contribute(src, msg(src, chunk=4, value=src + 1, flags=flags))
+    for island in ISLANDS:
+        got = net.take(island)
+        others = [s for s in ISLANDS if s != island]
+        assert sorted(d.msg.src for d in got) == sorted(others * 2)
+        for d in got:  # the contribution as it was sent: no RESULT, no sum
+            assert (d.msg.type, d.msg.chunk) == (CONTRIBUTION, 4)
+            assert d.msg.values == (d.msg.src + 1,) * N
+            assert d.ip_dst == host_ip(island) and d.ip_checksum_ok
+        stats = net.stats(island)
+        # its own two, and the four others' copies that came in
+        assert stats["replicated"] == 6
+        assert stats["contribution"] == stats["completed"] == stats["dropped_other"] == 0
+        assert not any(net.register(island, "slot_seen"))
+    net.contribute(A, Innet(CONTRIBUTION, WAN, JOB, ROUND, GROUP, 5, 5, (1,) * N))  # not one
+    assert net.stats(A)["not_member"] == 1
 
 
 def test_a_wan_copy_never_goes_back_where_it_came_from() -> None:
