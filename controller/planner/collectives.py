@@ -34,6 +34,7 @@ from topo.wan import Wan
 
 NETWORKS = ("plain", "multicast", "inna")
 EXACT_RING_LIMIT = 7  # members up to which every ring order is tried (6! = 720 orders)
+RING_ON_LISTS = 32  # members up to which the order is found on lists, beyond on arrays
 
 Edge = tuple[int, int]
 
@@ -65,28 +66,115 @@ def _path_edges(wan: Wan, src: int, dst: int) -> list[Edge]:
 
 def ring_order(delay: np.ndarray, members: Sequence[int]) -> tuple[int, ...]:
     """The ring through `members` with the smallest slowest hop, then the smallest total."""
-    first, rest = members[0], list(members[1:])
+    if len(members) <= RING_ON_LISTS:
+        return _small_ring_order(delay, members)
+    order = _nearest_neighbour(delay, members[0], list(members[1:]))
+    sub = delay[np.ix_(order, order)]
+    symmetric = bool(np.array_equal(sub, sub.T))
+    improved = True
+    while improved:  # 2-opt while it helps: every reversal of order[i..j], in turn
+        improved = False
+        for i in range(1, len(order) - 1):
+            j = _first_gain(delay, order, i, i + 1, symmetric)
+            while j is not None:
+                order = order[:i] + order[i : j + 1][::-1] + order[j + 1 :]
+                improved = True
+                j = _first_gain(delay, order, i, j + 1, symmetric)
+    return tuple(order)
+
+
+def _small_ring_order(delay: np.ndarray, members: Sequence[int]) -> tuple[int, ...]:
+    """ring_order on Python lists, members by position: every order for up to
+    EXACT_RING_LIMIT members, else nearest neighbour then 2-opt over every candidate."""
+    k = len(members)
+    d = delay[np.ix_(members, members)].tolist()
 
     def key(order: Sequence[int]) -> tuple[float, float]:
-        hops = [float(delay[a, b]) for a, b in zip(order, [*order[1:], order[0]], strict=True)]
+        hops = [d[a][b] for a, b in zip(order, [*order[1:], order[0]], strict=True)]
         return max(hops), sum(hops)
 
-    if len(members) <= EXACT_RING_LIMIT:
-        best = min(((first, *p) for p in itertools.permutations(rest)), key=key)
-        return tuple(best)
-    order, left = [first], set(rest)
-    while left:  # nearest neighbour, then 2-opt while it helps
+    if k <= EXACT_RING_LIMIT:
+        best = min(((0, *p) for p in itertools.permutations(range(1, k))), key=key)
+        return tuple(members[a] for a in best)
+    order, left = [0], set(range(1, k))
+    while left:  # nearest neighbour (ties: the lowest island), then 2-opt while it helps
         here = order[-1]
-        order.append(min(left, key=lambda j: (float(delay[here, j]), j)))
+        order.append(min(left, key=lambda j: (d[here][j], members[j])))
         left.remove(order[-1])
     improved = True
     while improved:
         improved = False
-        for i, j in itertools.combinations(range(1, len(order)), 2):
+        for i, j in itertools.combinations(range(1, k), 2):
             candidate = order[:i] + order[i : j + 1][::-1] + order[j + 1 :]
             if key(candidate) < key(order):
                 order, improved = candidate, True
-    return tuple(order)
+    return tuple(members[a] for a in order)
+
+
+def _ring_key(delay: np.ndarray, order: Sequence[int]) -> tuple[float, float]:
+    """(slowest hop, total delay) of the ring through `order`, back to its start."""
+    hops = [float(delay[a, b]) for a, b in zip(order, [*order[1:], order[0]], strict=True)]
+    return max(hops), sum(hops)
+
+
+def _nearest_neighbour(delay: np.ndarray, first: int, rest: Sequence[int]) -> list[int]:
+    """From `first`, on to the nearest member not yet visited (ties: the lowest index)."""
+    left = np.array(sorted(rest), dtype=np.intp)
+    alive = np.ones(len(left), dtype=bool)
+    order = [first]
+    for _ in range(len(left)):
+        row = np.where(alive, delay[order[-1], left], np.inf)
+        nearest = int(np.flatnonzero(row == row.min())[0])
+        alive[nearest] = False
+        order.append(int(left[nearest]))
+    return order
+
+
+def _first_gain(
+    delay: np.ndarray, order: list[int], i: int, start: int, symmetric: bool
+) -> int | None:
+    """The first j >= start whose reversal of order[i..j] lowers the ring's key, or None.
+
+    A reversal trades the hops into position i and out of position j for two new ones; with
+    symmetric delays the hops between keep their values, so a candidate's slowest hop follows
+    exactly from the ring's three slowest, and its total from a difference. Where that
+    difference is too small to outweigh the rounding of the totals, or the delays are not
+    symmetric, the candidate's key is computed in full: the choices are those of comparing
+    every candidate's key in turn."""
+    k = len(order)
+    if start > k - 1:
+        return None
+    ring = np.asarray(order, dtype=np.intp)
+    after = np.roll(ring, -1)
+    hops = delay[ring, after]
+    listed = hops.tolist()  # the hops _ring_key adds up, in its order
+    old = (max(listed), sum(listed))
+    js = np.arange(start, k)
+    into, out = delay[ring[i - 1], ring[js]], delay[ring[i], after[js]]
+    delta = (into + out) - (hops[i - 1] + hops[js])
+    top = np.argsort(-hops, kind="stable")[:3]
+    others = np.full(len(js), hops[top[2]])
+    for p in top[1::-1]:  # the slowest hop but those at i - 1 and j
+        others = np.where((p != i - 1) & (p != js), hops[p], others)
+    slowest = np.maximum(others, np.maximum(into, out))
+    tol = 1e-9 * old[1]
+    tie = slowest == old[0]
+    better = (slowest < old[0]) | (tie & (delta < -tol))
+    unsure = tie & (np.abs(delta) <= tol) if symmetric else np.ones(len(js), dtype=bool)
+    if not symmetric:
+        better[:] = False
+    for at in np.flatnonzero(better | unsure):
+        j = int(js[at])
+        if better[at]:
+            return j
+        if symmetric:  # the candidate's hops, in its order, as _ring_key would list them
+            swapped = [*listed[: i - 1], float(into[at]), *listed[i:j][::-1], float(out[at])]
+            swapped += listed[j + 1 :]
+            if (max(swapped), sum(swapped)) < old:
+                return j
+        elif _ring_key(delay, order[:i] + order[i : j + 1][::-1] + order[j + 1 :]) < old:
+            return j
+    return None
 
 
 def ring(wan: Wan, members: Sequence[int]) -> Collective:

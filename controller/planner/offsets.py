@@ -34,45 +34,95 @@ class Alignment:
     span: float  # from the first send to the last arrival at any member
 
 
+SMALL = 24  # members up to which the offsets are found on Python lists, beyond on arrays
+
+
+def _local(delay: np.ndarray, members: Sequence[int]) -> list[list[float]]:
+    """d[a][b] = delay[members[a], members[b]], as Python floats (the same values)."""
+    idx = np.asarray(members, dtype=np.intp)
+    local: list[list[float]] = delay[np.ix_(idx, idx)].tolist()
+    return local
+
+
 def arrival_skew(delay: np.ndarray, members: Sequence[int], offsets: Sequence[float]) -> float:
     """The largest spread of remote arrival times over the members' aggregators."""
+    return _skew(_local(delay, members), offsets)
+
+
+def arrival_span(delay: np.ndarray, members: Sequence[int], offsets: Sequence[float]) -> float:
+    """Time from the earliest send to the latest remote arrival at any member."""
+    return _span(_local(delay, members), offsets)
+
+
+def _skew(d: list[list[float]], offsets: Sequence[float]) -> float:
     worst = 0.0
-    for j in members:
-        times = [s + delay[i, j] for i, s in zip(members, offsets, strict=True) if i != j]
+    for j in range(len(d)):
+        times = [s + d[i][j] for i, s in enumerate(offsets) if i != j]
         if len(times) > 1:
             worst = max(worst, max(times) - min(times))
     return worst
 
 
-def arrival_span(delay: np.ndarray, members: Sequence[int], offsets: Sequence[float]) -> float:
-    """Time from the earliest send to the latest remote arrival at any member."""
-    last = max(
-        (s + delay[i, j] for i, s in zip(members, offsets, strict=True) for j in members if i != j),
-        default=0.0,
-    )
+def _span(d: list[list[float]], offsets: Sequence[float]) -> float:
+    k = len(d)
+    last = max((offsets[i] + d[i][j] for i in range(k) for j in range(k) if i != j), default=0.0)
     return last - min(offsets, default=0.0)
 
 
 def unaligned(delay: np.ndarray, members: Sequence[int]) -> Alignment:
     zeros = (0.0,) * len(members)
-    return Alignment(
-        zeros, arrival_skew(delay, members, zeros), arrival_span(delay, members, zeros)
-    )
+    d = _local(delay, members)
+    return Alignment(zeros, _skew(d, zeros), _span(d, zeros))
+
+
+def aligned(delay: np.ndarray, members: Sequence[int]) -> Alignment:
+    """Offsets of least skew (ties: the shortest-path solution, shifted to start at 0)."""
+    d = _local(delay, members)
+    s = _least_skew(d) if len(d) <= SMALL else _least_skew_arrays(np.array(d))
+    low = min(s, default=0.0)
+    offsets = tuple(x - low for x in s)
+    return Alignment(offsets, _skew(d, offsets), _span(d, offsets))
+
+
+def _least_skew(d: list[list[float]]) -> list[float]:
+    """Offsets (not yet shifted) of least skew: Karp's cycle mean, then Bellman-Ford."""
+    k = len(d)
+    w = [[NO_EDGE] * k for _ in range(k)]
+    for a in range(k):
+        for b in range(k):
+            if a != b and k > 2:
+                w[a][b] = max([d[b][j] - d[a][j] for j in range(k) if j != a and j != b])
+    z = _max_mean_cycle(w)
+    slack = 1e-12 * (1.0 + abs(z))
+    out = [[(b, z + slack - w[a][b]) for b in range(k) if w[a][b] != NO_EDGE] for a in range(k)]
+    s = [0.0] * k
+    for _ in range(k):  # Bellman-Ford from a virtual source joined to every member at 0
+        changed = False
+        for a in range(k):
+            here = s[a]  # a has no edge to itself: fixed while its edges are relaxed
+            for b, length in out[a]:
+                if here + length < s[b]:
+                    s[b] = here + length
+                    changed = True
+        if not changed:
+            break
+    return s
 
 
 def _max_mean_cycle(w: list[list[float]]) -> float:
     """Karp's maximum mean cycle; 0 when the graph has no cycle."""
     k = len(w)
+    into = [[(u, w[u][v]) for u in range(k) if w[u][v] != NO_EDGE] for v in range(k)]
+    dist = [[0.0] * k]
+    for _ in range(k):  # dist[t][v]: the heaviest walk of t edges ending at v
+        prev = dist[-1]
+        dist.append(
+            [
+                max([prev[u] + x for u, x in edges if prev[u] != NO_EDGE], default=NO_EDGE)
+                for edges in into
+            ]
+        )
     best = NO_EDGE
-    dist = [[NO_EDGE] * k for _ in range(k + 1)]
-    dist[0] = [0.0] * k
-    for t in range(1, k + 1):
-        prev, row = dist[t - 1], dist[t]
-        for v in range(k):
-            row[v] = max(
-                (prev[u] + w[u][v] for u in range(k) if w[u][v] != NO_EDGE and prev[u] != NO_EDGE),
-                default=NO_EDGE,
-            )
     for v in range(k):
         if dist[k][v] == NO_EDGE:
             continue
@@ -81,30 +131,36 @@ def _max_mean_cycle(w: list[list[float]]) -> float:
     return max(best, 0.0)
 
 
-def aligned(delay: np.ndarray, members: Sequence[int]) -> Alignment:
-    """Offsets of least skew (ties: the shortest-path solution, shifted to start at 0)."""
-    k = len(members)
-    w = [[NO_EDGE] * k for _ in range(k)]
-    for a, i in enumerate(members):
-        for b, i2 in enumerate(members):
-            if a != b:
-                gaps = [delay[i2, j] - delay[i, j] for j in members if j not in (i, i2)]
-                if gaps:
-                    w[a][b] = max(gaps)
-    z = _max_mean_cycle(w)
+def _least_skew_arrays(d: np.ndarray) -> list[float]:
+    """_least_skew for many members, on arrays, with the same arithmetic in the same order."""
+    k = len(d)
+    w = np.full((k, k), NO_EDGE)
+    for a in range(k):  # w[a, b] = max over j other than a, b of d[b, j] - d[a, j]
+        gaps = d - d[a]
+        gaps[:, a] = NO_EDGE
+        np.fill_diagonal(gaps, NO_EDGE)
+        w[a] = gaps.max(axis=1)
+        w[a, a] = NO_EDGE
+    dist = np.full((k + 1, k), NO_EDGE)  # Karp: dist[t, v], heaviest walk of t edges to v
+    dist[0] = 0.0
+    for t in range(1, k + 1):
+        dist[t] = (dist[t - 1][:, None] + w).max(axis=0)
+    with np.errstate(invalid="ignore"):  # -inf - -inf where no walk: masked below
+        means = (dist[k][None, :] - dist[:k]) / (k - np.arange(k))[:, None]
+    means[dist[:k] == NO_EDGE] = math.inf
+    z = max(float(means.min(axis=0)[dist[k] != NO_EDGE].max(initial=NO_EDGE)), 0.0)
     slack = 1e-12 * (1.0 + abs(z))
-    s = [0.0] * k
-    for _ in range(k):  # Bellman-Ford from a virtual source joined to every member at 0
+    step = z + slack - w  # the length of edge a -> b (inf: no edge)
+    s = np.zeros(k)
+    for _ in range(k):  # Bellman-Ford: one source's edges at a time, relaxed in place
         changed = False
         for a in range(k):
-            for b in range(k):
-                if w[a][b] != NO_EDGE and s[a] + (z + slack - w[a][b]) < s[b]:
-                    s[b] = s[a] + (z + slack - w[a][b])
-                    changed = True
+            reach = s[a] + step[a]
+            better = reach < s
+            if better.any():
+                s = np.where(better, reach, s)
+                changed = True
         if not changed:
             break
-    low = min(s)
-    offsets = tuple(x - low for x in s)
-    return Alignment(
-        offsets, arrival_skew(delay, members, offsets), arrival_span(delay, members, offsets)
-    )
+    listed: list[float] = s.tolist()
+    return listed

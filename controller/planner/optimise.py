@@ -15,9 +15,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from controller.planner.consensus import rounds_and_exactness
 from controller.planner.cost import CostModel, CostParams, Geometry, RoundCost
 from controller.planner.exceptions import PlanError
-from controller.planner.mixing import EXACT, rounds_to_consensus
 from controller.planner.schedule import (
     Group,
     Round,
@@ -81,6 +83,7 @@ class Planner:
     wan: Wan
     geometry: Geometry = field(init=False)
     _mixing: dict[tuple[Schedule, float], tuple[int | None, bool]] = field(default_factory=dict)
+    _tour: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.geometry = Geometry(self.wan)
@@ -97,12 +100,8 @@ class Planner:
 
     def evaluate(self, model: CostModel, schedule: Schedule, epsilon: float) -> FamilyPlan:
         key = (schedule, epsilon)
-        if key not in self._mixing:
-            rounds = rounds_to_consensus(schedule, epsilon)
-            exact = (
-                rounds_to_consensus(schedule, EXACT, limit=rounds) is not None if rounds else False
-            )
-            self._mixing[key] = (rounds, exact or schedule.n == 1)
+        if key not in self._mixing:  # mixing.rounds_to_consensus, and exact by then
+            self._mixing[key] = rounds_and_exactness(schedule, epsilon)
         rounds, exact = self._mixing[key]
         return FamilyPlan(schedule.family, schedule, model.schedule_costs(schedule), rounds, exact)
 
@@ -143,15 +142,18 @@ class Planner:
         return Plan(params, epsilon, plans)
 
     def tour(self) -> list[int]:
-        """Islands in nearest-neighbour order from island 0 (a ring that keeps neighbours close)."""
-        delay = self.wan.delay
-        order, left = [0], set(range(1, self.wan.n))
-        while left:
-            here = order[-1]
-            nxt = min(left, key=lambda j: (delay[here, j], j))
-            order.append(nxt)
-            left.remove(nxt)
-        return order
+        """Islands in nearest-neighbour order from island 0 (a ring that keeps neighbours close;
+        ties go to the lowest index)."""
+        if not self._tour:
+            delay = self.wan.delay
+            seen = np.zeros(self.wan.n, dtype=bool)
+            order = [0]
+            for _ in range(self.wan.n - 1):
+                seen[order[-1]] = True
+                row = np.where(seen, np.inf, delay[order[-1]])
+                order.append(int(np.flatnonzero(row == row.min())[0]))
+            self._tour = order
+        return list(self._tour)
 
 
 # two rounds' time, the first's time, then their groups: the order grids are preferred in
@@ -209,7 +211,7 @@ def _branch_and_bound(model: CostModel, k: int) -> Schedule:
     left can beat the best found. Same order of preference as exhaustive_grid."""
     n = model.wan.n
     ranked = sorted(
-        ((model.round_cost(p).time_s, p) for p in partitions(range(n), k)),
+        ((model.round_time(p), p) for p in partitions(range(n), k)),
         key=lambda tp: (tp[0], tp[1].groups),
     )
     cheapest = ranked[0][0]
@@ -231,39 +233,85 @@ def _branch_and_bound(model: CostModel, k: int) -> Schedule:
 def _local_search(
     model: CostModel, k: int, dims: tuple[int, ...], start: list[int], max_evals: int = 6000
 ) -> Schedule:
-    """Swap two islands on a common line while it lowers the sum of the grid's round times."""
+    """Swap two islands on a common line while it lowers the sum of the grid's round times.
+
+    A swap along dimension d leaves that dimension's round as it is and changes two lines of
+    every other. Those rounds are costed one by one while the bounds of the rest (each group at
+    its own cap, `CostModel.time_bound`) still leave room to lower the sum; a swap turned down
+    on bounds still counts as costed, so the search takes the steps it would take costing
+    every round of every swap."""
     n = model.wan.n
-    cells = list(start)
-    coords = list(itertools.product(*(range(side) for side in dims)))  # as grid_rounds lays cells
-
-    def dim_times(cs: list[int]) -> list[float]:
-        return [model.round_cost(r).time_s for r in grid_rounds(cs, dims)[: len(dims)]]
-
-    times = dim_times(cells)
-    moves = [
-        (a, b, next(d for d in range(len(dims)) if coords[a][d] != coords[b][d]))
-        for a in range(n)
-        for b in range(a + 1, n)
-        if sum(x != y for x, y in zip(coords[a], coords[b], strict=True)) == 1
-    ]
+    grid = _Grid(start, dims)
+    times = [model.round_cost(grid.round(e)).time_s for e in range(len(dims))]
     evals, improved = 0, True
     while improved and evals < max_evals:
         improved = False
-        for a, b, d in moves:
-            cells[a], cells[b] = cells[b], cells[a]
-            rounds = grid_rounds(cells, dims)
-            trial = [
-                times[e] if e == d else model.round_cost(rounds[e]).time_s for e in range(len(dims))
-            ]
+        for a, b, d in grid.moves:
+            grid.swap(a, b)
+            others = {e: grid.round(e) for e in range(len(dims)) if e != d}
             evals += len(dims) - 1
-            if sum(trial) < sum(times) * (1 - 1e-9):
+            trial = [times[e] if e == d else model.time_bound(others[e]) for e in range(len(dims))]
+            costed = True
+            for e in others:  # cost the rounds while the others' bounds still allow a gain
+                costed = sum(trial) < sum(times) * (1 - 1e-9)
+                if not costed:
+                    break
+                trial[e] = model.round_cost(others[e]).time_s
+            if costed and sum(trial) < sum(times) * (1 - 1e-9):
                 times, improved = trial, True
             else:
-                cells[a], cells[b] = cells[b], cells[a]
+                grid.swap(a, b)
             if evals >= max_evals:
                 break
-    rounds = grid_rounds(cells, dims)[: len(dims)]
+    rounds = grid_rounds(grid.cells, dims)[: len(dims)]
     order = sorted(range(len(dims)), key=lambda e: (times[e], e))
     if len(dims) == 2 and dims[0] == dims[1]:
         return _two_round_grid(n, k, rounds[order[0]], rounds[order[1]])
     return Schedule(f"cliques-{k}", n, tuple(rounds[e] for e in order))
+
+
+class _Grid:
+    """Islands on a grid (cells[c] at row-major cell c) with each dimension's lines kept as the
+    groups `grid_rounds` makes of them, so that a swap updates only the lines it touches."""
+
+    def __init__(self, cells: Sequence[int], dims: tuple[int, ...]) -> None:
+        self.cells = list(cells)
+        coords = list(itertools.product(*(range(side) for side in dims)))
+        strides = [math.prod(dims[d + 1 :]) for d in range(len(dims))]
+        self.line_of: list[list[int]] = []  # per dimension, each cell's line
+        self.lines: list[list[list[int]]] = []  # per dimension, each line's cells
+        for d in range(len(dims)):
+            ids: dict[tuple[int, ...], int] = {}
+            of = [ids.setdefault(xy[:d] + xy[d + 1 :], len(ids)) for xy in coords]
+            lines: list[list[int]] = [[] for _ in ids]
+            for c, line in enumerate(of):
+                lines[line].append(c)
+            self.line_of.append(of)
+            self.lines.append(lines)
+        self.groups = [
+            [self._group(d, line) for line in range(len(ls))] for d, ls in enumerate(self.lines)
+        ]
+        # swaps of two cells on a common line, as (a, b, the dimension they differ in), a < b
+        self.moves = [
+            (a, b, d)
+            for a, xy in enumerate(coords)
+            for b, d in sorted(
+                (a + (v - xy[d]) * strides[d], d)
+                for d in range(len(dims))
+                for v in range(xy[d] + 1, dims[d])
+            )
+        ]
+
+    def _group(self, d: int, line: int) -> Group:
+        return tuple(sorted(self.cells[c] for c in self.lines[d][line]))
+
+    def swap(self, a: int, b: int) -> None:
+        self.cells[a], self.cells[b] = self.cells[b], self.cells[a]
+        for d, of in enumerate(self.line_of):
+            if of[a] != of[b]:
+                self.groups[d][of[a]] = self._group(d, of[a])
+                self.groups[d][of[b]] = self._group(d, of[b])
+
+    def round(self, d: int) -> Round:
+        """grid_rounds(cells, dims)[d]: the lines along dimension d, in canonical order."""
+        return Round(tuple(sorted(self.groups[d], key=lambda g: g[0])))
