@@ -60,6 +60,9 @@ def check_names(wan: Wan, hosts_per_city: int, prefix: str) -> list[str]:
     return names
 
 
+UPLINK_BURST_BYTES = 3200  # a token bucket must hold a whole frame (two, for slack)
+
+
 def existing_interfaces(names: Sequence[str]) -> list[str]:
     return [n for n in names if Path("/sys/class/net", n).exists()]
 
@@ -80,3 +83,16 @@ def configure_host(host: Host, city: int, island: Sequence[HostSpec], me: HostSp
     for ip, mac in neighbours:
         _run_in(host, ["ip", "neigh", "replace", ip, "lladdr", mac, "dev", dev, "nud", "permanent"])
     _run_in(host, ["ip", "route", "replace", SUPERNET, "via", gw_ip, "dev", dev])
+
+
+def shape_uplink(host: Host, rate_bps: float | None) -> None:
+    """Hold what `host` sends to its edge to `rate_bps` (a token bucket on its interface's
+    egress; None removes it). The leaders of innet's own collectives pace themselves at the
+    access rate; TCP does not, so the gloo baseline needs its access link shaped."""
+    dev = host.defaultIntf().name
+    if rate_bps is None:
+        host.pexec(["tc", "qdisc", "del", "dev", dev, "root"])  # absent already: nothing to do
+        return
+    burst = max(UPLINK_BURST_BYTES, round(rate_bps / 8 * 0.005))  # 5 ms, at least two frames
+    _run_in(host, ["tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
+                   f"{round(rate_bps)}bit", "burst", str(burst), "latency", "10s"])  # fmt: skip

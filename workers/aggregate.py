@@ -41,7 +41,7 @@ from workers.exceptions import (
     QuantiseError,
     ResultMismatch,
 )
-from workers.group import AggregatorStats, GroupSpec, SendPolicy
+from workers.group import AggregatorStats, GroupSpec, SendPolicy, contribution_chunks
 from workers.packets import Flag, InnetPacket, PacketType
 from workers.quantise import (
     agreed_exponent,
@@ -52,7 +52,6 @@ from workers.quantise import (
     from_chunks,
     quantise,
     scale_for,
-    to_chunks,
 )
 from workers.stream import ChunkStream
 from workers.transport import Transport
@@ -112,24 +111,22 @@ class Aggregator:
         return self._streams[-1] if self._streams else None
 
     @property
+    def pacing_lag_s(self) -> float:
+        """The most a paced send of the last allreduce left after its time (a busy CPU)."""
+        stream = self.active
+        return stream.pacing_lag_s if stream is not None else 0.0
+
+    @property
     def done(self) -> bool:
         stream = self.active
         return stream is not None and stream.done
 
     def begin(self, values: np.ndarray) -> None:
         """Start streaming an int32 contribution (the next chunk numbers of the round)."""
-        values = np.asarray(values)
-        if values.dtype != np.int32:
-            raise QuantiseError(f"contributions are int32, got {values.dtype}: quantise first")
         stream = self.active
-        if stream is not None and not stream.done:
-            raise AggregationError(
-                f"the allreduce of chunks {stream.first}.. in {self.group.key} is unfinished; "
-                f"step it to the end before beginning another"
-            )
-        chunks = to_chunks(values)
-        if self._next_chunk + chunks.shape[0] > 1 << 32:
-            raise AggregationError(f"{self.group.key} ran out of 32-bit chunk numbers")
+        unfinished = stream.first if stream is not None and not stream.done else None
+        chunks = contribution_chunks(values, self.group.key, self._next_chunk, unfinished)
+        values = np.asarray(values)
         now = self.clock()
         self._streams.append(
             ChunkStream(self.group, self.policy, chunks, self._next_chunk, now, self.stats)

@@ -9,8 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from topo.siteplan import MAX_ISLANDS
-from workers.exceptions import PolicyError
+from workers.exceptions import AggregationError, PolicyError, QuantiseError
+from workers.quantise import to_chunks
 
 
 def describe_ranges(numbers: Iterable[int], limit: int = 8) -> str:
@@ -130,3 +133,23 @@ class AggregatorStats:
     foreign: int = 0  # packets of another job, round or group, or not for a host
     malformed: int = 0  # UDP payloads that are not innet packets
     elapsed_s: float = 0.0
+
+
+def contribution_chunks(
+    values: np.ndarray, key: tuple[int, int, int], first: int, unfinished: int | None
+) -> np.ndarray:
+    """An int32 contribution cut into chunks numbered from `first`, or why it cannot start:
+    not int32, the previous collective (from chunk `unfinished`) still running, or beyond the
+    32-bit chunk numbers. What every exchange's `begin` checks."""
+    values = np.asarray(values)
+    if values.dtype != np.int32:
+        raise QuantiseError(f"contributions are int32, got {values.dtype}: quantise first")
+    if unfinished is not None:
+        raise AggregationError(
+            f"the collective of chunks {unfinished}.. in {key} is unfinished; step it to the "
+            f"end before beginning another"
+        )
+    chunks = to_chunks(values)
+    if first + chunks.shape[0] > 1 << 32:
+        raise AggregationError(f"{key} ran out of 32-bit chunk numbers")
+    return chunks

@@ -13,6 +13,10 @@ their parameters; the leader averages the island's workers exactly (inside a dat
 the round's group averages across the WAN. The round result reaches the workers as the model
 they get at the next `prepare`.
 
+The group's exchange is the one `Go` names (workers/collectives.py): in-line aggregation
+through the edge, multicast summed on the host, ring all-reduce or direct exchange to the other
+leaders over plain IPv4, or the gloo baseline (after `Join`, each leader a gloo rank).
+
 Times are Unix times (every namespace shares the clock), so the runner can start all leaders of
 a round together at `start_at`; `elapsed_s` runs from `start_at` to the sum being in.
 """
@@ -36,15 +40,19 @@ import numpy as np
 
 from topo.siteplan import LEADER_HOST, WORKER_PORT, gateway_ip, host_ip
 from workers import train
-from workers.aggregate import Aggregator, GroupSpec, sleep_until
+from workers.aggregate import GroupSpec, sleep_until
+from workers.collectives import Exchange, exchange_for
 from workers.config import IslandConfig
 from workers.exceptions import AggregationError, ProtocolError
+from workers.gloo import GlooWorld
 from workers.group import AggregatorStats
 from workers.protocol import (
     Done,
     Event,
     Failed,
     Go,
+    Join,
+    Joined,
     Prepare,
     Prepared,
     Ready,
@@ -57,11 +65,13 @@ from workers.protocol import (
 )
 from workers.quantise import scale_for
 from workers.transport import UdpTransport
+from workers.unicast import UdpPeers, leader_address
 
 log = logging.getLogger("workers.island")
 
 _HEADER = struct.Struct("!cI")  # kind, payload bytes
 CONNECT_TIMEOUT_S = 60.0
+GLOO_TIMEOUT_S = 120.0  # the gloo rendezvous and each all_reduce (TCP through the WAN)
 
 
 # --- framing between the leader and its island's workers ---------------------------------------
@@ -146,6 +156,8 @@ class Leader:
         self.train = self.training.train
         self.workers: list[socket.socket] = []
         self.transport = UdpTransport(host_ip(island, LEADER_HOST), gateway_ip(island))
+        self.peers = UdpPeers(host_ip(island, LEADER_HOST), leader_address)
+        self.gloo: GlooWorld | None = None  # joined for a gloo schedule (`join`)
         self.reset()
 
     def reset(self) -> None:
@@ -154,7 +166,7 @@ class Leader:
         for sock in self.workers:
             _send_frame(sock, b"R")
         self.proposal: np.ndarray | None = None
-        self.last: Aggregator | None = None  # the last round's, answering NACKs until the next
+        self.last: Exchange | None = None  # the last round's, answering NACKs until the next
 
     def accept_workers(self) -> None:
         """Wait for the island's other hosts to connect (each says which host it is)."""
@@ -198,7 +210,10 @@ class Leader:
         return Prepared(self.island, command.round, float(np.mean(losses)), time.time() - began)
 
     def go(self, command: Go) -> Done:
-        """The group average of the proposals through the edge, then the outer state's update."""
+        """The group average of the proposals through the network, then the outer state's
+        update. The exchange is the command's collective: in-line aggregation at the edges,
+        the host-side collectives (multicast, ring, direct: exact int32 sums, as in-line), or
+        gloo's float all_reduce."""
         if self.proposal is None:
             raise AggregationError("'go' before 'prepare': no proposal to send")
         k = len(command.members)
@@ -206,6 +221,8 @@ class Leader:
         if k == 1 or command.policy is None:
             mean = self.proposal
             done_at = command.start_at
+        elif command.collective == "gloo":
+            mean, done_at = self._gloo_mean(command)
         else:
             cfg = self.config
             encoded, clipped = self.train.encode(
@@ -216,19 +233,20 @@ class Leader:
             spec = GroupSpec(
                 cfg.job, command.number & 0xFFFF, command.group, self.island, command.members
             )
-            aggregator = Aggregator(self.transport, spec, command.policy, clock=time.time)
+            exchange = exchange_for(command.collective, self.transport, self.peers, spec,
+                                    command.policy, order=command.order)  # fmt: skip
             self.last = None
             _drain(self.transport)
+            _drain(self.peers)
             sleep_until(command.start_at)
-            int_sum = aggregator.allreduce_sum(values, scale_for(cfg.bound_exponent, k))
+            int_sum = exchange.allreduce_sum(values, scale_for(cfg.bound_exponent, k))
             done_at = time.time()
             mean = self.train.decode(
                 int_sum[: encoded.size], self.training.theta0, cfg.bound_exponent, k, k
             )
-            stream = aggregator.active
-            lag = stream.pacing_lag_s if stream is not None else 0.0
-            stats = dataclasses.replace(aggregator.stats)
-            self.last = aggregator
+            lag = exchange.pacing_lag_s
+            stats = dataclasses.replace(exchange.stats)
+            self.last = exchange
         self.state.accept(mean)
         self.proposal = None
         test_loss, accuracy = self.train.evaluate(
@@ -246,15 +264,39 @@ class Leader:
             stats=stats,
         )
 
+    def join(self, command: Join) -> Joined:
+        """This leader as a rank of a new gloo world with the given groups (a world open from
+        an earlier schedule is left first: a process holds one)."""
+        if self.gloo is not None:
+            self.gloo.close()
+            self.gloo = None
+        self.gloo = GlooWorld.for_island(
+            self.island, self.config.islands, command.groups, GLOO_TIMEOUT_S
+        )
+        return Joined(self.island)
+
+    def _gloo_mean(self, command: Go) -> tuple[np.ndarray, float]:
+        """The group's float mean by gloo's all_reduce over TCP, from start_at."""
+        if self.gloo is None:
+            raise AggregationError("a gloo round before 'join': no gloo world to reduce in")
+        assert self.proposal is not None
+        self.last = None
+        sleep_until(command.start_at)
+        mean = self.gloo.allreduce_mean(command.members, self.proposal)
+        return mean.astype(np.float32), time.time()
+
     def close(self) -> None:
         for sock in self.workers:
             with contextlib.suppress(OSError):
                 _send_frame(sock, b"Q")
             sock.close()
         self.transport.close()
+        self.peers.close()
+        if self.gloo is not None:
+            self.gloo.close()
 
 
-def _drain(transport: UdpTransport) -> None:
+def _drain(transport: UdpTransport | UdpPeers) -> None:
     """Drop packets left from earlier rounds (late duplicates, NACKs for finished rounds)."""
     while transport.recv(0.0) is not None:
         pass
@@ -318,11 +360,16 @@ def serve_leader(config: IslandConfig, island: int) -> int:
         leader.close()
 
 
-def _serve(leader: Leader, command: Reset | Prepare | Go) -> bool:
+def _serve(leader: Leader, command: Reset | Prepare | Go | Join) -> bool:
     """Carry out one command and answer it; False when the island cannot go on."""
     if isinstance(command, Reset):
         leader.reset()
         _emit(ResetDone(leader.island))
+    elif isinstance(command, Join):
+        try:
+            _emit(leader.join(command))
+        except AggregationError as err:
+            _emit(Failed(leader.island, str(err)))
     elif isinstance(command, Prepare):
         try:
             _emit(leader.prepare(command))

@@ -14,7 +14,10 @@ hand:
     Prepare    every worker's local phase      Prepared (train_loss, compute_s)
     Go         the group average through the   Done (elapsed_s, done_at, test_loss, accuracy,
                network, from start_at (a Unix   clipped, pacing_lag_s, stats) or Failed
-               time), rate-paced by `policy`
+               time), rate-paced by `policy`,
+               by the group's `collective`
+    Join       join the gloo world, with a      Joined, or Failed
+               process group per group given
     Stop       exit
     (any)      a command it cannot take        Refused; Failed when it cannot go on
     (start-up) the island's workers are in     Ready (params: the model's size)
@@ -65,7 +68,29 @@ class Go:
     members: tuple[int, ...]
     start_at: float
     policy: SendPolicy | None = None
+    # how the group exchanges (docs/protocol.md): "inna" (the edges merge), "multicast"
+    # (the edges replicate, the hosts sum), "ring" or "direct" (a plain WAN), or "gloo"
+    collective: str = "inna"
+    order: tuple[int, ...] = ()  # the ring's order of the members
+
+    def __post_init__(self) -> None:
+        if self.collective not in COLLECTIVES:
+            raise ValueError(
+                f"unknown collective {self.collective!r}; known: {', '.join(COLLECTIVES)}"
+            )
+        if self.collective == "ring" and sorted(self.order) != sorted(self.members):
+            raise ValueError(f"ring order {self.order} is not an order of {self.members}")
+
     tag: ClassVar[str] = "go"
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """Join the `gloo` baseline's world (every leader a rank, its island id) and make one
+    process group per group here, in this order, on every leader alike."""
+
+    groups: tuple[tuple[int, ...], ...]
+    tag: ClassVar[str] = "join"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +98,8 @@ class Stop:
     tag: ClassVar[str] = "stop"
 
 
-Command: TypeAlias = Reset | Prepare | Go | Stop
+Command: TypeAlias = Reset | Prepare | Go | Join | Stop
+COLLECTIVES = ("inna", "multicast", "ring", "direct", "gloo")
 
 # --- events -------------------------------------------------------------------------------------
 
@@ -91,6 +117,12 @@ class Ready:
 class ResetDone:
     island: int
     tag: ClassVar[str] = "reset"
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    island: int
+    tag: ClassVar[str] = "joined"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,24 +167,24 @@ class Refused:
     tag: ClassVar[str] = "error"
 
 
-Event: TypeAlias = Ready | ResetDone | Prepared | Done | Failed | Refused
+Event: TypeAlias = Ready | ResetDone | Joined | Prepared | Done | Failed | Refused
 
-_COMMANDS: dict[str, type[Command]] = {c.tag: c for c in (Reset, Prepare, Go, Stop)}
+_COMMANDS: dict[str, type[Command]] = {c.tag: c for c in (Reset, Prepare, Go, Join, Stop)}
 _EVENTS: dict[str, type[Event]] = {
-    e.tag: e for e in (Ready, ResetDone, Prepared, Done, Failed, Refused)
+    e.tag: e for e in (Ready, ResetDone, Joined, Prepared, Done, Failed, Refused)
 }
 
 
 def encode(message: Command | Event) -> str:
     """One line of JSON (no newline): the message's fields and its kind."""
-    key = "cmd" if isinstance(message, Reset | Prepare | Go | Stop) else "event"
+    key = "cmd" if isinstance(message, Reset | Prepare | Go | Join | Stop) else "event"
     data: JSONObject = {key: message.tag}
     for f in dataclasses.fields(message):
         value = getattr(message, f.name)
         if isinstance(value, SendPolicy | AggregatorStats):
             data[f.name] = dataclasses.asdict(value)
         elif isinstance(value, tuple):
-            data[f.name] = list(value)
+            data[f.name] = [list(v) if isinstance(v, tuple) else v for v in value]
         else:
             data[f.name] = value
     return json.dumps(data, allow_nan=False)
@@ -188,8 +220,11 @@ def _build(kinds: Mapping[str, type[M]], data: dict[str, Any], tag: object, what
         raise ProtocolError(f"unknown {what} {tag!r}; known: {', '.join(kinds)}")
     cls = kinds[tag]
     try:
-        if "members" in data:
-            data["members"] = tuple(int(m) for m in data["members"])
+        for key in ("members", "order"):
+            if key in data:
+                data[key] = tuple(int(m) for m in data[key])
+        if "groups" in data:
+            data["groups"] = tuple(tuple(int(m) for m in g) for g in data["groups"])
         if isinstance(data.get("policy"), dict):
             data["policy"] = SendPolicy(**data["policy"])
         if isinstance(data.get("stats"), dict):

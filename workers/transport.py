@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import select
 import socket
-from typing import Protocol
+from typing import Protocol, Self
 
 from topo.siteplan import INNET_UDP_PORT
 from workers.exceptions import TransportError
@@ -34,12 +34,13 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
 
-class UdpTransport:
-    """A UDP socket on (local_ip, port), sending to (edge_ip, port); large kernel buffers."""
+class UdpSocket:
+    """A non-blocking UDP socket bound to (local_ip, port) with large kernel buffers: what the
+    transport to the edge and the one between leaders share (`what` names it in errors)."""
 
-    def __init__(self, local_ip: str, edge_ip: str, port: int = INNET_UDP_PORT) -> None:
+    def __init__(self, local_ip: str, port: int, what: str) -> None:
         self.local = (local_ip, port)
-        self.edge = (edge_ip, port)
+        self.what = what
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             for option in (socket.SO_RCVBUF, socket.SO_SNDBUF):
@@ -48,29 +49,22 @@ class UdpTransport:
         except OSError as exc:
             sock.close()
             raise TransportError(
-                f"cannot bind UDP {local_ip}:{port}: {exc.strerror or exc}; is the address on "
-                f"an interface of this namespace, and is no other worker bound to the port?"
+                f"cannot bind UDP {local_ip}:{port} for {what}: {exc.strerror or exc}; is the "
+                f"address on an interface of this namespace, and is no other process bound to "
+                f"the port?"
             ) from exc
         sock.setblocking(False)
         self._sock: socket.socket | None = sock
         got = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
-        log.debug("innet UDP transport %s:%d -> %s:%d, rcvbuf %d", *self.local, *self.edge, got)
+        log.debug("UDP %s on %s:%d, rcvbuf %d", what, local_ip, port, got)
 
     def _socket(self) -> socket.socket:
         if self._sock is None:
-            raise TransportError(f"UDP transport on {self.local[0]}:{self.local[1]} is closed")
+            raise TransportError(f"UDP {self.what} on {self.local[0]}:{self.local[1]} is closed")
         return self._sock
 
-    def send(self, frame_payload: bytes) -> None:
-        sock = self._socket()
-        while True:
-            try:
-                sock.sendto(frame_payload, self.edge)
-                return
-            except BlockingIOError:  # send buffer full: wait until it drains
-                select.select([], [sock], [], 1.0)
-
     def recv(self, timeout: float) -> bytes | None:
+        """The next UDP payload, or None after `timeout` seconds (0: poll)."""
         sock = self._socket()
         try:
             return sock.recv(MAX_DATAGRAM)
@@ -91,8 +85,25 @@ class UdpTransport:
             self._sock.close()
             self._sock = None
 
-    def __enter__(self) -> UdpTransport:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class UdpTransport(UdpSocket):
+    """The leader's socket on (local_ip, port), sending to (edge_ip, port)."""
+
+    def __init__(self, local_ip: str, edge_ip: str, port: int = INNET_UDP_PORT) -> None:
+        super().__init__(local_ip, port, "transport")
+        self.edge = (edge_ip, port)
+
+    def send(self, frame_payload: bytes) -> None:
+        sock = self._socket()
+        while True:
+            try:
+                sock.sendto(frame_payload, self.edge)
+                return
+            except BlockingIOError:  # send buffer full: wait until it drains
+                select.select([], [sock], [], 1.0)

@@ -109,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
             )
             return 130
     print(format_table(experiment.summary))
+    warning = emulation.tcp_warning()
+    if warning:
+        print(warning)
     print(f"results: {folder}")
     for failure in experiment.failures:
         print(f"innet: failed: {failure}", file=sys.stderr)

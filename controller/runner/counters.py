@@ -1,4 +1,5 @@
-"""The switches' counters around one round: bytes per WAN link, innet.p4's drops, lag.
+"""The switches' counters around one round: bytes per WAN link and from each leader, innet.p4's
+drops, lag.
 
 `snapshot` reads every edge (the network's port counters, restarting the lateness peaks; innet
 statistics over P4Runtime) and the link emulator (its lateness: where a process emulates the
@@ -10,14 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from controller.exceptions import TestbedError
 from controller.testbed import Testbed
 from innet.jsontypes import JSONValue
 from topo.exceptions import SwitchControlError
-from topo.siteplan import wan_ports
+from topo.siteplan import host_ports, wan_ports
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,8 @@ class Snapshot:
     stats: dict[int, dict[str, int]]  # switch u -> innet.p4 counters
     lag_s: float  # worst port lateness since the previous snapshot
     unread: tuple[int, ...] = ()
+    leader_bytes: dict[int, int] = field(default_factory=dict)  # u -> bytes its leader sent
+    leader_rx: dict[int, int] = field(default_factory=dict)  # u -> bytes its leader was sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +48,14 @@ class Counted:
 
     links: dict[tuple[int, int], int]  # bytes sent on WAN link u -> v
     totals: dict[str, int]  # innet.p4's counters, summed over the switches
+    sent: dict[int, int] = field(default_factory=dict)  # bytes island u's leader sent its edge
+    received: dict[int, int] = field(default_factory=dict)  # bytes u's edge sent its leader
 
 
 def snapshot(testbed: Testbed) -> Snapshot:
     tx: dict[int, dict[int, int]] = {}
+    leaders: dict[int, int] = {}
+    leaders_rx: dict[int, int] = {}
     stats: dict[int, dict[str, int]] = {}
     lag, unread = 0.0, []
     hosts = testbed.network.hosts_per_city
@@ -65,6 +72,9 @@ def snapshot(testbed: Testbed) -> Snapshot:
             v: int(_number((ports.get(port) or {}).get("tx_bytes")))
             for v, port in wan_ports(testbed.wan, u, hosts).items()
         }
+        leader_port = ports.get(host_ports(hosts)[0]) or {}
+        leaders[u] = int(_number(leader_port.get("rx_bytes")))
+        leaders_rx[u] = int(_number(leader_port.get("tx_bytes")))
         lateness = [_number(p.get(peak)) for p in ports.values() for peak in LAG_PEAKS]
         lag = max([lag, *lateness])
         stats[u] = counters
@@ -75,7 +85,7 @@ def snapshot(testbed: Testbed) -> Snapshot:
         links = {}
     for ports in links.values():
         lag = max([lag, *(_number(p.get(peak)) for p in ports.values() for peak in LAG_PEAKS)])
-    return Snapshot(tx, stats, lag, tuple(unread))
+    return Snapshot(tx, stats, lag, tuple(unread), leaders, leaders_rx)
 
 
 def _number(value: JSONValue) -> float:
@@ -99,4 +109,6 @@ def counted(before: Snapshot, after: Snapshot) -> Counted:
             links[(u, v)] = n
         for label, n in _delta(before.stats.get(u), after.stats[u]).items():
             totals[label] = totals.get(label, 0) + n
-    return Counted(links, totals)
+    sent = _delta(before.leader_bytes, after.leader_bytes)
+    received = _delta(before.leader_rx, after.leader_rx)
+    return Counted(links, totals, sent, received)

@@ -5,14 +5,16 @@
     >>> emulation = resolve(load_scenario(SCENARIOS / "nine-cities.yaml"))
     >>> print(emulation.points[0].pool)
     25.6 MB (1 slot/bank)
-    >>> [f"{c.time_s:.3f}" for c in emulation.points[0].plans[1].costs]  # cliques-3's rounds there
+    >>> [play.label for play in emulation.points[0].plays]  # plain once, at the first point
+    ['plain all-to-all', 'plain cliques-3', 'inna all-to-all', 'inna cliques-3']
+    >>> [f"{c.time_s:.3f}" for c in emulation.points[0].plays[3].plan.costs]  # inna's triples
     ['0.826', '0.946', '0.971', '0.950']
     >>> print("\\n".join(emulation.predictions()[:2]))  # what `innet run --check` prints
     ... # doctest: +NORMALIZE_WHITESPACE
     scenario nine-cities: 9 islands x 2 hosts, scale 100000, update 2432 values (76 chunks)
       per island per round
-      memory 25.6 MB -> pool 25.6 MB (1 slot/bank): all-to-all: consensus in 1 round(s),
-      8.477 s predicted; round times ['8.477']
+      plain, any memory: all-to-all: consensus in 1 round(s), 1.477 s predicted; round times
+      ['1.477']
 
 The scenario's figures are full scale; bandwidths, memory and the update are divided by its
 `scale` in the emulation, so planning at full scale gives the times the emulation should show.
@@ -41,18 +43,46 @@ BOUND_EXPONENT = 3  # leaders send |x - theta0| <= 8, clipped and counted beyond
 
 
 @dataclass(frozen=True, slots=True)
+class Play:
+    """One (network, schedule) to play at a memory point, and the planner's plan for it."""
+
+    network: str  # one of scenario.NETWORKS
+    plan: FamilyPlan
+
+    @property
+    def label(self) -> str:
+        return f"{self.network} {self.plan.family}"
+
+    @property
+    def edges(self) -> str:
+        """What the switches are told to do (gloo runs over the plain network's edges)."""
+        return planner_network(self.network)
+
+
+def planner_network(network: str) -> str:
+    """The planner's network for a scenario's: gloo is predicted as innet's own plain-WAN
+    collectives (its measurement is put beside them, not modelled)."""
+    return "plain" if network == "gloo" else network
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryPoint:
     """One aggregator memory of the scenario: the switches' pool, the planner's parameters for
-    it, and each schedule's plan (its rounds and their predicted times)."""
+    it, and what is played there: every schedule with `inna`, and at the first point only, every
+    schedule with each network that holds no partial sums."""
 
     memory_bytes: int  # full scale, as the scenario gives it
     pool: SlotPool
     params: CostParams
-    plans: tuple[FamilyPlan, ...]  # in the scenario's order
+    plays: tuple[Play, ...]  # in the scenario's order: networks, then schedules
 
     @property
     def label(self) -> str:
         return f"{format_size(self.memory_bytes)}"
+
+    @property
+    def plans(self) -> tuple[FamilyPlan, ...]:
+        return tuple(p.plan for p in self.plays)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +106,40 @@ class Emulation:
 
     @property
     def rounds(self) -> int:
-        """Rounds the run plays: every schedule at every memory point."""
-        return sum(len(p.plans) for p in self.points) * self.scenario.training.rounds
+        """Rounds the run plays: every play at every memory point."""
+        return sum(len(p.plays) for p in self.points) * self.scenario.training.rounds
 
     def frame_rate_bps(self, group_rate_bps: float) -> float:
         """A leader's pacing rate at emulation scale for the planner's full-scale group rate:
         the planner counts update bytes, the leader paces frames carrying SLOT_BYTES of them."""
         return group_rate_bps / self.scenario.scale * FRAME_BITS / (SLOT_BYTES * 8)
+
+    def wire_bytes(self, full_bytes: float) -> float:
+        """Full-scale update bytes as the frames that carry them at emulation scale (a frame
+        carries SLOT_BYTES of the update, scaled down)."""
+        return full_bytes / self.scenario.scale / SLOT_BYTES * (FRAME_BITS / 8)
+
+    def tcp_warning(self) -> str | None:
+        """With gloo in the run: where TCP at this scale is not TCP at full scale (docs/gloo.md),
+        naming the scale and the largest faithful one for the WAN's round-trip times."""
+        sc = self.scenario
+        if "gloo" not in sc.networks:
+            return None
+        from workers.gloo import faithful_scale, tcp_fidelity  # torch: only with gloo
+
+        n = sc.wan.n
+        rtts = sorted({2 * float(sc.wan.delay[i, j]) for i in range(n) for j in range(n) if i != j})
+        worst = [w for rtt in (rtts[0], rtts[-1]) for w in tcp_fidelity(
+            sc.scale, sc.bandwidth_bps, rtt, self.update_bytes)]  # fmt: skip
+        if not worst:
+            return None
+        faithful = faithful_scale(sc.bandwidth_bps, (rtts[0], rtts[-1]), self.update_bytes)
+        return (
+            f"gloo: TCP at scale {sc.scale:g} does not behave as at full scale (faithful up to "
+            f"scale {faithful:.3g} for these round trips, update and bandwidth): gloo's round "
+            f"times here are TCP-at-scale artefacts, not a measurement of TCP on this WAN; "
+            f"{worst[0]}"
+        )
 
     def slots_needed(self, memory_bytes: float) -> int:
         """The planner's memory need (full-scale bytes) in emulated slots."""
@@ -96,13 +153,20 @@ class Emulation:
             f"update {self.update_floats} values ({self.chunks} chunks) per island per round"
         ]
         for point in self.points:
-            for plan in point.plans:
+            for play in point.plays:
+                plan = play.plan
                 rounds = [f"{c.time_s:.3f}" for c in plan.costs]
+                where = f"memory {point.label} -> pool {point.pool}"
+                if play.network != "inna":
+                    where = f"{play.network}, any memory"
+                elif len(sc.networks) > 1:
+                    where = f"inna, {where}"
                 lines.append(
-                    f"  memory {point.label} -> pool {point.pool}: {plan.family}: consensus in "
-                    f"{plan.rounds} round(s), {plan.time_s:.3f} s predicted; round times {rounds}"
+                    f"  {where}: {plan.family}: consensus in {plan.rounds} round(s), "
+                    f"{plan.time_s:.3f} s predicted; round times {rounds}"
                 )
-        return lines
+        warning = self.tcp_warning()
+        return [*lines, warning] if warning else lines
 
 
 def model_size(sc: Scenario) -> int:
@@ -133,15 +197,21 @@ def resolve(sc: Scenario, schedule: Schedule | None = None) -> Emulation:
     planner = Planner(sc.wan)
     update_bytes = _full_scale_bytes(floats, sc.scale)
     points = []
-    plans: tuple[FamilyPlan, ...]
-    for memory in sc.memory_bytes:
+    for i, memory in enumerate(sc.memory_bytes):
         pool = sc.pool(memory)
         cost = CostParams.for_pool(pool, update_bytes, sc.bandwidth_bps)
-        if schedule is not None:
-            plans = (planner.evaluate(planner.model(cost), schedule, DEFAULT_EPSILON),)
-        else:
-            plans = tuple(_plan(sc, planner, cost, i) for i in range(len(sc.schedules)))
-        points.append(MemoryPoint(memory, pool, cost, plans))
+        plays = []
+        for network in sc.networks:
+            if network != "inna" and i > 0:
+                continue  # nothing of it depends on the memory: played once, at the first
+            params_n = dataclasses.replace(cost, network=planner_network(network))
+            if schedule is not None:
+                plan = planner.evaluate(planner.model(params_n), schedule, DEFAULT_EPSILON)
+                plays.append(Play(network, plan))
+            else:
+                plays.extend(Play(network, _plan(sc, planner, params_n, j))
+                             for j in range(len(sc.schedules)))  # fmt: skip
+        points.append(MemoryPoint(memory, pool, cost, tuple(plays)))
     return Emulation(sc, params, floats, island, tuple(points))
 
 

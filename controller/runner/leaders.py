@@ -26,13 +26,14 @@ def local_lag(
 def send_policy(
     frame_rate_bps: float,
     offset_s: float,
-    lag_s: float,
+    lag_s: float | None,
     span_s: float,
     chunks: int,
     deadline_s: float,
 ) -> SendPolicy:
     """A leader's policy for one round: paced at `frame_rate_bps` (frames on the wire, at
-    emulation scale), the whole update in flight, timeouts above the group's span."""
+    emulation scale), the whole update in flight, timeouts above the group's span; `lag_s` is
+    None where the own contribution is not merged just in time (the hosts sum)."""
     frame_s = FRAME_BITS / frame_rate_bps
     timeout = max(0.2, 2.0 * span_s + 8 * frame_s)
     return SendPolicy(

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -79,14 +80,16 @@ class RoundContext:
     testbed: Testbed
     islands: Islands
     began: float  # time.time()
+    network: str = "inna"  # the scenario's network of this play
 
     def planned(self, r: int, wall_s: float, reason: str) -> RoundRecord:
         """The record of round r when it did not finish: what was planned, and why."""
         rnd = self.plan.schedule.round_at(r)
-        return RoundRecord.failed(
+        rec = RoundRecord.failed(
             self.point.memory_bytes, self.point.pool.slots_per_bank, self.plan.family, r,
             self.testbed.names_of(rnd), self.cost(r).time_s, wall_s, reason,
         )  # fmt: skip
+        return dataclasses.replace(rec, network=self.network)
 
     def cost(self, r: int) -> RoundCost:
         return self.plan.costs[r % len(self.plan.costs)]
@@ -116,19 +119,24 @@ def play_round(ctx: RoundContext, r: int) -> RoundRecord:
 
 
 def _go(ctx: RoundContext, r: int, number: int, start_at: float) -> None:
-    """Every leader's command: its group, the group's rate, its offset and just-in-time lag."""
+    """Every leader's command: its group, how the group exchanges, the group's rate, its
+    offset and just-in-time lag (in-line aggregation only: the others start together)."""
     em, wan = ctx.emulation, ctx.testbed.wan
     for g, gc in enumerate(ctx.cost(r).groups):
         members = tuple(gc.members)
+        collective = "gloo" if ctx.network == "gloo" else gc.collective
+        if len(members) == 1:
+            collective = "inna"  # nothing to exchange
         for m, offset in zip(members, gc.offsets, strict=True):
             policy = None
             if len(members) > 1:
+                lag = local_lag(wan.delay, members, gc.offsets, m) if collective == "inna" else None
                 policy = send_policy(
-                    em.frame_rate_bps(gc.rate_bps), offset,
-                    local_lag(wan.delay, members, gc.offsets, m), gc.span_s, em.chunks,
+                    em.frame_rate_bps(gc.rate_bps), offset, lag, gc.span_s, em.chunks,
                     em.scenario.round_deadline_s,
                 )  # fmt: skip
-            ctx.islands.leaders[m].send(Go(r, number, g, members, start_at, policy))
+            go = Go(r, number, g, members, start_at, policy, collective, gc.order)
+            ctx.islands.leaders[m].send(go)
 
 
 def _record(
@@ -175,6 +183,16 @@ def _record(
         cpu_lag_ms=lag * 1e3,
         cpu_bound=lag > threshold,
         status="ok" if not failed else f"failed: {'; '.join(failed)}",
+        network=ctx.network,
+        sent_bytes={wan.names[u]: n for u, n in sorted(diff.sent.items()) if n},
+        received_bytes={wan.names[u]: n for u, n in sorted(diff.received.items()) if n},
+        predicted_wan_bytes=ctx.emulation.wire_bytes(cost.wan_bytes),
+        predicted_sent_bytes=ctx.emulation.wire_bytes(
+            max((g.sent_bytes for g in cost.groups), default=0.0)
+        ),
+        predicted_received_bytes=ctx.emulation.wire_bytes(
+            max((g.received_bytes for g in cost.groups), default=0.0)
+        ),
     )
 
 

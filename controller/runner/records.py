@@ -21,6 +21,9 @@ from typing import Any
 from innet.jsontypes import JSONObject, JSONValue
 
 Groups = tuple[tuple[str, ...], ...]
+# fields records written before the network modes do not have (they were all inna)
+_LATER = ("network", "sent_bytes", "received_bytes", "predicted_wan_bytes",
+          "predicted_sent_bytes", "predicted_received_bytes")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +52,23 @@ class RoundRecord:
     cpu_lag_ms: float | None = None  # worst switch or leader processing lag seen in the round
     cpu_bound: bool | None = None  # the CPU, not the network, limited the round
     status: str = "ok"  # "ok" or "failed: <reason>"
+    network: str = "inna"  # the scenario's network: plain, multicast, inna or gloo
+    sent_bytes: Mapping[str, int] = field(default_factory=dict)  # city: bytes its leader sent
+    received_bytes: Mapping[str, int] = field(default_factory=dict)  # city: ... was delivered
+    predicted_wan_bytes: float | None = None  # the planner's, on the wire at emulation scale
+    predicted_sent_bytes: float | None = None  # ... per leader (the busiest group's)
+    predicted_received_bytes: float | None = None
 
     def __post_init__(self) -> None:
         if not (self.status == "ok" or self.status.startswith("failed: ")):
             raise ValueError(
                 f"round status must be 'ok' or 'failed: <reason>', got {self.status!r}"
             )
+
+    @property
+    def series(self) -> str:
+        """The (network, schedule) this round belongs to, as plots and tables name it."""
+        return f"{self.network} {self.schedule}"
 
     @property
     def ok(self) -> bool:
@@ -86,7 +100,7 @@ class RoundRecord:
     def from_json(cls, data: Mapping[str, Any]) -> RoundRecord:
         """The record written as `data`; ValueError naming what is missing or malformed."""
         names = [f.name for f in dataclasses.fields(cls)]
-        missing = [n for n in names if n not in data]
+        missing = [n for n in names if n not in data and n not in _LATER]
         if missing:
             raise ValueError(f"round record without {', '.join(missing)}")
         unknown = sorted(set(data) - set(names))
@@ -96,6 +110,8 @@ class RoundRecord:
         values["groups"] = tuple(tuple(str(c) for c in g) for g in data["groups"])
         values["wan_bytes"] = {str(k): int(v) for k, v in (data["wan_bytes"] or {}).items()}
         values["drops"] = {str(k): int(v) for k, v in (data["drops"] or {}).items()}
+        for key in ("sent_bytes", "received_bytes"):
+            values[key] = {str(k): int(v) for k, v in (data.get(key) or {}).items()}
         try:
             return cls(**values)
         except TypeError as err:

@@ -29,9 +29,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from controller.bringup import RunningTestbed, running_testbed
-from controller.planner.optimise import FamilyPlan
+from controller.planner.schedule import Schedule
 from controller.rundir import RunDir
-from controller.runner.emulation import Emulation, MemoryPoint
+from controller.runner.emulation import Emulation, MemoryPoint, Play
 from controller.runner.exceptions import ExperimentError
 from controller.runner.islands import Islands
 from controller.runner.play import PREPARE_TIMEOUT_S, RoundContext, play_round
@@ -43,10 +43,11 @@ from controller.runner.results import (
     collect_versions,
     summarise,
 )
+from topo.mininet_hosts import shape_uplink
 from topo.mininet_net import NetworkSpec
 from topo.siteplan import GRPC_BASE_PORT
 from workers import train
-from workers.protocol import Ready, Reset, ResetDone
+from workers.protocol import Failed, Join, Joined, Ready, Reset, ResetDone
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ class Run:
         self.stop_event = stop_event if stop_event is not None else threading.Event()
         self.writer: ResultsWriter | None = None  # opened by execute()
         self.baseline: Baseline | None = None
-        self.cycles: dict[str, Cycle] = {}
+        self.cycles: dict[tuple[str, str], Cycle] = {}  # (network, family) ->
         self.summary: list[SummaryRow] = []
         self.failures: list[str] = []  # schedules that failed, with why
         self.done = 0  # rounds played
@@ -110,14 +111,15 @@ class Run:
             self.writer.record_network(point.label, {"target": facts.target,
                                                      "shaping": facts.shaping,
                                                      "scale": facts.scale})  # fmt: skip
-            for plan in point.plans:
-                self.cycles[plan.family] = Cycle(plan.rounds or 0, len(plan.costs))
+            for play in point.plays:
+                plan = play.plan
+                self.cycles[play.network, plan.family] = Cycle(plan.rounds or 0, len(plan.costs))
                 if self.stop_event.is_set():
                     break
                 try:
-                    self._schedule(up, islands, point, plan)
+                    self._schedule(up, islands, point, play)
                 except ExperimentError as err:
-                    self.failures.append(f"{plan.family} at {point.label}: {err}")
+                    self.failures.append(f"{play.label} at {point.label}: {err}")
                     log.error("%s", err)
                     islands.stop()  # a dead island: start every process afresh
                     self._start(islands, up)
@@ -139,17 +141,27 @@ class Run:
         islands.expect(Ready, time.time() + PREPARE_TIMEOUT_S, "start-up")
 
     def _schedule(
-        self, up: RunningTestbed, islands: Islands, point: MemoryPoint, plan: FamilyPlan
+        self, up: RunningTestbed, islands: Islands, point: MemoryPoint, play: Play
     ) -> None:
-        """The schedule's rounds, each recorded as it ends."""
+        """The schedule's rounds in the play's network, each recorded as it ends."""
         assert self.writer is not None
+        plan = play.plan
+        up.testbed.set_network(play.edges)
         up.testbed.set_schedule(plan.schedule)
         islands.broadcast(Reset())
         islands.expect(ResetDone, time.time() + PREPARE_TIMEOUT_S, "reset")
-        ctx = RoundContext(self.emulation, point, plan, up.testbed, islands, time.time())
+        if play.network == "gloo":
+            _join_gloo(islands, plan.schedule)
+        ctx = RoundContext(self.emulation, point, plan, up.testbed, islands, time.time(),
+                           play.network)  # fmt: skip
+        with _access_shaped(up, self.emulation, play.network == "gloo"):
+            self._rounds(ctx, point, play)
+
+    def _rounds(self, ctx: RoundContext, point: MemoryPoint, play: Play) -> None:
+        assert self.writer is not None
         for r in range(self.emulation.scenario.training.rounds):
             if self.stop_event.is_set():
-                log.info("stopped before round %d of %s", r, plan.family)
+                log.info("stopped before round %d of %s", r, play.label)
                 break
             try:
                 record = play_round(ctx, r)
@@ -158,9 +170,38 @@ class Run:
                 raise
             self.writer.record(record)
             self.done += 1
-            self.progress(f"{plan.family} @ {point.label}", self.done, self.emulation.rounds)
+            self.progress(f"{play.label} @ {point.label}", self.done, self.emulation.rounds)
             if record.status != "ok":
                 raise ExperimentError(f"round {r}: {record.status}")
+
+
+@contextlib.contextmanager
+def _access_shaped(up: RunningTestbed, em: Emulation, on: bool) -> Iterator[None]:
+    """While `on`: every leader's uplink held to the access rate at emulation scale (gloo's
+    TCP is not paced as innet's leaders are)."""
+    if not on:
+        yield
+        return
+    leaders = [hosts[0] for hosts in up.net.hosts]
+    rate = em.scenario.bandwidth_bps / em.scenario.scale
+    try:
+        for host in leaders:
+            shape_uplink(host, rate)
+        yield
+    finally:
+        for host in leaders:
+            shape_uplink(host, None)
+
+
+def _join_gloo(islands: Islands, schedule: Schedule) -> None:
+    """Every leader a gloo rank, with a process group for every group the schedule plays."""
+    groups = sorted({g for rnd in schedule.rounds for g in rnd.groups if len(g) > 1})
+    islands.broadcast(Join(tuple(groups)))
+    joined = islands.expect(Joined, time.time() + PREPARE_TIMEOUT_S, "joining gloo")
+    failed = {u: e.error for u, e in joined.items() if isinstance(e, Failed)}
+    if failed:
+        u = min(failed)
+        raise ExperimentError(f"gloo: island {u} could not join: {failed[u]}")
 
 
 def baseline(em: Emulation) -> Baseline:
@@ -193,7 +234,7 @@ def built_testbeds(
                            loss=sc.wan_loss)  # fmt: skip
         run_dir.claim("innet run", "running")
         try:
-            first = point.plans[0].schedule
+            first = point.plays[0].plan.schedule
             with running_testbed(spec, point.params, run_dir, schedule=first) as up:
                 yield up
         finally:

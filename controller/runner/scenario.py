@@ -10,6 +10,10 @@
     memory: [25.6MB, 1.6GB]           # aggregator memory per site; the run repeats for each
     update_size: model                # the model's own size, or a size at least as large
     schedules: [all-to-all, cliques-3]   # planner families, compared in this order
+    networks: [plain, inna]           # what the edges do: plain (route; the hosts run ring
+                                      # all-reduce or direct exchange), multicast (replicate;
+                                      # the hosts sum), inna (replicate and merge: the default),
+                                      # gloo (torch.distributed over TCP through plain edges)
     training: {rounds: 12, inner_steps: 20, hidden: 32, batch_size: 32,
                inner_lr: 0.003, outer_lr: 0.7, outer_momentum: 0.9}
     round_deadline: 60s               # a round still running after this has failed
@@ -18,6 +22,9 @@
 Sizes and rates are full-scale figures; delays are kept, so round times are those of the
 full-size system. Only `name` is required; `schedules` defaults to every family the planner
 knows for the topology. Every mistake raises `ScenarioError`: "file:line: key: what is wrong".
+
+Every (network, schedule) is played at every memory point for `inna`, and once (at the first
+memory point) for the other networks, whose edges hold no partial sums.
 
 Memory maps to innet.p4's slot pool (`topo.siteplan.SlotPool`): two banks of SLOTS slots of
 128 bytes, SLOTS a power of two with 2 x SLOTS x 128 B <= memory / scale. `Scenario.pool`
@@ -55,8 +62,9 @@ DEFAULT_TOPOLOGY = "nine-cities"
 
 _KEYS = (
     "name", "topology", "hosts", "scale", "bandwidth", "wan_bandwidth", "memory",
-    "update_size", "schedules", "training", "round_deadline", "seed", "wan_loss",
+    "update_size", "schedules", "training", "round_deadline", "seed", "wan_loss", "networks",
 )  # fmt: skip
+NETWORKS = ("plain", "multicast", "inna", "gloo")  # the planner's three, and the gloo baseline
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,7 @@ class Scenario:
     wan: Wan = field(compare=False, repr=False)
     path: Path | None = field(default=None, compare=False)  # the file it was loaded from
     wan_loss: float = 0.0  # each WAN link loses this share of frames, each way (the planner not)
+    networks: tuple[str, ...] = ("inna",)  # in the order they are played
     # key path ("update_size", "schedules[1]", ...) -> its line in the file, for later checks
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
@@ -139,6 +148,7 @@ class Scenario:
             "round_deadline": f"{self.round_deadline_s:.15g}s",
             "seed": self.seed,
             "wan_loss": self.wan_loss,
+            "networks": list(self.networks),
         }
 
 
@@ -190,9 +200,10 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     if loss >= MAX_LOSS:
         why = f"{loss:g} is the share of frames each link loses: it must be below {MAX_LOSS:g}"
         raise doc.fail(top["wan_loss"], "wan_loss", why)
+    networks = _networks(doc, top.get("networks"))
     return Scenario(
         name, topology, hosts, scale, bandwidth, wan_bandwidth, memory, update, schedules,
-        training, deadline, seed, wan, Path(path), loss, _lines(top),
+        training, deadline, seed, wan, Path(path), loss, networks, _lines(top),
     )  # fmt: skip
 
 
@@ -268,6 +279,31 @@ def _schedules(doc: NodeReader, node: yaml.Node | None, wan: Wan) -> tuple[str, 
             raise doc.fail(item, f"schedules[{i}]", f"{family!r} is listed twice")
         names.append(family)
     return tuple(names)
+
+
+def _networks(doc: NodeReader, node: yaml.Node | None) -> tuple[str, ...]:
+    if node is None:
+        return ("inna",)
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        raise doc.fail(node, "networks", f"must be a non-empty list of {', '.join(NETWORKS)}")
+    names: list[str] = []
+    for i, item in enumerate(node.value):
+        network = doc.text(item, f"networks[{i}]")
+        if network not in NETWORKS:
+            why = f"unknown network {network!r}; known: {', '.join(NETWORKS)}"
+            raise doc.fail(item, f"networks[{i}]", why)
+        if network in names:
+            raise doc.fail(item, f"networks[{i}]", f"{network!r} is listed twice")
+        if network == "gloo" and (missing := _gloo_missing()) is not None:
+            raise doc.fail(item, f"networks[{i}]", f"gloo cannot run here: {missing}")
+        names.append(network)
+    return tuple(names)
+
+
+def _gloo_missing() -> str | None:
+    from workers.gloo import gloo_available  # torch: only when a scenario asks for gloo
+
+    return gloo_available()
 
 
 def _training(doc: NodeReader, node: yaml.Node | None) -> Training:

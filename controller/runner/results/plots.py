@@ -25,12 +25,17 @@ LINE_STYLES = ("-", "--", "-.", ":")  # loss.png: one per memory point, colours 
 
 
 def plot_round_times(records: list[RoundRecord]) -> Figure:
-    """Time per round per schedule, one panel per memory point; predicted dashed."""
-    memories = sorted({r.memory for r in records})
+    """Time per round per (network, schedule), one panel per memory point; predicted dashed.
+    A network that does not depend on memory (all but inna) is drawn in every panel."""
+    memories = sorted({r.memory for r in records if r.network == "inna"}) or sorted(
+        {r.memory for r in records}
+    )
     fig, axes = _figure(max(1, len(memories)))
     for ax, memory in zip(axes, memories, strict=False):
         for colour, schedule in _colours(records):
             recs = sorted(_of(records, memory, schedule), key=lambda r: r.round)
+            if not recs:
+                continue
             done = [(r.round, r.time_s) for r in recs if r.ok and r.time_s is not None]
             if done:
                 ax.plot([n for n, _ in done], [t for _, t in done], marker="o",
@@ -49,19 +54,21 @@ def plot_round_times(records: list[RoundRecord]) -> Figure:
 
 
 def plot_loss(records: list[RoundRecord], baseline: Baseline | None) -> Figure:
-    """Training loss against wall-clock seconds, one line per schedule x memory."""
+    """Training loss against wall-clock seconds, one line per (network, schedule) x memory."""
     fig, (ax,) = _figure(1)
     memories = sorted({r.memory for r in records})
     for style, memory in zip(itertools.cycle(LINE_STYLES), memories, strict=False):
         for colour, schedule in _colours(records):
+            recs = [r for r in records if r.series == schedule and r.memory == memory]
             points = [
                 (r.wall_s, r.train_loss)
-                for r in sorted(_of(records, memory, schedule), key=lambda r: r.round)
+                for r in sorted(recs, key=lambda r: r.round)
                 if r.train_loss is not None
             ]
+            where = f", {format_size(memory)}" if recs and recs[0].network == "inna" else ""
             if points:
                 ax.plot(*zip(*points, strict=True), marker=".", color=colour, linestyle=style,
-                        label=f"{schedule}, {format_size(memory)}")  # fmt: skip
+                        label=f"{schedule}{where}")  # fmt: skip
     if baseline is not None and math.isfinite(baseline.train_loss):
         ax.axhline(baseline.train_loss, color="grey", linewidth=3, alpha=0.4,
                    label="baseline, final")  # fmt: skip
@@ -77,7 +84,7 @@ def plot_predicted_vs_measured(records: list[RoundRecord]) -> Figure:
     """Each finished round: measured against predicted time, with y = x and a +-20% band."""
     fig, (ax,) = _figure(1, width=6)
     # zero or missing times have no place on log axes
-    pairs = [(r.schedule, r.predicted_s, r.time_s) for r in records
+    pairs = [(r.series, r.predicted_s, r.time_s) for r in records
              if r.ok and r.time_s and r.predicted_s]  # fmt: skip
     for colour, schedule in _colours(records):
         mine = [(p, t) for s, p, t in pairs if s == schedule]
@@ -132,9 +139,11 @@ def _slots_text(records: list[RoundRecord], memory: int) -> str:
 
 
 def _colours(records: list[RoundRecord]) -> list[tuple[str, str]]:
-    schedules = list(dict.fromkeys(r.schedule for r in records))
-    return [(f"C{i % 10}", schedule) for i, schedule in enumerate(schedules)]
+    series = list(dict.fromkeys(r.series for r in records))
+    return [(f"C{i % 10}", s) for i, s in enumerate(series)]
 
 
-def _of(records: list[RoundRecord], memory: int, schedule: str) -> list[RoundRecord]:
-    return [r for r in records if r.memory == memory and r.schedule == schedule]
+def _of(records: list[RoundRecord], memory: int, series: str) -> list[RoundRecord]:
+    """The rounds of one (network, schedule) at this memory (any memory but inna's)."""
+    return [r for r in records
+            if r.series == series and (r.memory == memory or r.network != "inna")]  # fmt: skip

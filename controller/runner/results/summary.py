@@ -1,4 +1,7 @@
-"""The summary of a run: one row per (memory, schedule), from its round records.
+"""The summary of a run: one row per (network, memory, schedule), from its round records.
+
+Networks other than `inna` hold no partial sums in the edges: they are played once, at the
+first memory point, and their rows say so (`per_memory` False).
 
 Means and the ratio are over the rounds that finished. Time to consensus is the sum, over the
 planner's rounds to consensus, of the mean time of the rounds at the same position of the
@@ -29,6 +32,7 @@ class Cycle:
 
 @dataclass(frozen=True, slots=True)
 class SummaryRow:
+    network: str
     memory: int
     slots: int
     schedule: str
@@ -47,6 +51,7 @@ class SummaryRow:
     slot_conflicts: int
     cpu_bound_rounds: int
     status: str
+    per_memory: bool = True  # False: the network does not depend on memory (played once)
 
     def to_json(self) -> JSONObject:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -57,22 +62,27 @@ SUMMARY_COLUMNS = tuple(f.name for f in dataclasses.fields(SummaryRow))
 
 def summarise(
     records: Iterable[RoundRecord],
-    cycles: Mapping[str, Cycle],
+    cycles: Mapping[tuple[str, str], Cycle],
     baseline_accuracy: float | None = None,
 ) -> list[SummaryRow]:
-    """One row per (memory, schedule), memory ascending, schedules in the order they ran."""
-    runs: dict[tuple[int, str], list[RoundRecord]] = {}
+    """One row per (network, memory, schedule): networks and schedules in the order they
+    first ran, memory ascending within each network."""
+    runs: dict[tuple[str, int, str], list[RoundRecord]] = {}
     for rec in records:
-        runs.setdefault((rec.memory, rec.schedule), []).append(rec)
+        runs.setdefault((rec.network, rec.memory, rec.schedule), []).append(rec)
+    networks: dict[str, int] = {}
     order: dict[str, int] = {}
-    for _, schedule in runs:
+    for network, _, schedule in runs:
+        networks.setdefault(network, len(networks))
         order.setdefault(schedule, len(order))
     rows = []
-    for memory, schedule in sorted(runs, key=lambda run: (run[0], order[run[1]])):
-        if schedule not in cycles:
-            raise ValueError(f"no cycle length given for schedule {schedule!r}")
-        recs = sorted(runs[memory, schedule], key=lambda r: r.round)
-        rows.append(_row(recs, cycles[schedule], baseline_accuracy))
+    for network, memory, schedule in sorted(
+        runs, key=lambda run: (networks[run[0]], run[1], order[run[2]])
+    ):
+        if (network, schedule) not in cycles:
+            raise ValueError(f"no cycle length given for {network} {schedule!r}")
+        recs = sorted(runs[network, memory, schedule], key=lambda r: r.round)
+        rows.append(_row(recs, cycles[network, schedule], baseline_accuracy))
     return rows
 
 
@@ -83,6 +93,7 @@ def _row(recs: list[RoundRecord], cycle: Cycle, baseline_accuracy: float | None)
     mean_predicted = _mean(r.predicted_s for r in ok)
     last = ok[-1] if ok else None
     return SummaryRow(
+        network=recs[0].network,
         memory=recs[0].memory,
         slots=recs[0].slots,
         schedule=recs[0].schedule,
@@ -101,6 +112,7 @@ def _row(recs: list[RoundRecord], cycle: Cycle, baseline_accuracy: float | None)
         slot_conflicts=sum(r.slot_conflicts or 0 for r in recs),
         cpu_bound_rounds=sum(1 for r in recs if r.cpu_bound),
         status=_run_status(recs, failed),
+        per_memory=recs[0].network == "inna",
     )
 
 

@@ -9,54 +9,128 @@ from controller.runner.results.summary import SummaryRow
 from innet.units import format_duration, format_size
 
 T = TypeVar("T")
-RIGHT = {2, 3, 4, 5}  # the columns of numbers line up on the right
 
 
 def format_table(rows: Iterable[SummaryRow]) -> str:
-    """One line per (memory, schedule); '*' marks, per memory point, the schedule whose measured
-    time to consensus was shortest."""
+    """One line per (network, memory, schedule). '*' marks, per memory point, the schedule whose
+    measured time to consensus was shortest among those played at that memory. With a plain
+    WAN in the run, `vs plain` gives each row's gain over the fastest plain row (measured, and
+    predicted), and a last line the fastest of each network against it."""
     rows = list(rows)
+    networks = list(dict.fromkeys(row.network for row in rows))
     first: dict[int, SummaryRow] = {}
     for row in rows:
         best = first.get(row.memory)
-        if row.consensus_s is not None and (
-            best is None or best.consensus_s is None or row.consensus_s < best.consensus_s
-        ):
+        if row.per_memory and _faster(row, best):
             first[row.memory] = row
-    header = ("memory", "schedule", "consensus", "predicted", "ratio", "accuracy", "", "status")
-    lines = [header]
+    plain = _fastest(r for r in rows if r.network == "plain")
+    header = ["memory", "schedule", "consensus", "predicted", "ratio"]
+    right = {2, 3, 4}
+    if len(networks) > 1:
+        header.insert(0, "network")
+        right = {i + 1 for i in right}
+    if plain is not None:
+        header.append("vs plain")
+        right.add(len(header) - 1)
+    header += ["accuracy", "", "status"]
+    right.add(len(header) - 3)
+    lines = [tuple(header)]
     for row in rows:
-        lines.append(
-            (
-                _memory(row),
-                row.schedule,
-                _shown(row.consensus_s, format_duration),
-                _shown(row.consensus_predicted_s, format_duration),
-                _shown(row.ratio, lambda x: f"{x:.2f}"),
-                _shown(row.final_accuracy, lambda x: f"{100 * x:.1f}%"),
-                "*" if first.get(row.memory) is row else "",
-                _status(row),
-            )
-        )
+        cells = [
+            _memory(row),
+            row.schedule,
+            _shown(row.consensus_s, format_duration),
+            _shown(row.consensus_predicted_s, format_duration),
+            _shown(row.ratio, lambda x: f"{x:.2f}"),
+        ]
+        if len(networks) > 1:
+            cells.insert(0, row.network)
+        if plain is not None:
+            cells.append(_gain(plain, row))
+        cells += [
+            _shown(row.final_accuracy, lambda x: f"{100 * x:.1f}%"),
+            "*" if first.get(row.memory) is row else "",
+            _status(row),
+        ]
+        lines.append(tuple(cells))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = [
         "  ".join(
-            cell.rjust(widths[i]) if i in RIGHT else cell.ljust(widths[i])
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
             for i, cell in enumerate(line)
         ).rstrip()
         for line in lines
     ]
     text.append("* reached consensus first at this memory (measured)")
+    text += _footnotes(rows, networks, plain)
+    return "\n".join(text)
+
+
+def _footnotes(rows: list[SummaryRow], networks: list[str], plain: SummaryRow | None) -> list[str]:
+    text = []
+    if any(not row.per_memory for row in rows):
+        text.append(
+            "any memory: the edges hold no partial sums, so the network was played once "
+            "(at the first memory point)"
+        )
+    if plain is not None:
+        text.append(
+            "vs plain: the fastest plain-WAN row's time to consensus over this row's, "
+            "measured (predicted)"
+        )
+        gains = []
+        for network in networks:
+            if network == "plain":
+                continue
+            best = _fastest(r for r in rows if r.network == network)
+            if best is not None:
+                where = f" at {format_size(best.memory)}" if best.per_memory else ""
+                gains.append(f"{network} {best.schedule}{where} {_gain(plain, best)}")
+        if gains:
+            text.append(
+                f"fastest against the fastest over a plain WAN ({plain.schedule}): "
+                + "; ".join(gains)
+            )
     if any(row.cpu_bound_rounds for row in rows):
         text.append(
             "CPU-bound: a switch or a leader fell behind its schedule by more than 5% of the "
             "predicted round (cpu_lag_ms in rounds.jsonl); those rounds measure the CPU, not "
             "the network"
         )
-    return "\n".join(text)
+    return text
+
+
+def _faster(row: SummaryRow, than: SummaryRow | None) -> bool:
+    if row.consensus_s is None:
+        return False
+    return than is None or than.consensus_s is None or row.consensus_s < than.consensus_s
+
+
+def _fastest(rows: Iterable[SummaryRow]) -> SummaryRow | None:
+    best: SummaryRow | None = None
+    for row in rows:
+        if _faster(row, best):
+            best = row
+    return best
+
+
+def _gain(plain: SummaryRow, row: SummaryRow) -> str:
+    measured = _ratio(plain.consensus_s, row.consensus_s)
+    predicted = _ratio(plain.consensus_predicted_s, row.consensus_predicted_s)
+    return f"{_shown(measured, _times)} ({_shown(predicted, _times)})"
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _times(x: float) -> str:
+    return f"{x:.2f}x"
 
 
 def _memory(row: SummaryRow) -> str:
+    if not row.per_memory:
+        return "any memory"
     plural = "s" if row.slots != 1 else ""
     return f"{format_size(row.memory)} ({row.slots} slot{plural}/bank)"
 

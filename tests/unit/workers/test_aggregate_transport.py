@@ -43,7 +43,7 @@ def test_a_busy_port_is_refused_with_a_hint() -> None:
     port = free_port()
     with (
         UdpTransport("127.0.0.1", "127.0.0.2", port),
-        pytest.raises(TransportError, match="no other worker bound"),
+        pytest.raises(TransportError, match="no other process bound to the port"),
     ):
         UdpTransport("127.0.0.1", "127.0.0.2", port)
 

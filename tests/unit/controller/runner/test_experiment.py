@@ -78,14 +78,40 @@ def test_the_training_section_becomes_the_trainers_config() -> None:
 def test_the_default_scenario_predicts_the_crossover() -> None:
     """What the emulation must reproduce: triples first at 25.6 MB, all-to-all at 1.6 GB."""
     em = resolve(load_scenario(DEFAULT))
-    times = {(p.memory_bytes, f.family): f.time_s for p in em.points for f in p.plans}
+    times = {
+        (p.memory_bytes, play.network, play.plan.family): play.plan.time_s
+        for p in em.points
+        for play in p.plays
+    }
     small, large = em.scenario.memory_bytes
-    assert times[small, "cliques-3"] < times[small, "all-to-all"]
-    assert times[large, "all-to-all"] < times[large, "cliques-3"]
+    assert times[small, "inna", "cliques-3"] < times[small, "inna", "all-to-all"]
+    assert times[large, "inna", "all-to-all"] < times[large, "inna", "cliques-3"]
+    # beside a plain WAN, played once (its edges hold nothing): one ring of nine is faster
+    # than inna's starved aggregators, slower than its generous ones
+    assert times[small, "plain", "all-to-all"] < times[small, "inna", "cliques-3"]
+    assert times[large, "inna", "all-to-all"] < times[small, "plain", "all-to-all"]
+    assert (large, "plain", "all-to-all") not in times
     lines = em.predictions()
-    assert len(lines) == 1 + len(em.points) * len(em.scenario.schedules)
-    assert "pool 25.6 MB (1 slot/bank)" in lines[1]
-    assert em.rounds == 2 * 2 * em.scenario.training.rounds
+    assert len(lines) == 1 + 3 * len(em.scenario.schedules)
+    assert "plain, any memory: all-to-all" in lines[1]
+    assert "inna, memory 25.6 MB -> pool 25.6 MB (1 slot/bank)" in lines[3]
+    assert em.rounds == 3 * 2 * em.scenario.training.rounds
+
+
+def test_every_network_is_planned_with_its_own_collectives() -> None:
+    em = resolve(scenario("networks: [plain, multicast, inna, gloo]\nschedules: [all-to-all]\n"))
+    first, second = em.points
+    assert [p.network for p in first.plays] == ["plain", "multicast", "inna", "gloo"]
+    assert [p.network for p in second.plays] == ["inna"]  # the rest do not depend on memory
+    (ring,) = first.plays[0].plan.costs[0].groups
+    assert ring.collective == "ring" and sorted(ring.order) == list(range(9))
+    assert first.plays[1].plan.costs[0].groups[0].collective == "multicast"
+    assert first.plays[3].edges == "plain"  # gloo runs over the plain network's edges
+    assert first.plays[3].plan.costs == first.plays[0].plan.costs  # predicted as innet's ring
+    warning = em.tcp_warning()
+    assert warning is not None and warning.startswith("gloo: TCP at scale 100000 does not")
+    assert warning in em.predictions()
+    assert resolve(scenario()).tcp_warning() is None
 
 
 def test_a_leader_paces_frames_at_the_planned_update_rate() -> None:

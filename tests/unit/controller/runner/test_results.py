@@ -23,7 +23,7 @@ from controller.runner.results import (
 )
 from controller.runner.results.summary import SUMMARY_COLUMNS
 
-CYCLES = {"all-to-all": Cycle(1, 1), "cliques-3": Cycle(3, 3)}
+CYCLES = {("inna", "all-to-all"): Cycle(1, 1), ("inna", "cliques-3"): Cycle(3, 3)}
 
 MB = 10**6
 SCENARIO = {"name": "tiny", "memory": ["25.6MB", "1.6GB"], "schedules": ["all-to-all"]}
@@ -221,11 +221,13 @@ def test_summarise_arithmetic() -> None:
 
 def test_summarise_needs_every_cycle_length() -> None:
     with pytest.raises(ValueError, match="'cliques-3'"):
-        summarise(hand_made(), {"all-to-all": Cycle(1, 1)})
+        summarise(hand_made(), {("inna", "all-to-all"): Cycle(1, 1)})
 
 
 def test_summarise_with_too_few_rounds_for_a_cycle() -> None:
-    (row,) = summarise([rec(25_600_000, "ring-pairs", 0, 4.0)], {"ring-pairs": Cycle(2, 2)})
+    (row,) = summarise(
+        [rec(25_600_000, "ring-pairs", 0, 4.0)], {("inna", "ring-pairs"): Cycle(2, 2)}
+    )
     assert row.consensus_s is None and row.consensus_predicted_s is None
     assert row.mean_time_s == 4.0
 
@@ -278,6 +280,7 @@ def test_format_table_names_the_first_to_consensus_per_memory() -> None:
     assert "1 of 3 rounds failed" in table
     assert "10.0 s" in table and "7.50 s" in table and "1.10" in table and "53.0%" in table
     assert lines[-2].startswith("* reached consensus first")
+    assert "network" not in lines[0] and "vs plain" not in lines[0]  # one network: no columns
     assert lines[-1].startswith("CPU-bound:")  # two of the small cliques' rounds were
 
 
@@ -310,7 +313,7 @@ def test_collect_versions_without_git(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_record_is_written_with_every_field_as_a_key() -> None:
     written = rec(1, "x", 0, 1.0).to_json()
     assert list(written) == [f.name for f in dataclasses.fields(RoundRecord)]
-    assert len(written) == 21
+    assert len(written) == 27
     assert written["groups"] == [["Tokyo", "London"], ["New York"]]
     assert RoundRecord.from_json(json.loads(json.dumps(written))) == rec(1, "x", 0, 1.0)
 
@@ -320,10 +323,12 @@ def test_format_table_says_which_rounds_measured_the_cpu() -> None:
         rec(25_600_000, "all-to-all", 0, 30.0, cpu_bound=True, cpu_lag_ms=900.0),
         rec(25_600_000, "all-to-all", 1, 31.0),
     ]
-    table = format_table(summarise(records, {"all-to-all": Cycle(1, 1)}))
+    table = format_table(summarise(records, {("inna", "all-to-all"): Cycle(1, 1)}))
     assert "ok, 1 CPU-bound round(s)" in table
     assert "those rounds measure the CPU, not the network" in table
-    calm_rows = summarise([rec(25_600_000, "all-to-all", 0, 30.0)], {"all-to-all": Cycle(1, 1)})
+    calm_rows = summarise(
+        [rec(25_600_000, "all-to-all", 0, 30.0)], {("inna", "all-to-all"): Cycle(1, 1)}
+    )
     calm = format_table(calm_rows)
     assert "CPU-bound" not in calm
 
@@ -332,11 +337,43 @@ def test_consensus_sums_the_rounds_to_consensus_by_cycle_position() -> None:
     """cliques-3: consensus after 2 rounds of a 4-round cycle; ring pairs: 5 rounds of 2."""
     times = [0.8, 0.9, 1.0, 1.1] * 2
     records = [rec(MB, "cliques-3", i, t, predicted_s=t) for i, t in enumerate(times)]
-    (row,) = summarise(records, {"cliques-3": Cycle(2, 4)})
+    (row,) = summarise(records, {("inna", "cliques-3"): Cycle(2, 4)})
     assert row.consensus_s == pytest.approx(0.8 + 0.9)
     assert row.consensus_predicted_s == pytest.approx(1.7)
     ring = [rec(MB, "ring-pairs", i, 1.0 + i % 2) for i in range(4)]
-    (row,) = summarise(ring, {"ring-pairs": Cycle(5, 2)})
+    (row,) = summarise(ring, {("inna", "ring-pairs"): Cycle(5, 2)})
     assert row.consensus_s == pytest.approx(1 + 2 + 1 + 2 + 1)
-    (row,) = summarise(ring, {"ring-pairs": Cycle(0, 2)})  # never reaches consensus
+    (row,) = summarise(ring, {("inna", "ring-pairs"): Cycle(0, 2)})  # never reaches consensus
     assert row.consensus_s is None
+
+
+def test_format_table_puts_a_plain_wan_beside_inna_and_gives_the_gain() -> None:
+    """plain played once (any memory): its fastest, all-to-all's 15 s (predicted 10 s), is the
+    reference of every row; inna's all-to-all at 1.6 GB takes 6 s (predicted 5 s)."""
+    records = [
+        rec(25_600_000, "all-to-all", 0, 15.0, network="plain"),
+        rec(25_600_000, "all-to-all", 0, 20.0),
+        rec(1_600_000_000, "all-to-all", 0, 6.0, predicted_s=5.0),
+    ]
+    cycles = {("plain", "all-to-all"): Cycle(1, 1), ("inna", "all-to-all"): Cycle(1, 1)}
+    rows = summarise(records, cycles)
+    assert [(r.network, r.per_memory) for r in rows] == [
+        ("plain", False), ("inna", True), ("inna", True)
+    ]  # fmt: skip
+    lines = format_table(rows).splitlines()
+    assert lines[0].split()[:2] == ["network", "memory"] and "vs plain" in lines[0]
+    assert lines[1].startswith("plain") and "any memory" in lines[1] and " * " not in lines[1]
+    assert "1.00x (1.00x)" in lines[1]
+    assert "0.75x (1.00x)" in lines[2] and " * " in lines[2]  # first at 25.6 MB among inna
+    assert "2.50x (2.00x)" in lines[3]
+    assert lines[-1] == (
+        "fastest against the fastest over a plain WAN (all-to-all): "
+        "inna all-to-all at 1.6 GB 2.50x (2.00x)"
+    )
+    assert any(line.startswith("any memory: the edges hold no partial sums") for line in lines)
+
+
+def test_older_records_without_a_network_read_as_inna() -> None:
+    written = rec(1, "x", 0, 1.0).to_json()
+    del written["network"]
+    assert RoundRecord.from_json(written).network == "inna"

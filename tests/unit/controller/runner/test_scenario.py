@@ -22,9 +22,9 @@ def write(tmp_path: Path, text: str, name: str = "scenario.yaml") -> Path:
     return path
 
 
-def test_the_three_scenarios_are_shipped() -> None:
+def test_the_four_scenarios_are_shipped() -> None:
     names = {p.stem for p in SHIPPED}
-    assert {"nine-cities", "memory-sweep", "schedule-comparison"} <= names
+    assert {"nine-cities", "memory-sweep", "schedule-comparison", "what-the-network-buys"} <= names
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
@@ -176,6 +176,11 @@ BAD = [
     ("loss-negative", "wan_loss: -0.1\n", "wan_loss", 2, ["at least 0"]),
     ("loss-too-high", "wan_loss: 0.5\n", "wan_loss", 2, ["must be below 0.5"]),
     ("loss-percent-text", "wan_loss: 1%\n", "wan_loss", 2, ["must be a number"]),
+    ("network-unknown", "networks:\n  - inna\n  - ecmp\n", "networks[1]", 4,
+     ["unknown network 'ecmp'", "known: plain, multicast, inna, gloo"]),
+    ("networks-not-a-list", "networks: plain\n", "networks", 2, ["non-empty list"]),
+    ("networks-empty", "networks: []\n", "networks", 2, ["non-empty list"]),
+    ("network-twice", "networks: [plain, inna, plain]\n", "networks[2]", 2, ["listed twice"]),
 ]  # fmt: skip
 
 
@@ -242,3 +247,24 @@ def test_wan_loss_defaults_to_none_and_round_trips(tmp_path: Path) -> None:
     again = tmp_path / "again.yaml"
     again.write_text(yaml.safe_dump(lossy.to_dict()))
     assert load_scenario(again).wan_loss == 0.01
+
+
+def test_networks_default_to_inna_and_round_trip(tmp_path: Path) -> None:
+    assert parse_scenario("name: a\n").networks == ("inna",)
+    both = parse_scenario("name: a\nnetworks: [plain, multicast, inna, gloo]\n")
+    assert both.networks == ("plain", "multicast", "inna", "gloo")
+    again = tmp_path / "again.yaml"
+    again.write_text(yaml.safe_dump(both.to_dict()))
+    assert load_scenario(again).networks == both.networks
+
+
+def test_gloo_without_torch_distributed_is_refused_at_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("workers.gloo.gloo_available", lambda: "torch is built without it")
+    path = write(tmp_path, "name: g\nnetworks:\n  - plain\n  - gloo\n")
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert (
+        str(err.value) == f"{path}:4: networks[1]: gloo cannot run here: torch is built without it"
+    )
