@@ -10,6 +10,7 @@ import json
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -214,3 +215,14 @@ def send_garbage(src: Host, count: int, seed: int = 1) -> dict[str, Any]:
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def api_port(grpc_base: int, switches: int = 256) -> int:
+    """A free TCP port on loopback for a service's API, outside the P4Runtime ports its
+    switches will take (grpc_base and up): the kernel's free ports include those."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if not grpc_base <= port < grpc_base + switches:
+            return port

@@ -11,13 +11,13 @@ Needs root, Mininet (the Python package), mnexec; skipped with the reason otherw
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.docs import blocks
+from tests.netns.harness import api_port
 from tests.netns.topology import why_no_mininet
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
@@ -39,9 +39,7 @@ SHOWS = {
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return api_port(GRPC_BASE)
 
 
 def innet(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.netns.harness import api_port
 from tests.netns.topology import why_no_mininet
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
@@ -38,9 +38,7 @@ if _REASON is not None:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return api_port(GRPC_BASE)
 
 
 def innet(run_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
