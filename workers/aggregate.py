@@ -41,7 +41,13 @@ from workers.exceptions import (
     QuantiseError,
     ResultMismatch,
 )
-from workers.group import AggregatorStats, GroupSpec, SendPolicy, contribution_chunks
+from workers.group import (
+    AggregatorStats,
+    GroupSpec,
+    SendPolicy,
+    check_deadline,
+    contribution_chunks,
+)
 from workers.packets import Flag, InnetPacket, PacketType
 from workers.quantise import (
     agreed_exponent,
@@ -153,14 +159,8 @@ class Aggregator:
         now = self.clock()
         for packet in stream.pump(now):
             self.transport.send(packet.encode())
-        if not stream.done and now - stream.started > self.policy.deadline_s:
-            chunks, members, text = stream.missing()
-            raise AggregationTimeout(
-                f"island {self.group.me} gave up after {now - stream.started:.3f} s "
-                f"(deadline_s {self.policy.deadline_s}): {text}",
-                chunks,
-                members,
-            )
+        if not stream.done:
+            check_deadline(self.group, self.policy, now - stream.started, stream.missing)
         return stream.done
 
     def result(self) -> np.ndarray:

@@ -38,11 +38,12 @@ import numpy as np
 
 from topo.siteplan import FRAME_BITS, LANES
 from workers.aggregate import MAX_DRAIN, MAX_WAIT_S
-from workers.exceptions import AggregationError, AggregationTimeout, PacketError, QuantiseError
+from workers.exceptions import AggregationError, PacketError, QuantiseError
 from workers.group import (
     AggregatorStats,
     GroupSpec,
     SendPolicy,
+    check_deadline,
     contribution_chunks,
     describe_ranges,
 )
@@ -160,15 +161,8 @@ class HostCollective(ABC):
         run = self.active
         if run is None:
             return False
-        if not run.done and now - run.started > self.policy.deadline_s:
-            chunks, members, text = run.missing()
-            raise AggregationTimeout(
-                f"island {self.group.me} gave up after "
-                f"{now - run.started:.3f} s (deadline_s "
-                f"{self.policy.deadline_s}): {text}",
-                chunks,
-                members,
-            )
+        if not run.done:
+            check_deadline(self.group, self.policy, now - run.started, run.missing)
         return run.done
 
     def result(self) -> np.ndarray:

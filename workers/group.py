@@ -6,13 +6,13 @@ members; `SendPolicy` says how a leader paces and recovers; `AggregatorStats` co
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from topo.siteplan import MAX_ISLANDS
-from workers.exceptions import AggregationError, PolicyError, QuantiseError
+from workers.exceptions import AggregationError, AggregationTimeout, PolicyError, QuantiseError
 from workers.quantise import to_chunks
 
 
@@ -153,3 +153,21 @@ def contribution_chunks(
     if first + chunks.shape[0] > 1 << 32:
         raise AggregationError(f"{key} ran out of 32-bit chunk numbers")
     return chunks
+
+
+def check_deadline(
+    group: GroupSpec,
+    policy: SendPolicy,
+    elapsed_s: float,
+    missing: Callable[[], tuple[tuple[int, ...], tuple[int, ...], str]],
+) -> None:
+    """AggregationTimeout, naming what is missing, once `policy.deadline_s` has passed without
+    the sum: what every exchange's `step` checks."""
+    if elapsed_s > policy.deadline_s:
+        chunks, members, text = missing()
+        raise AggregationTimeout(
+            f"island {group.me} gave up after {elapsed_s:.3f} s "
+            f"(deadline_s {policy.deadline_s}): {text}",
+            chunks,
+            members,
+        )
