@@ -7,15 +7,20 @@
 The program is compiled once at start (or when a controller sends a new one with
 SetForwardingPipelineConfig); ports are bound with AF_PACKET; SIGTERM or SIGINT shuts it down
 cleanly. Compile errors print `file:line:col: error: ...` and exit with status 2.
+
+A program given with `--p4` is trusted: its includes resolve as cpp resolves them. A program
+sent over P4Runtime is not: it is compiled in a child process bounded by `--compile-timeout`
+and `--compile-memory`, and may include only from p4switch's include directory, the directory
+of the `--p4` program and the `-I` directories (`p4switch.p4rt.compiling`).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,8 +31,7 @@ from innet.exceptions import InnetError, one_line
 from p4switch.exceptions import ControlError, P4CompileError, PortError, UsageError
 
 if TYPE_CHECKING:
-    from p4.config.v1 import p4info_pb2
-
+    from p4switch.p4rt.compiling import CompileLimits
     from p4switch.program import CompiledProgram
     from p4switch.shaping import ShapeSpec
 
@@ -106,6 +110,20 @@ def build_parser() -> argparse.ArgumentParser:
         "(default), or is dropped; counted either way",
     )
     p.add_argument(
+        "--compile-timeout",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="longest a program sent over P4Runtime may take to compile (default 20)",
+    )
+    p.add_argument(
+        "--compile-memory",
+        type=int,
+        default=1024,
+        metavar="MIB",
+        help="most memory compiling a program sent over P4Runtime may take (default 1024)",
+    )
+    p.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"]
     )
     return p
@@ -142,6 +160,16 @@ def _defines(texts: Sequence[str]) -> dict[str, str]:
     return defines
 
 
+def _compile_limits(timeout: float, memory_mib: int) -> CompileLimits:
+    from p4switch.p4rt.compiling import CompileLimits
+
+    if not (math.isfinite(timeout) and 0 < timeout <= 3600):
+        raise UsageError(f"--compile-timeout {timeout}: give seconds in (0, 3600]")
+    if not 64 <= memory_mib <= 1 << 20:
+        raise UsageError(f"--compile-memory {memory_mib}: give MiB in [64, 1048576]")
+    return CompileLimits(timeout, math.ceil(timeout), memory_mib << 20)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
@@ -161,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.check and args.p4 is None:
             raise UsageError("--check needs --p4")
         defines = _defines(args.defines)
+        limits = _compile_limits(args.compile_timeout, args.compile_memory)
         program = compile_file(args.p4, args.include, defines) if args.p4 is not None else None
         if program is not None and args.p4info_out is not None:
             from p4switch.p4info import write_p4info  # protobuf: only when a P4Info is written
@@ -181,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.check:
         return 0
-    return _serve(args, ports, shaping, program)
+    return _serve(args, ports, shaping, program, limits)
 
 
 class Unprogrammed:
@@ -191,33 +220,21 @@ class Unprogrammed:
         return []
 
 
-def _compile_source(
-    source: bytes, include: Sequence[Path], defines: dict[str, str]
-) -> CompiledProgram:
-    """Compile a program sent by a controller (SetForwardingPipelineConfig's device config)."""
-    from p4switch.program import compile_file  # the compiler: only when it is needed (see main)
-
-    with tempfile.TemporaryDirectory(prefix="p4switch-") as tmp:
-        path = Path(tmp) / "device_config.p4"
-        path.write_bytes(source)
-        try:
-            return compile_file(path, include, defines)
-        except P4CompileError as err:
-            raise ValueError(str(err).replace(str(path), "device_config")) from err
-
-
 def _serve(
     args: argparse.Namespace,
     ports: dict[int, str],
     shaping: dict[int, ShapeSpec],
     program: CompiledProgram | None,
+    limits: CompileLimits,
 ) -> int:
     # the switch itself (data plane, control channel, gRPC): only once the arguments are good
     from p4switch.control import ControlServer
     from p4switch.dataplane import Switch
     from p4switch.p4rt import LoadedProgram, P4RuntimeServer
+    from p4switch.p4rt.compiling import SourceLoader
 
     cpu_port = args.cpu_port
+    # a pushed program includes from here (and p4switch's own include directory) only
     include = [*([args.p4.parent] if args.p4 is not None else []), *args.include]
     state = program.new_state() if program is not None else None
     processor = (
@@ -231,16 +248,15 @@ def _serve(
         print(f"p4switch: error: {err}", file=sys.stderr)
         return 2
 
-    def load(p4info: p4info_pb2.P4Info, device_config: bytes) -> LoadedProgram:
-        if device_config:
-            compiled = _compile_source(device_config, include, _defines(args.defines))
-        elif program is not None:
-            compiled = program  # no source sent: a fresh copy of the program given with --p4
-        else:
-            raise ValueError("p4switch expects the P4 program's source as the device config")
-        fresh = compiled.new_state()
-        pipeline = compiled.pipeline(fresh, cpu_port=cpu_port, parser_reject=args.parser_reject)
-        return LoadedProgram(p4info, device_config, fresh, lambda: switch.set_processor(pipeline))
+    load = SourceLoader(
+        switch.set_processor,
+        tuple(include),
+        _defines(args.defines),
+        limits,
+        fallback=program,
+        cpu_port=cpu_port,
+        parser_reject=args.parser_reject,
+    )
 
     def packet_out(frame: bytes) -> None:
         if cpu_port is None:

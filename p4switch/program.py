@@ -66,12 +66,17 @@ class CompiledProgram:
 
 
 def compile_file(
-    path: Path, include_dirs: Sequence[Path] = (), defines: Mapping[str, str] | None = None
+    path: Path,
+    include_dirs: Sequence[Path] = (),
+    defines: Mapping[str, str] | None = None,
+    *,
+    confined: bool = False,
 ) -> CompiledProgram:
     """Preprocess (with these -D defines), parse, check and compile `path`; P4CompileError when
-    it is refused."""
+    it is refused. `confined`: `#include` only from p4switch's include directory, the program's
+    directory and `include_dirs`, regular files only (for programs sent over P4Runtime)."""
     path = Path(path)
-    pre = preprocess(path, include_dirs, defines)
+    pre = preprocess(path, include_dirs, defines, confined=confined)
     program = check_program(parse(pre), str(path))
     try:
         p4info = build_p4info(program)

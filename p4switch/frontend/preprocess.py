@@ -4,6 +4,11 @@
 file and line it came from; the markers themselves are blanked so output line numbers stay put.
 cpp collapses runs of blanks inside a line, so columns are mapped back by finding the same token
 in the original line.
+
+`confined=True` is for programs the switch did not choose (sent over P4Runtime): every
+`#include` is checked first by `p4switch.frontend.includes` (only p4switch's include directory,
+the program's own directory and the given include directories; regular files only), and source
+lines for column mapping come only from the files so checked, never from disk.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from p4switch.exceptions import P4CompileError
+from p4switch.frontend.includes import scan_includes
 from p4switch.ir import Loc
 
 _MACRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -33,6 +39,7 @@ class Preprocessed:
     origins: tuple[tuple[str, int], ...]
     _sources: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
     _lines: list[str] = field(default_factory=list, compare=False, repr=False)
+    _read_disk: bool = field(default=True, compare=False, repr=False)
 
     def locate(self, line: int, col: int, token: str | None = None) -> Loc:
         """The user's file:line:col for a 1-based position in the preprocessed text."""
@@ -59,6 +66,8 @@ class Preprocessed:
 
     def _source_line(self, path: str, line: int) -> str:
         lines = self._sources.get(path)
+        if lines is None and not self._read_disk:
+            lines = []  # a file outside what was checked (e.g. named by #line): never opened
         if lines is None:
             try:
                 lines = Path(path).read_text(errors="replace").split("\n")
@@ -88,10 +97,18 @@ def cpp_command(
 
 
 def preprocess(
-    path: Path, include_dirs: Sequence[Path] = (), defines: Mapping[str, str] | None = None
+    path: Path,
+    include_dirs: Sequence[Path] = (),
+    defines: Mapping[str, str] | None = None,
+    *,
+    confined: bool = False,
 ) -> Preprocessed:
     if not path.is_file():
         raise P4CompileError(str(path), 0, 0, "no such P4 source file")
+    checked: dict[str, str] | None = None
+    if confined:
+        roots = [INCLUDE_DIR, path.parent, *include_dirs]
+        checked = scan_includes(path, roots, [INCLUDE_DIR, *include_dirs])
     try:
         run = subprocess.run(
             cpp_command(path, include_dirs, defines), capture_output=True, text=True, timeout=60
@@ -104,7 +121,11 @@ def preprocess(
             if m:
                 raise P4CompileError(m[1], int(m[2]), int(m[3]), m[4])
         raise P4CompileError(str(path), 0, 0, f"the C preprocessor failed: {run.stderr.strip()}")
-    return split_markers(run.stdout, str(path))
+    pre = split_markers(run.stdout, str(path))
+    if checked is None:
+        return pre
+    sources = {name: text.split("\n") for name, text in checked.items()}
+    return Preprocessed(pre.text, pre.origins, sources, _read_disk=False)
 
 
 def split_markers(output: str, path: str) -> Preprocessed:

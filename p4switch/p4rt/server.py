@@ -5,6 +5,12 @@
 `LoadedProgram` (fresh run-time state and a way to make the data plane run it). Writes and reads
 are translated by the other modules of `p4switch.p4rt` into changes of that state, under
 `state.lock`; `p4switch.p4rt.service` is the gRPC face.
+
+Deadlines: each request may carry one (`time.monotonic()` seconds, from the client's gRPC
+deadline). Work whose deadline has passed is refused with DEADLINE_EXCEEDED, checked before a
+lock is taken and again once it is held, so a request that waited too long changes nothing.
+The loader runs outside the configuration lock (one load at a time), so writes and reads against
+the running pipeline go on while a new program compiles; only the switch-over takes the lock.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import grpc
@@ -28,6 +35,7 @@ from p4switch.exceptions import (
 )
 from p4switch.p4rt.arbitration import Arbiter, Session
 from p4switch.p4rt.codec import InstalledPipeline
+from p4switch.p4rt.deadline import acquired, check_deadline
 from p4switch.p4rt.packetio import packet_in_message, packet_out_frame
 from p4switch.p4rt.read import read_entity
 from p4switch.p4rt.reconcile import carry_over
@@ -52,7 +60,7 @@ class LoadedProgram:
     activate: Callable[[], None]  # makes the data plane use this program and state
 
 
-# may raise ValueError: the client gets INVALID_ARGUMENT with its message
+# may raise ValueError: the client gets INVALID_ARGUMENT with its message (a P4RTError: its code)
 Loader = Callable[[p4info_pb2.P4Info, bytes], LoadedProgram]
 
 
@@ -91,6 +99,7 @@ class P4RuntimeServer:
         self._send_packet_out = send_packet_out
         self._cpu_port = cpu_port
         self._config_lock = threading.RLock()  # pipeline changes, and writes against them
+        self._load_lock = threading.Lock()  # one program loads (compiles) at a time
         self._committed: _Installed | None = None
         self._saved: _Installed | None = None  # VERIFY_AND_SAVE: reads and writes go here
         if initial is not None:
@@ -104,6 +113,8 @@ class P4RuntimeServer:
         self._sessions_lock = threading.Lock()
         self._grpc: grpc.Server | None = None
         self.packet_ins_dropped = 0
+        self.requests_expired = 0  # requests refused because the client's deadline passed
+        self._expired_lock = threading.Lock()
 
     # --- life cycle -----------------------------------------------------------------------
 
@@ -168,10 +179,21 @@ class P4RuntimeServer:
 
     # --- pipeline configuration -----------------------------------------------------------
 
-    def _load(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> _Installed:
+    def _load(
+        self, config: p4runtime_pb2.ForwardingPipelineConfig, deadline: float | None
+    ) -> _Installed:
+        """Run the loader (outside the configuration lock) and bind the P4Info to its state."""
+        with acquired(self._load_lock, deadline, "waiting for another program to load"):
+            installed = self._load_now(config)
+        check_deadline(deadline, "the program was loaded after the deadline; nothing changed")
+        return installed
+
+    def _load_now(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> _Installed:
         try:
             program = self._loader(config.p4info, config.p4_device_config)
             schema = P4InfoIndex.bind(config.p4info, program.state)
+        except P4RTError:
+            raise
         except (ValueError, P4InfoMismatchError) as err:
             raise P4RTError(code_pb2.INVALID_ARGUMENT, str(err)) from err
         except Exception as err:
@@ -181,30 +203,42 @@ class P4RuntimeServer:
         pipeline = InstalledPipeline(schema, program.state, self._cpu_port)
         return _Installed(program, pipeline, config.p4info, config.p4_device_config, cookie)
 
-    def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
+    def set_pipeline(
+        self,
+        request: p4runtime_pb2.SetForwardingPipelineConfigRequest,
+        deadline: float | None = None,
+    ) -> None:
         """Carry out a SetForwardingPipelineConfig (the caller checked the client is primary)."""
+        with self._counting_expired():
+            self._set_pipeline(request, deadline)
+
+    def _set_pipeline(
+        self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest, deadline: float | None
+    ) -> None:
         action = request.action
-        with self._config_lock:
-            if action == _SetRequest.COMMIT:
-                if request.HasField("config"):
-                    raise P4RTError(code_pb2.INVALID_ARGUMENT, "COMMIT takes no config")
+        if action == _SetRequest.COMMIT:
+            if request.HasField("config"):
+                raise P4RTError(code_pb2.INVALID_ARGUMENT, "COMMIT takes no config")
+            with self._locked(deadline):
                 if self._saved is None:
                     raise P4RTError(code_pb2.NOT_FOUND, "no saved config to commit")
                 self._commit(self._saved)
-                return
-            known = (
-                _SetRequest.VERIFY,
-                _SetRequest.VERIFY_AND_SAVE,
-                _SetRequest.VERIFY_AND_COMMIT,
-                _SetRequest.RECONCILE_AND_COMMIT,
-            )
-            if action not in known:
-                raise P4RTError(code_pb2.INVALID_ARGUMENT, f"unknown action {action}")
-            if not request.HasField("config") or not request.config.HasField("p4info"):
-                raise P4RTError(code_pb2.INVALID_ARGUMENT, "a config with a P4Info is required")
-            installed = self._load(request.config)
-            if action == _SetRequest.VERIFY:
-                return
+            return
+        known = (
+            _SetRequest.VERIFY,
+            _SetRequest.VERIFY_AND_SAVE,
+            _SetRequest.VERIFY_AND_COMMIT,
+            _SetRequest.RECONCILE_AND_COMMIT,
+        )
+        if action not in known:
+            raise P4RTError(code_pb2.INVALID_ARGUMENT, f"unknown action {action}")
+        if not request.HasField("config") or not request.config.HasField("p4info"):
+            raise P4RTError(code_pb2.INVALID_ARGUMENT, "a config with a P4Info is required")
+        check_deadline(deadline, "the deadline passed before the program was loaded")
+        installed = self._load(request.config, deadline)  # no lock held: writes go on
+        if action == _SetRequest.VERIFY:
+            return
+        with self._locked(deadline):
             if action == _SetRequest.VERIFY_AND_SAVE:
                 self._saved = installed
                 log.info("pipeline config saved; COMMIT makes the data plane run it")
@@ -216,6 +250,23 @@ class P4RuntimeServer:
                     self._commit(installed)
             else:
                 self._commit(installed)
+
+    @contextmanager
+    def _counting_expired(self) -> Iterator[None]:
+        try:
+            yield
+        except P4RTError as err:
+            if err.code == code_pb2.DEADLINE_EXCEEDED:
+                with self._expired_lock:
+                    self.requests_expired += 1
+                log.info("request refused: %s", err.message)
+            raise
+
+    @contextmanager
+    def _locked(self, deadline: float | None) -> Iterator[None]:
+        """Hold the configuration lock, unless the deadline passes first (DEADLINE_EXCEEDED)."""
+        with acquired(self._config_lock, deadline, "waiting for the configuration lock"):
+            yield
 
     def _commit(self, installed: _Installed) -> None:
         try:
@@ -248,27 +299,36 @@ class P4RuntimeServer:
 
     # --- writes, reads, streams -----------------------------------------------------------
 
-    def write(self, request: p4runtime_pb2.WriteRequest) -> list[P4RTError | None]:
+    def write(
+        self, request: p4runtime_pb2.WriteRequest, deadline: float | None = None
+    ) -> list[P4RTError | None]:
         atomicity = request.atomicity
         if atomicity not in p4runtime_pb2.WriteRequest.Atomicity.values():
             raise P4RTError(code_pb2.INVALID_ARGUMENT, f"unknown atomicity {atomicity}")
-        with self._config_lock:
+        with self._counting_expired(), self._locked(deadline):
             installed = self._saved or self._committed
             if installed is None:
                 raise P4RTError(code_pb2.FAILED_PRECONDITION, "no forwarding pipeline is set")
             atomic = atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
-            with installed.pipeline.state.lock:
+            with acquired(installed.pipeline.state.lock, deadline, "waiting for the state"):
                 return apply_batch(installed.pipeline, request.updates, atomic=atomic)
 
     def read(
-        self, request: p4runtime_pb2.ReadRequest
+        self, request: p4runtime_pb2.ReadRequest, deadline: float | None = None
     ) -> tuple[list[p4runtime_pb2.Entity], list[P4RTError | None]]:
+        with self._counting_expired():
+            return self._read(request, deadline)
+
+    def _read(
+        self, request: p4runtime_pb2.ReadRequest, deadline: float | None
+    ) -> tuple[list[p4runtime_pb2.Entity], list[P4RTError | None]]:
+        check_deadline(deadline, "the deadline passed before the read started")
         installed = self._saved or self._committed
         if installed is None:
             raise P4RTError(code_pb2.FAILED_PRECONDITION, "no forwarding pipeline is set")
         entities: list[p4runtime_pb2.Entity] = []
         errors: list[P4RTError | None] = []
-        with installed.pipeline.state.lock:
+        with acquired(installed.pipeline.state.lock, deadline, "waiting for the state"):
             for query in request.entities:
                 try:
                     entities += read_entity(installed.pipeline, query)

@@ -2,26 +2,30 @@
 
 `P4RuntimeService` implements the p4.v1.P4Runtime service on top of a `Device` (what
 `p4switch.p4rt.server.P4RuntimeServer` is): it checks device id, role and primary status as the
-specification orders them, then turns the device's `P4RTError`s into gRPC statuses; per-item
-failures of Write and Read become UNKNOWN with one p4.v1.Error per item in the
-`grpc-status-details-bin` trailer.
+specification orders them, hands the device the client's deadline (as a `time.monotonic()`
+instant), then turns the device's `P4RTError`s into gRPC statuses; per-item failures of Write
+and Read become UNKNOWN with p4.v1.Error details in the `grpc-status-details-bin` trailer, kept
+under gRPC's metadata limit by `p4switch.p4rt.report`.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import NoReturn, Protocol
 
 import grpc
-from google.rpc import code_pb2, status_pb2
+from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4switch.exceptions import ArbitrationRefusedError, P4RTError
 from p4switch.p4rt.arbitration import CLOSE, Arbiter, Session, election_id
+from p4switch.p4rt.report import batch_status
 
 API_VERSION = "1.4.1"  # the P4Runtime version implemented
 _READ_CHUNK = 512  # entities per ReadResponse message
+_NO_DEADLINE = 86400.0 * 365  # seconds: a deadline further away than this is no deadline
 
 
 class Device(Protocol):
@@ -36,16 +40,22 @@ class Device(Protocol):
     @property
     def arbiter(self) -> Arbiter: ...
 
-    def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None: ...
+    def set_pipeline(
+        self,
+        request: p4runtime_pb2.SetForwardingPipelineConfigRequest,
+        deadline: float | None = None,
+    ) -> None: ...
 
     def get_pipeline(
         self, request: p4runtime_pb2.GetForwardingPipelineConfigRequest
     ) -> p4runtime_pb2.GetForwardingPipelineConfigResponse: ...
 
-    def write(self, request: p4runtime_pb2.WriteRequest) -> list[P4RTError | None]: ...
+    def write(
+        self, request: p4runtime_pb2.WriteRequest, deadline: float | None = None
+    ) -> list[P4RTError | None]: ...
 
     def read(
-        self, request: p4runtime_pb2.ReadRequest
+        self, request: p4runtime_pb2.ReadRequest, deadline: float | None = None
     ) -> tuple[list[p4runtime_pb2.Entity], list[P4RTError | None]]: ...
 
     def open_session(self) -> Session: ...
@@ -66,19 +76,20 @@ def _abort(context: grpc.ServicerContext, err: P4RTError) -> NoReturn:
     raise AssertionError("unreachable")  # context.abort raises
 
 
+def _deadline(context: grpc.ServicerContext) -> float | None:
+    """The client's deadline as a time.monotonic() instant (None: the client set none)."""
+    remaining = context.time_remaining()
+    if remaining is None or remaining > _NO_DEADLINE:  # grpc reports "none" as centuries left
+        return None
+    return time.monotonic() + remaining
+
+
 def _fail_batch(context: grpc.ServicerContext, errors: list[P4RTError | None], what: str) -> None:
-    """Report per-item failures: UNKNOWN, with one p4.v1.Error per item in the status details."""
-    failed = sum(e is not None for e in errors)
-    message = f"{what}: {failed} of {len(errors)} failed"
-    status = status_pb2.Status(code=code_pb2.UNKNOWN, message=message)
-    for err in errors:
-        detail = p4runtime_pb2.Error()
-        if err is not None:
-            detail.canonical_code, detail.message = err.code, err.message
-        status.details.add().Pack(detail)
+    """Report per-item failures: UNKNOWN, with p4.v1.Error details within the metadata limit."""
+    status = batch_status(errors, what)
     context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
     context.set_code(grpc.StatusCode.UNKNOWN)
-    context.set_details(message)
+    context.set_details(status.message)
 
 
 class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
@@ -117,7 +128,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             context, request.election_id if request.HasField("election_id") else None
         )
         try:
-            self._server.set_pipeline(request)
+            self._server.set_pipeline(request, _deadline(context))
         except P4RTError as err:
             _abort(context, err)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
@@ -141,7 +152,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             context, request.election_id if request.HasField("election_id") else None
         )
         try:
-            results = self._server.write(request)
+            results = self._server.write(request, _deadline(context))
         except P4RTError as err:
             _abort(context, err)
         if any(r is not None for r in results):
@@ -153,7 +164,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     ) -> Iterator[p4runtime_pb2.ReadResponse]:
         self._check(context, request.device_id, request.role, 0)
         try:
-            entities, errors = self._server.read(request)
+            entities, errors = self._server.read(request, _deadline(context))
         except P4RTError as err:
             _abort(context, err)
         for start in range(0, len(entities), _READ_CHUNK):

@@ -37,6 +37,9 @@ def test_a_compile_error_names_file_line_and_column(tmp_path: Path, capsys) -> N
         (["-i", "1@a", "--shape", "2:delay=5ms"], "no -i binds"),
         (["-i", "1@a", "--shape", "1:delay=5 parsecs"], "delay"),
         (["--check"], "needs --p4"),
+        (["--compile-timeout", "0"], "--compile-timeout 0.0: give seconds"),
+        (["--compile-timeout", "nan"], "--compile-timeout nan"),
+        (["--compile-memory", "8"], "--compile-memory 8: give MiB"),
     ],
 )
 def test_bad_arguments_get_one_line_and_status_2(argv, message, capsys) -> None:
@@ -69,3 +72,14 @@ def test_a_p4info_file_in_a_missing_directory_is_refused_by_name(tmp_path: Path,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"no directory {out.parent}" in err
     assert not out.exists()
+
+
+def test_a_program_given_on_the_command_line_keeps_ordinary_includes(tmp_path: Path) -> None:
+    """Only programs sent over P4Runtime have their includes confined; a local one is the
+    operator's own and may include by absolute path, as cpp allows."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "l2_body.p4").write_text((PROGRAMS / "l2.p4").read_text())
+    program = tmp_path / "main.p4"
+    program.write_text(f'#include "{elsewhere / "l2_body.p4"}"\n')
+    assert main(["--p4", str(program), "--check"]) == 0
