@@ -1,7 +1,8 @@
 """What the controller installs for innet.p4, and the driver that installs a schedule's rounds.
 
 The pure part turns (WAN, round, job, round number, hosts) into entries per edge switch, by
-name, following docs/protocol.md and docs/controller.md:
+name, following docs/protocol.md and docs/controller.md (the per-round entries are built in
+controller/round_entries.py and re-exported here):
 
     >>> from topo.loader import default_wan
     >>> wan = default_wan()
@@ -10,11 +11,13 @@ name, following docs/protocol.md and docs/controller.md:
     (GroupWrite(group_id=1, replicas=((1, 1), (2, 1))),)
     >>> r7 = round_entries(wan, Round.of([[0, 1, 2], [3, 4, 5], [6, 7, 8]]), job=1, number=7,
     ...                    hosts_per_island=2)
-    >>> r7[0].tables[0].action, r7[0].tables[0].params  # Tokyo is in {Tokyo, Singapore, Hong Kong}
-    ('InnetIngress.member', (('expected', 7), ('my_bit', 1), ('local_grp', 1)))
+    >>> r7[0].tables[0].action  # Tokyo is in {Tokyo, Singapore, Hong Kong}
+    'InnetIngress.member'
+    >>> dict(r7[0].tables[0].params)  # slots stay ours at most 2 s incomplete (the floor)
+    {'expected': 7, 'my_bit': 1, 'local_grp': 1, 'stale_us': 2000000}
     >>> changes = install_changes(r7, present=[base])  # {city: (Change, ...)}
-    >>> [change.op for change in changes[0]]  # a new multicast group first, then table entries
-    ['insert', 'insert', 'insert', 'insert']
+    >>> [change.op for change in changes[0]]  # new multicast groups first, then 6 table entries
+    ['insert', 'insert', 'insert', 'insert', 'insert', 'insert', 'insert', 'insert']
 
 `to_updates(schema, changes[0])` makes them P4Runtime updates for city 0's edge.
 
@@ -22,11 +25,10 @@ Ports and addresses are the site plan's (topo/siteplan.py): the edge of city u h
 for its W hosts, then port W+1+k for the link to its k-th neighbour in `wan.neighbours(u)`
 (ascending city index). The island id in innet packets is the city index.
 
-Multicast group ids encode their port set: id = 2 * mask + h, where bit k of mask is the link
-to the k-th neighbour and h = 1 adds every host port (replica id 1; WAN replicas have id 0).
-The island's local group is therefore id 1, and two rounds that replicate to the same ports
-share a group. `RoundDriver` (the impure part) installs and retires rounds on a Fabric; when a
-round is done is the experiment's business (the leaders report it), not the switches'.
+Multicast group ids encode their port set (`group_id`), so the island's local group is id 1
+and two rounds that replicate to the same ports share a group. `RoundDriver` (the impure part)
+installs and retires rounds on a Fabric; when a round is done is the experiment's business (the
+leaders report it), not the switches'.
 """
 
 from __future__ import annotations
@@ -40,11 +42,27 @@ from p4.v1 import p4runtime_pb2
 
 from controller.exceptions import RoundEntriesError
 from controller.p4rt.fabric import Fabric
-from controller.p4rt.schema import Lpm, Match, Schema, delete, insert
+from controller.p4rt.schema import Lpm, Schema, delete, insert
 from controller.planner.schedule import Round, Schedule
+from controller.round_entries import HOST_RID as HOST_RID
+from controller.round_entries import LOCAL_GRP as LOCAL_GRP
+from controller.round_entries import MEMBERSHIP as MEMBERSHIP
+from controller.round_entries import NETWORK_ACTIONS as NETWORK_ACTIONS
+from controller.round_entries import SOURCES as SOURCES
+from controller.round_entries import STALE_FLOOR_S as STALE_FLOOR_S
+from controller.round_entries import STALE_SPANS as STALE_SPANS
+from controller.round_entries import TREE as TREE
+from controller.round_entries import WAN_RID as WAN_RID
+from controller.round_entries import Entries as Entries
+from controller.round_entries import GroupWrite as GroupWrite
+from controller.round_entries import SwitchEntries as SwitchEntries
+from controller.round_entries import TableWrite as TableWrite
+from controller.round_entries import group_entry as group_entry
+from controller.round_entries import group_id as group_id
+from controller.round_entries import round_entries as round_entries
+from controller.round_entries import stale_bound_us as stale_bound_us
 from topo.siteplan import (
     MAX_HOSTS_PER_ISLAND,
-    MAX_ISLANDS,
     MAX_SITES,
     gateway_ip,
     gateway_mac,
@@ -71,54 +89,22 @@ STATS = (
     "ipv4_forwarded",
     "dropped_other",
     "replicated",
+    "stale",
+    "spoofed",
 )
 
 log = logging.getLogger(__name__)
 
-HOST_RID, WAN_RID = 1, 0
-LOCAL_GRP = 1
-MAX_NEIGHBOURS = 15  # 2 * (2**15 - 1) + 1 is the largest group id below 2**16
-
-MEMBERSHIP, TREE = "InnetIngress.membership", "InnetIngress.tree"
 HOST_PORT, IPV4_LPM = "InnetEgress.host_port", "InnetIngress.ipv4_lpm"
-# what a member's edge is told per network mode (None: nothing per round)
-NETWORK_ACTIONS = {"inna": "InnetIngress.member", "multicast": "InnetIngress.relay", "plain": None}
 
 
 # --- entries by name ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class TableWrite:
-    """One table entry, by P4Info names."""
-
-    table: str
-    match: tuple[tuple[str, Match], ...]
-    action: str
-    params: tuple[tuple[str, int | str], ...] = ()
-
-
-@dataclass(frozen=True)
-class GroupWrite:
-    """One multicast group: (egress port, replica id) pairs."""
-
-    group_id: int
-    replicas: tuple[tuple[int, int], ...]
-
-
-@dataclass(frozen=True)
-class SwitchEntries:
-    tables: tuple[TableWrite, ...] = ()
-    groups: tuple[GroupWrite, ...] = ()
-
-
-@dataclass(frozen=True)
 class Change:
     op: Literal["insert", "delete"]
     item: TableWrite | GroupWrite
-
-
-Entries = Mapping[int, SwitchEntries]  # city index -> what its edge holds
 
 
 # --- addresses and ports -----------------------------------------------------------------------
@@ -164,27 +150,6 @@ class Addressing:
         return sizes.pop()
 
 
-def group_id(wan: Wan, u: int, children: Iterable[int], with_hosts: bool) -> int:
-    """The multicast group of u's edge replicating to these neighbours (and its hosts)."""
-    neighbours = wan.neighbours(u)
-    if len(neighbours) > MAX_NEIGHBOURS:
-        raise RoundEntriesError(
-            f"{wan.names[u]} has {len(neighbours)} links; group ids encode at most {MAX_NEIGHBOURS}"
-        )
-    mask = sum(1 << neighbours.index(v) for v in set(children))
-    return 2 * mask + int(with_hosts)
-
-
-def group_entry(wan: Wan, u: int, gid: int, hosts_per_island: int) -> GroupWrite:
-    """The replicas a group id stands for at u's edge (WAN ports first, ascending)."""
-    neighbours = wan.neighbours(u)
-    mask, with_hosts = gid >> 1, gid & 1
-    wan_ports = [(wan_port(wan, u, v, hosts_per_island), WAN_RID)
-                 for k, v in enumerate(neighbours) if mask >> k & 1]  # fmt: skip
-    hosts = [(p, HOST_RID) for p in host_ports(hosts_per_island)] if with_hosts else []
-    return GroupWrite(gid, tuple(wan_ports + hosts))
-
-
 # --- plans -------------------------------------------------------------------------------------
 
 
@@ -218,63 +183,6 @@ def base_entries(wan: Wan, addressing: Addressing) -> dict[int, SwitchEntries]:
 def _route(prefix: Lpm, port: int, dmac: str) -> TableWrite:
     return TableWrite(IPV4_LPM, (("hdr.ipv4.dstAddr", prefix),), "InnetIngress.forward",
                       (("port", port), ("dmac", dmac)))  # fmt: skip
-
-
-def round_entries(
-    wan: Wan, rnd: Round, *, job: int, number: int, hosts_per_island: int, network: str = "inna"
-) -> dict[int, SwitchEntries]:
-    """Membership, transit and tree entries of one round, with the groups they use, per edge.
-
-    `network` says what the edges do (docs/protocol.md): `inna` merges at the members' edges
-    (`member`), `multicast` only replicates (`relay`, the same trees), and `plain` installs
-    nothing: its hosts send to each other over routed IPv4."""
-    if network not in NETWORK_ACTIONS:
-        raise RoundEntriesError(f"unknown network {network!r}; known: {', '.join(NETWORK_ACTIONS)}")
-    action = NETWORK_ACTIONS[network]
-    if action is None:
-        return {}
-    if wan.n > MAX_ISLANDS:
-        raise RoundEntriesError(f"innet carries at most {MAX_ISLANDS} islands, the WAN has {wan.n}")
-    if not 0 <= job < 1 << 16 or not 0 <= number < 1 << 16:
-        raise RoundEntriesError(f"job {job} and round {number} must fit in 16 bits")
-    if len(rnd.groups) > 256:
-        raise RoundEntriesError(f"a round has at most 256 groups, this one {len(rnd.groups)}")
-    rnd.check(wan.n)
-    tables: dict[int, list[TableWrite]] = {}
-    groups: dict[int, dict[int, GroupWrite]] = {}
-    for g, members in enumerate(rnd.groups):
-        key = (("hdr.innet.job", job), ("hdr.innet.round", number), ("hdr.innet.group", g))
-        expected = sum(1 << m for m in members)
-        on_tree: set[int] = set()
-        trees = []
-        for src in members:
-            edges = wan.tree(src, [m for m in members if m != src])
-            on_tree.update(x for edge in edges for x in edge)
-            trees.append((src, edges))
-        for u in members:
-            params = (("expected", expected), ("my_bit", 1 << u), ("local_grp", LOCAL_GRP))
-            tables.setdefault(u, []).append(TableWrite(MEMBERSHIP, key, action, params))
-            groups.setdefault(u, {})[LOCAL_GRP] = group_entry(wan, u, LOCAL_GRP, hosts_per_island)
-        for u in sorted(on_tree - set(members)):
-            tables.setdefault(u, []).append(TableWrite(MEMBERSHIP, key, "InnetIngress.transit"))
-        for src, edges in trees:
-            children: dict[int, list[int]] = {}
-            for parent, child in edges:
-                children.setdefault(parent, []).append(child)
-            for u in sorted(children):
-                wan_grp = group_id(wan, u, children[u], with_hosts=False)
-                local = group_id(wan, u, children[u], with_hosts=True) if u in members else wan_grp
-                for gid in {wan_grp, local}:
-                    groups.setdefault(u, {})[gid] = group_entry(wan, u, gid, hosts_per_island)
-                replicate = (("wan_grp", wan_grp), ("wan_local_grp", local))
-                entry = TableWrite(TREE, (*key, ("hdr.innet.src", src)), "InnetIngress.replicate",
-                                   replicate)  # fmt: skip
-                tables.setdefault(u, []).append(entry)
-    return {
-        u: SwitchEntries(tuple(tables[u]), tuple(sorted(groups.get(u, {}).values(),
-                                                        key=lambda e: e.group_id)))
-        for u in sorted(tables)
-    }  # fmt: skip
 
 
 def _groups_of(tables: Iterable[Entries], u: int) -> set[int]:
@@ -331,6 +239,8 @@ class RoundDriver:
 
     Round `number` plays `schedule.round_at(number)`; innet packets carry `number % 2**16`.
     `switches[u]` is the fabric's name for city u's edge (default: the fabric's order).
+    A member's slots are claimed over after `stale_spans` group spans incomplete, at least
+    `stale_floor_s` (`round_entries`; docs/protocol.md, "Stale slots").
     """
 
     def __init__(
@@ -343,12 +253,16 @@ class RoundDriver:
         addressing: Addressing,
         switches: Sequence[str] | None = None,
         network: str = "inna",
+        stale_spans: float = STALE_SPANS,
+        stale_floor_s: float = STALE_FLOOR_S,
     ) -> None:
+        stale_bound_us(wan, (), stale_spans, stale_floor_s)  # refuses bad bounds now
         if schedule.n != wan.n:
             raise RoundEntriesError(f"the schedule has {schedule.n} islands, the WAN {wan.n}")
         self.fabric, self.wan, self.schedule, self.job = fabric, wan, schedule, job
         self.addressing = addressing
         self.network = network  # what the edges do in the rounds installed from now on
+        self.stale_spans, self.stale_floor_s = stale_spans, stale_floor_s
         self.switches = tuple(switches) if switches is not None else fabric.names
         if len(self.switches) != wan.n:
             raise RoundEntriesError(f"{len(self.switches)} switch names for {wan.n} cities")
@@ -386,7 +300,8 @@ class RoundDriver:
         rnd = self.schedule.round_at(number)
         entries = round_entries(self.wan, rnd, job=self.job, number=wire,
                                 hosts_per_island=self.addressing.hosts_per_island,
-                                network=self.network)  # fmt: skip
+                                network=self.network, stale_spans=self.stale_spans,
+                                stale_floor_s=self.stale_floor_s)  # fmt: skip
         self._apply(install_changes(entries, [self._base, *self._installed.values()]))
         self._installed[number] = entries
         log.info("round %d installed: groups %s", number, rnd.groups)

@@ -13,10 +13,11 @@ install another round or retire one (`retire_changes`), as `RoundDriver` does.
     >>> rounds = InstalledRounds(edge)
     >>> len(rounds.base().updates)  # host ports, routes, the local multicast group
     13
-    >>> len(rounds.install(7, [[0, 1, 2], [3, 4, 5], [6, 7, 8]]).updates)  # 2 groups, 2 entries
-    4
-    >>> [change.op for change in rounds.retire(7).updates]
-    ['delete', 'delete', 'delete', 'delete']
+    >>> changes = rounds.install(7, [[0, 1, 2], [3, 4, 5], [6, 7, 8]]).updates
+    >>> len(changes)  # 2 multicast groups; membership, tree, and 4 ports' sources (port_sources)
+    8
+    >>> [change.op for change in rounds.retire(7).updates] == ["delete"] * 8
+    True
 """
 
 from __future__ import annotations

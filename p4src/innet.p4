@@ -78,7 +78,9 @@ const bit<32> STAT_NACK_OR_RECOVER = 8;
 const bit<32> STAT_IPV4_FORWARDED  = 9;
 const bit<32> STAT_DROPPED_OTHER   = 10;
 const bit<32> STAT_REPLICATED      = 11;
-#define STATS_SIZE 12
+const bit<32> STAT_STALE           = 12;
+const bit<32> STAT_SPOOFED         = 13;
+#define STATS_SIZE 14
 
 parser InnetParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
@@ -133,11 +135,14 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
     counter(STATS_SIZE, CounterType.packets_and_bytes) stats;
 
-    /* The slots: tag (ctx, chunk), contributors seen, contributors expected, 32 lanes. */
+    /* The slots: tag (ctx, chunk), contributors seen, contributors expected, the time
+     * (ingress_global_timestamp, microseconds) after which an incomplete claim may be claimed
+     * over, 32 lanes. */
     register<bit<32>>(CELLS) slot_chunk;
     register<bit<40>>(CELLS) slot_ctx;
     register<bit<32>>(CELLS) slot_seen;
     register<bit<32>>(CELLS) slot_expected;
+    register<bit<48>>(CELLS) slot_deadline;
     FOR_EACH_LANE(LANE_REGISTER)
 
     action drop() {
@@ -161,11 +166,14 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
 
     /* --- innet -------------------------------------------------------------------------- */
 
-    action member(bit<32> expected, bit<32> my_bit, bit<16> local_grp) {
+    /* `stale_us`: a slot this group claims and leaves incomplete for longer may be claimed
+     * over by another chunk (docs/protocol.md, "Stale slots"). */
+    action member(bit<32> expected, bit<32> my_bit, bit<16> local_grp, bit<32> stale_us) {
         meta.role = ROLE_MEMBER;
         meta.expected = expected;
         meta.my_bit = my_bit;
         meta.local_grp = local_grp;
+        meta.stale_us = (bit<48>) stale_us;
     }
 
     /* The `multicast` network: the island is a member, but its edge replicates contributions to
@@ -214,6 +222,27 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
         size = 4096;
     }
 
+    /* Which sources may enter on a port: `streams`, the islands whose trees reach this switch
+     * through it (at a source's own edge: its host ports); `replays`, at a merging member's
+     * host ports, the other members, whose contributions its leader replays to heal a slot
+     * (CONTRIBUTION without WAN). A miss: no source may enter here. */
+    action sources(bit<32> streams, bit<32> replays) {
+        meta.streams = streams;
+        meta.replays = replays;
+    }
+
+    table port_sources {
+        key = {
+            hdr.innet.job: exact;
+            hdr.innet.round: exact;
+            hdr.innet.group: exact;
+            standard_metadata.ingress_port: exact;
+        }
+        actions = { sources; @defaultonly NoAction; }
+        default_action = NoAction();
+        size = 4096;
+    }
+
     apply {
         /* Anything the parser refused or the IPv4 checksum condemns, whatever it carried. */
         if (standard_metadata.parser_error != error.NoError
@@ -241,8 +270,12 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
             return;
         }
 
-        /* innet: a well-formed header of a type a switch accepts from the wire. */
-        if (hdr.innet.version != INNET_VERSION
+        /* innet: a frame of innet's one size, its lengths saying so, and a well-formed header
+         * of a type a switch accepts from the wire. */
+        if (standard_metadata.packet_length != INNET_FRAME_BYTES
+                || hdr.ipv4.totalLen != INNET_IPV4_LENGTH
+                || hdr.udp.length != INNET_UDP_LENGTH
+                || hdr.innet.version != INNET_VERSION
                 || hdr.innet.type == 0 || hdr.innet.type > TYPE_RECOVER
                 || hdr.innet.type == TYPE_RESULT
                 || hdr.innet.src >= MAX_ISLANDS) {
@@ -261,6 +294,14 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
         bool in_group = meta.role == ROLE_MEMBER || meta.role == ROLE_RELAY;
         if (in_group && (src_bit & meta.expected) == 0) {
             stats.count(STAT_NOT_MEMBER);
+            return;
+        }
+        /* The source must enter where its island's traffic enters (the port -> island map). */
+        port_sources.apply();
+        bool replay = hdr.innet.type == TYPE_CONTRIBUTION && (hdr.innet.flags & FLAG_WAN) == 0
+            && meta.role == ROLE_MEMBER && (src_bit & meta.replays) != 0;
+        if ((src_bit & meta.streams) == 0 && !replay) {
+            stats.count(STAT_SPOOFED);
             return;
         }
         if ((hdr.innet.flags & FLAG_WAN) != 0) {
@@ -297,24 +338,27 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
             bit<32> index = ((chunk >> LOG_SLOTS) & 1) * SLOTS + (chunk & (SLOTS - 1));
             bit<40> ctx = hdr.innet.job ++ hdr.innet.round ++ hdr.innet.group;
 
+            bit<48> now = standard_metadata.ingress_global_timestamp;
+
             bit<40> s_ctx;
             bit<32> s_chunk;
             bit<32> s_seen;
             bit<32> s_expected;
+            bit<48> s_deadline;
             slot_ctx.read(s_ctx, index);
             slot_chunk.read(s_chunk, index);
             slot_seen.read(s_seen, index);
             slot_expected.read(s_expected, index);
+            slot_deadline.read(s_deadline, index);
             bool free = s_seen == 0;
             bool complete = !free && s_seen == s_expected;
             bool same_ctx = !free && s_ctx == ctx;
+            bool stale = !free && !complete && now > s_deadline;
 
             bool update = false;
+            bool claim = false;
             bit<32> keep = 0;  /* all ones: merge into the lanes; zero: claim (overwrite) */
-            if (same_ctx && chunk < s_chunk) {
-                /* A late copy of a chunk this slot has moved past: the island has its result. */
-                stats.count(STAT_DUPLICATE);
-            } else if (same_ctx && chunk == s_chunk) {
+            if (same_ctx && chunk == s_chunk) {
                 if ((s_seen & src_bit) != 0) {
                     stats.count(STAT_DUPLICATE);
                     if (complete && src_bit == meta.my_bit) {
@@ -327,15 +371,27 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
                     keep = 0xFFFFFFFF;
                     s_seen = s_seen | src_bit;
                 }
+            } else if (stale) {
+                /* Another chunk at a slot held incomplete past its bound: a stray, or a chunk
+                 * given up on. Its contributions are dropped; their sources recover. */
+                stats.count(STAT_STALE);
+                claim = true;
+            } else if (same_ctx && chunk < s_chunk) {
+                /* A late copy of a chunk this slot has moved past: the island has its result. */
+                stats.count(STAT_DUPLICATE);
             } else if (free || complete) {
+                claim = true;
+            } else {
+                stats.count(STAT_SLOT_CONFLICT);  /* busy with another chunk: never mixed */
+            }
+            if (claim) {
                 update = true;
                 s_seen = src_bit;
                 s_expected = meta.expected;
                 slot_ctx.write(index, ctx);
                 slot_chunk.write(index, chunk);
                 slot_expected.write(index, s_expected);
-            } else {
-                stats.count(STAT_SLOT_CONFLICT);  /* busy with another chunk: never mixed */
+                slot_deadline.write(index, now + meta.stale_us);
             }
 
             bit<32> lane;

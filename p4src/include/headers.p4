@@ -26,6 +26,11 @@ const bit<8> FLAG_REMOTE     = 0x08;  /* merge at member edges other than the so
 /* The island ids a group bitmap can hold. */
 const bit<8> MAX_ISLANDS = 32;
 
+/* Every innet message has one size: the frame and the two length fields must say so. */
+const bit<32> INNET_FRAME_BYTES = 186;  /* 14 + 20 + 8 + 16 + 128 */
+const bit<16> INNET_IPV4_LENGTH = 172;  /* IPv4 total length: the frame less Ethernet */
+const bit<16> INNET_UDP_LENGTH  = 152;  /* UDP length: header, innet header and values */
+
 /* Apply M(I) to every lane index 00..31. */
 #define FOR_EACH_LANE(M) \
     M(00) M(01) M(02) M(03) M(04) M(05) M(06) M(07) \
@@ -100,6 +105,9 @@ struct metadata_t {
     bit<32> expected;       /* member or relay: bitmap of the group's islands */
     bit<32> my_bit;         /* member or relay: this island's bit */
     bit<16> local_grp;      /* member or relay: multicast group of the island's host ports */
+    bit<48> stale_us;       /* member: how long a slot it claims may stay incomplete */
+    bit<32> streams;        /* port_sources: islands whose streams may enter on this port */
+    bit<32> replays;        /* port_sources: islands the own leader may replay here, no WAN */
     bit<1>  on_tree;        /* WAN flag and a tree entry for (job, round, group, src) */
     bit<16> wan_grp;
     bit<16> wan_local_grp;

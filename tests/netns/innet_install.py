@@ -7,6 +7,11 @@ local_grp] or null, "tree": [job, round, group, src, [wan ports]] or null, "host
 gateway], "routes": [[prefix, length, port, dmac], ...].
 Multicast groups: 1 = the host port (replica id 1); 16 = the tree's WAN ports (replica id 0);
 17 = the same plus the host port.
+
+A member also gets `member`'s stale_us (STALE_US, the controller's floor) and `port_sources`
+as the controller derives them for the triangle, where every tree is direct links: its own
+stream (and its leader's replays of the others') from the host port, each other member's
+from the port toward it (tests.netns.islands.port_toward).
 """
 
 from __future__ import annotations
@@ -16,14 +21,27 @@ import sys
 
 import p4runtime_sh.shell as sh
 
+from controller.round_entries import STALE_FLOOR_S
+from tests.netns.islands import ISLANDS, port_toward
+
 HOST_PORT, HOST_RID, WAN_RID = 1, 1, 0
 LOCAL_GRP, WAN_GRP, WAN_LOCAL_GRP = 1, 16, 17
+STALE_US = round(STALE_FLOOR_S * 1e6)
 
 
 def group(group_id: int, replicas: list[tuple[int, int]]) -> None:
     entry = sh.MulticastGroupEntry(group_id)
     for port, rid in replicas:
         entry.add(port, rid)
+    entry.insert()
+
+
+def sources(job: int, rnd: int, grp: int, port: int, streams: int, replays: int) -> None:
+    entry = sh.TableEntry("InnetIngress.port_sources")(action="InnetIngress.sources")
+    entry.match["hdr.innet.job"], entry.match["hdr.innet.round"] = str(job), str(rnd)
+    entry.match["hdr.innet.group"] = str(grp)
+    entry.match["standard_metadata.ingress_port"] = str(port)
+    entry.action["streams"], entry.action["replays"] = str(streams), str(replays)
     entry.insert()
 
 
@@ -49,7 +67,13 @@ def main() -> int:
             entry.match["hdr.innet.group"] = str(grp)
             entry.action["expected"], entry.action["my_bit"] = str(expected), str(my_bit)
             entry.action["local_grp"] = str(local_grp)
+            entry.action["stale_us"] = str(STALE_US)
             entry.insert()
+            me = my_bit.bit_length() - 1
+            sources(job, rnd, grp, HOST_PORT, my_bit, expected & ~my_bit)
+            for other in ISLANDS:
+                if other != me and expected >> other & 1:
+                    sources(job, rnd, grp, port_toward(me, other), 1 << other, 0)
         if spec["tree"] is not None:
             job, rnd, grp, src, ports = spec["tree"]
             group(WAN_GRP, [(p, WAN_RID) for p in ports])

@@ -3,7 +3,9 @@
     python -m tests.netns.innet_noise ISLAND COUNT
 
 Sends COUNT of each kind to the island's gateway on the innet port: truncated, version 2,
-source island 40, and a contribution for a group no controller installed. Prints a JSON count.
+source island 40, a contribution for a group no controller installed, and one for the running
+group that claims to come from the next island (spoofed: merged, it would change the sums).
+Prints a JSON count.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ def main() -> int:
         "unknown_group": InnetPacket(
             PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL, 1, 1, 9, island, 5, 0, (7,) * 32
         ).encode(),
+        "spoofed": good[:7] + bytes([(island + 1) % 3]) + good[8:],
     }
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         for _ in range(count):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -12,6 +13,8 @@ from controller.rounds import (
     HOST_RID,
     LOCAL_GRP,
     MEMBERSHIP,
+    SOURCES,
+    STALE_FLOOR_S,
     TREE,
     WAN_RID,
     Addressing,
@@ -24,6 +27,7 @@ from controller.rounds import (
     install_changes,
     retire_changes,
     round_entries,
+    stale_bound_us,
 )
 from tests.unit.controller.conftest import triangle
 from topo.loader import default_wan
@@ -65,7 +69,12 @@ def test_every_member_has_its_membership_and_every_tree_edge_is_covered(wan_name
             for u in members:
                 (entry,) = find(plan[u], MEMBERSHIP, job=3, round=number, group=g)
                 assert entry.action == "InnetIngress.member"
-                assert params(entry) == {"expected": expected, "my_bit": 1 << u, "local_grp": 1}
+                assert params(entry) == {
+                    "expected": expected,
+                    "my_bit": 1 << u,
+                    "local_grp": 1,
+                    "stale_us": stale_bound_us(wan, members),
+                }
             on_tree = set()
             for src in members:
                 edges = wan.tree(src, [m for m in members if m != src])
@@ -205,16 +214,92 @@ def test_each_network_mode_installs_what_its_edges_do() -> None:
     rnd = cliques(9, 3).rounds[1]
     inna = round_entries(wan, rnd, job=1, number=3, hosts_per_island=W)
     relay = round_entries(wan, rnd, job=1, number=3, hosts_per_island=W, network="multicast")
+    # where merging, a member's hosts may replay the other members' contributions
+    replays = {u: sum(1 << m for m in members if m != u) for members in rnd.groups for u in members}
     assert round_entries(wan, rnd, job=1, number=3, hosts_per_island=W, network="plain") == {}
     assert inna.keys() == relay.keys()
     for u in inna:
         assert inna[u].groups == relay[u].groups
-        renamed = [
-            TableWrite(e.table, e.match, "InnetIngress.member", e.params)
-            if e.action == "InnetIngress.relay" else e
+        merging = [
+            TableWrite(e.table, e.match, "InnetIngress.member",
+                       (*e.params, ("stale_us", stale_bound_us(wan, rnd.groups[g]))))
+            if e.action == "InnetIngress.relay"
+            else TableWrite(e.table, e.match, e.action, (*e.params[:1], ("replays", replays[u])))
+            if e.table == SOURCES and dict(e.match)["standard_metadata.ingress_port"] <= W
+            else e
             for e in relay[u].tables
+            for g in [int(dict(e.match)["hdr.innet.group"])]
         ]  # fmt: skip
-        assert tuple(renamed) == inna[u].tables
+        assert tuple(merging) == inna[u].tables
     assert sum(e.action == "InnetIngress.relay" for u in relay for e in relay[u].tables) == 9
+    for u in inna:  # a relay never merges: its hosts replay nothing
+        for e in relay[u].tables:
+            if e.table == SOURCES:
+                assert params(e)["replays"] == 0
     with pytest.raises(RoundEntriesError, match="unknown network 'gloo'"):
         round_entries(wan, rnd, job=1, number=3, hosts_per_island=W, network="gloo")
+
+
+def expected_sources(
+    wan: Wan, members: Sequence[int], w: int
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """(switch, ingress port) -> (streams, replays), from the trees, one edge at a time."""
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for src in members:
+        others = sum(1 << m for m in members if m != src)
+        for port in range(1, w + 1):  # the source's own hosts
+            streams, replays = out.get((src, port), (0, 0))
+            out[src, port] = (streams | 1 << src, replays | others)
+        for parent, child in wan.tree(src, [m for m in members if m != src]):
+            port = wan_port(wan, child, parent, w)  # the copy comes from the tree parent
+            streams, replays = out.get((child, port), (0, 0))
+            out[child, port] = (streams | 1 << src, replays)
+    return out
+
+
+@pytest.mark.parametrize("wan_name", sorted(WANS))
+def test_port_sources_admit_each_stream_where_its_tree_brings_it_and_nowhere_else(
+    wan_name: str,
+) -> None:
+    wan = WANS[wan_name]
+    for number, rnd in enumerate(rounds_of(wan)):
+        plan = round_entries(wan, rnd, job=3, number=number, hosts_per_island=W)
+        for g, members in enumerate(rnd.groups):
+            got = {
+                (u, int(dict(e.match)["standard_metadata.ingress_port"])):
+                (int(params(e)["streams"]), int(params(e)["replays"]))
+                for u, entries in plan.items()
+                for e in find(entries, SOURCES, job=3, round=number, group=g)
+            }  # fmt: skip
+            assert got == expected_sources(wan, members, W)
+            for (u, port), (streams, _) in got.items():  # a host port speaks for its island only
+                assert port > W or streams == 1 << u
+
+
+def test_a_transit_switch_admits_each_stream_from_its_parent_only() -> None:
+    wan = triangle()  # the direct link 0-2 is slow: 0 and 2 reach each other through 1
+    plan = round_entries(wan, Round.of([[0, 2], [1]]), job=1, number=5, hosts_per_island=1)
+    got = {int(dict(e.match)["standard_metadata.ingress_port"]): params(e)
+           for e in find(plan[1], SOURCES, group=0)}  # fmt: skip
+    assert got == {
+        wan_port(wan, 1, 0, 1): {"streams": 1 << 0, "replays": 0},
+        wan_port(wan, 1, 2, 1): {"streams": 1 << 2, "replays": 0},
+    }  # and nothing from B's own hosts
+
+
+def test_the_stale_bound_is_several_group_spans_with_a_floor() -> None:
+    wan = default_wan()
+    far = [0, 3, 8]  # Tokyo, London, Los Angeles
+    span = max(float(wan.delay[i, j]) for i in far for j in far)
+    assert stale_bound_us(wan, far) == round(1e6 * max(STALE_FLOOR_S, 8 * span))
+    assert stale_bound_us(wan, far, spans=40) == round(1e6 * 40 * span)
+    assert stale_bound_us(wan, [0], floor_s=0.25) == 250_000  # alone: no span, the floor
+    plan = round_entries(wan, Round.of([far, [1, 2, 4, 5, 6, 7]]), job=1, number=0,
+                         hosts_per_island=1, stale_spans=40, stale_floor_s=0.5)  # fmt: skip
+    (entry,) = find(plan[0], MEMBERSHIP, group=0)
+    assert params(entry)["stale_us"] == round(1e6 * 40 * span)
+    for spans, floor, what in ((math.nan, 1.0, "stale_spans"), (0.5, 1.0, "stale_spans"),
+                               (8.0, 0.0, "stale_floor_s"), (8.0, math.inf, "stale_floor_s"),
+                               (8.0, 5000.0, "32-bit")):  # fmt: skip
+        with pytest.raises(RoundEntriesError, match=what):
+            stale_bound_us(wan, far, spans, floor)

@@ -26,13 +26,18 @@ def test_a_table_entry_by_names(innet: Innet) -> None:
         "InnetIngress.membership",
         {"hdr.innet.job": 1, "hdr.innet.round": 300, "hdr.innet.group": 0},
         "InnetIngress.member",
-        {"expected": 7, "my_bit": 1, "local_grp": 1},
+        {"expected": 7, "my_bit": 1, "local_grp": 1, "stale_us": 2_000_000},
     )
     entry = entity.table_entry
     assert entry.table_id == schema.table("InnetIngress.membership").preamble.id
     assert [m.exact.value for m in entry.match] == [b"\x01", b"\x01\x2c", b"\x00"]
     assert entry.action.action.action_id == schema.action("InnetIngress.member").preamble.id
-    assert [p.value for p in entry.action.action.params] == [b"\x07", b"\x01", b"\x01"]
+    assert [p.value for p in entry.action.action.params] == [
+        b"\x07",
+        b"\x01",
+        b"\x01",
+        (2_000_000).to_bytes(3, "big"),
+    ]
     text = schema.describe(entity)
     assert "InnetIngress.membership" in text and "hdr.innet.round=300" in text
 
@@ -58,7 +63,7 @@ def test_mistakes_name_what_exists(innet: Innet) -> None:
     with pytest.raises(SchemaError, match=r"has no action InnetIngress\.forward"):
         schema.table_entry("InnetEgress.host_port", {"standard_metadata.egress_port": 1},
                            "InnetIngress.forward", {"port": 1, "dmac": 0})  # fmt: skip
-    with pytest.raises(SchemaError, match="missing \\['local_grp'\\]"):
+    with pytest.raises(SchemaError, match="missing \\['local_grp', 'stale_us'\\]"):
         schema.action_call("InnetIngress.member", {"expected": 1, "my_bit": 1})
     with pytest.raises(SchemaError, match="expects Lpm"):
         schema.table_entry("InnetIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": 5})

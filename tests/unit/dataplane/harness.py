@@ -10,20 +10,26 @@ so A:2-B:3, B:2-C:3 and C:2-A:3. `Triangle` installs what the controller would (
 trees, host addresses, multicast groups), injects a host's frame at its edge and runs the network
 to quiescence with a FIFO event queue: WAN ports feed the peer edge's ingress, host ports are
 collected per island. A `lose` predicate drops chosen WAN frames in flight.
+
+`FakeClock` stands in for the clock p4switch stamps `ingress_global_timestamp` from, so that
+tests move time on by hand (install it before building the Triangle).
 """
 
 from __future__ import annotations
 
 import functools
 import struct
+import types
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from controller.rounds import STATS, STATS_COUNTER
 from p4switch import runtime as rt
-from p4switch.compiler import Pipeline
+from p4switch.compiler import Pipeline, v1model
 from p4switch.program import CompiledProgram, compile_file
 
 P4_SOURCE = Path(__file__).resolve().parents[3] / "p4src" / "innet.p4"
@@ -33,11 +39,12 @@ ISLANDS = (A, B, C)
 HOST_PORT, NEXT_PORT, PREV_PORT = 1, 2, 3
 HOST_RID, WAN_RID = 1, 0
 LOCAL_GRP = 1  # every edge: the island's host ports, replica id 1
+STALE_US = 60_000_000  # a member's slots are claimed over after 60 s incomplete, by default
 
 UDP_PORT = 0x4E49
 N = 32
 CONTRIBUTION, RESULT, NACK, RECOVER = 1, 2, 3, 4
-WAN, LOCAL, RETRANSMIT = 0x01, 0x02, 0x04
+WAN, LOCAL, RETRANSMIT, REMOTE = 0x01, 0x02, 0x04, 0x08
 
 
 _ETH = struct.Struct("!6s6sH")
@@ -52,6 +59,24 @@ FRAME_BYTES = _ETH.size + _IPV4.size + _UDP.size + _INNET.size + _VALUES.size  #
 def compiled(slots: int) -> CompiledProgram:
     """innet.p4 compiled with SLOTS = `slots` (once per value in a test session)."""
     return compile_file(P4_SOURCE, defines={"SLOTS": str(slots)})
+
+
+class FakeClock:
+    """The clock of p4switch's pipelines while installed: it moves only when told."""
+
+    def __init__(self) -> None:
+        self.ns = 1_000_000_000
+
+    def monotonic_ns(self) -> int:
+        return self.ns
+
+    def advance(self, seconds: float) -> None:
+        self.ns += round(seconds * 1e9)
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+        """Make pipelines built from now on stamp packets with this clock."""
+        monkeypatch.setattr(v1model, "time", types.SimpleNamespace(monotonic_ns=self.monotonic_ns))
+        return self
 
 
 def host_mac(island: int) -> bytes:
@@ -223,12 +248,32 @@ class Triangle:
         group: int,
         members: Sequence[int],
         merge: bool = True,
+        stale_us: int = STALE_US,
     ) -> None:
         """`merge=False`: the `multicast` network's `relay` (replicate, never merge)."""
         expected = sum(1 << m for m in members)
-        action = "InnetIngress.member" if merge else "InnetIngress.relay"
-        call = rt.ActionCall(action, (expected, 1 << island, LOCAL_GRP))
+        params = (expected, 1 << island, LOCAL_GRP)
+        if merge:
+            call = rt.ActionCall("InnetIngress.member", (*params, stale_us))
+        else:
+            call = rt.ActionCall("InnetIngress.relay", params)
         self._membership(island, job, rnd, group, call)
+
+    def install_sources(
+        self,
+        island: int,
+        job: int,
+        rnd: int,
+        group: int,
+        port: int,
+        streams: Iterable[int],
+        replays: Iterable[int] = (),
+    ) -> None:
+        """At `island`, the streams of `streams` may enter on `port`, and replays of `replays`."""
+        key = (rt.exact(job, 16), rt.exact(rnd, 16), rt.exact(group, 8), rt.exact(port, 9))
+        bits = (sum(1 << i for i in streams), sum(1 << i for i in replays))
+        call = rt.ActionCall("InnetIngress.sources", bits)
+        self.edges[island].state.table("InnetIngress.port_sources").insert(rt.TableEntry(key, call))
 
     def install_transit(self, island: int, job: int, rnd: int, group: int) -> None:
         self._membership(island, job, rnd, group, rt.ActionCall("InnetIngress.transit"))
@@ -250,13 +295,24 @@ class Triangle:
         edge.state.table("InnetIngress.tree").insert(rt.TableEntry(key, call))
 
     def install_group(
-        self, job: int, rnd: int, group: int, members: Sequence[int], merge: bool = True
+        self,
+        job: int,
+        rnd: int,
+        group: int,
+        members: Sequence[int],
+        merge: bool = True,
+        stale_us: int = STALE_US,
     ) -> None:
-        """A group on the triangle: every member's tree is its direct links to the others."""
+        """A group on the triangle: every member's tree is its direct links to the others, so
+        each other member's stream enters on the port toward it; the own stream and (merging)
+        the leader's replays enter on the host port."""
         for m in members:
-            self.install_member(m, job, rnd, group, members, merge)
-            ports = [port_toward(m, other) for other in members if other != m]
-            self.install_tree(m, job, rnd, group, m, ports)
+            self.install_member(m, job, rnd, group, members, merge, stale_us)
+            others = [o for o in members if o != m]
+            self.install_tree(m, job, rnd, group, m, [port_toward(m, o) for o in others])
+            self.install_sources(m, job, rnd, group, HOST_PORT, [m], others if merge else ())
+            for o in others:
+                self.install_sources(m, job, rnd, group, port_toward(m, o), [o])
 
     def install_route(
         self, island: int, prefix: bytes, length: int, port: int, dmac: bytes

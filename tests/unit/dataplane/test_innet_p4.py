@@ -57,15 +57,27 @@ def test_p4info_names_a_controller_uses() -> None:
             "hdr.innet.group",
             "hdr.innet.src",
         ],
+        "InnetIngress.port_sources": [
+            "hdr.innet.job",
+            "hdr.innet.round",
+            "hdr.innet.group",
+            "standard_metadata.ingress_port",
+        ],
         "InnetIngress.ipv4_lpm": ["hdr.ipv4.dstAddr"],
         "InnetEgress.host_port": ["standard_metadata.egress_port"],
     }
     actions = {a.preamble.name: [(p.name, p.bitwidth) for p in a.params] for a in p4info.actions}
-    assert actions["InnetIngress.member"] == [("expected", 32), ("my_bit", 32), ("local_grp", 16)]
+    assert actions["InnetIngress.member"] == [
+        ("expected", 32),
+        ("my_bit", 32),
+        ("local_grp", 16),
+        ("stale_us", 32),
+    ]
     assert actions["InnetIngress.relay"] == [("expected", 32), ("my_bit", 32), ("local_grp", 16)]
     assert actions["InnetIngress.transit"] == []
     assert actions["InnetIngress.unknown"] == []
     assert actions["InnetIngress.replicate"] == [("wan_grp", 16), ("wan_local_grp", 16)]
+    assert actions["InnetIngress.sources"] == [("streams", 32), ("replays", 32)]
     assert actions["InnetIngress.forward"] == [("port", 9), ("dmac", 48)]
     assert actions["InnetIngress.drop"] == []
     assert actions["InnetEgress.to_host"] == [("mac", 48), ("ip", 32), ("gateway", 32)]
@@ -78,11 +90,12 @@ def test_p4info_names_a_controller_uses() -> None:
         "InnetIngress.slot_ctx": (40, 32),
         "InnetIngress.slot_seen": (32, 32),
         "InnetIngress.slot_expected": (32, 32),
+        "InnetIngress.slot_deadline": (48, 32),
         **lanes,
     }
     (stats,) = p4info.counters
     assert stats.preamble.name == "InnetIngress.stats"
-    assert stats.size == len(STATS) == 12
+    assert stats.size == len(STATS) == 14
     assert stats.spec.unit == p4info_pb2.CounterSpec.BOTH  # packets_and_bytes
 
 
@@ -167,6 +180,11 @@ def test_a_transit_switch_forwards_along_the_tree_without_merging() -> None:
     net.install_tree(A, JOB, ROUND, GROUP, A, [NEXT_PORT])  # A -> B
     net.install_tree(B, JOB, ROUND, GROUP, A, [NEXT_PORT])  # B -> C
     net.install_tree(C, JOB, ROUND, GROUP, C, [NEXT_PORT])  # C -> A, direct
+    net.install_sources(A, JOB, ROUND, GROUP, HOST_PORT, [A], [C])
+    net.install_sources(A, JOB, ROUND, GROUP, PREV_PORT, [C])  # C's stream, direct
+    net.install_sources(B, JOB, ROUND, GROUP, PREV_PORT, [A])  # A's stream, from its parent A
+    net.install_sources(C, JOB, ROUND, GROUP, HOST_PORT, [C], [A])
+    net.install_sources(C, JOB, ROUND, GROUP, PREV_PORT, [A])  # A's stream, from its parent B
     for chunk in range(3):
         net.contribute(A, msg(A, chunk, value=10))
         net.contribute(C, msg(C, chunk, value=chunk))
@@ -180,8 +198,12 @@ def test_a_transit_switch_forwards_along_the_tree_without_merging() -> None:
     assert net.take(B) == []
     assert not any(net.register(B, "slot_seen")) and not any(net.register(B, "lane00"))
     assert net.stats(B) == dict.fromkeys(STATS, 0)
-    # A transit switch without a tree entry for the source has nothing to do with it.
+    # A transit switch has nothing to do with a source whose tree does not pass it: C's stream
+    # never enters B, so a copy that claims to is refused.
     assert net.edges[B].pipe.process(NEXT_PORT, innet_frame(msg(C, 4), C)) == []
+    assert net.stats(B)["spoofed"] == 1
+    # On the port of A's tree but without WAN: neither merged nor replicated.
+    assert net.edges[B].pipe.process(PREV_PORT, innet_frame(msg(A, 4, flags=LOCAL), A)) == []
     assert net.stats(B)["dropped_other"] == 1
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from controller.p4rt.schema import Schema
-from controller.rounds import Change
+from controller.rounds import Change, TableWrite
 from innet.exceptions import InputError
 from p4diff.case import ReadCounters, Send, Write, load_case
 from p4diff.exceptions import CaseError
@@ -68,9 +68,30 @@ def test_the_innet_case_loads_with_the_controllers_entries() -> None:
     )
     sends = [s for s in case.steps if isinstance(s, Send)]
     reads = [s for s in case.steps if isinstance(s, ReadCounters)]
-    assert len(sends) >= 55 and len(reads) == 4
+    assert len(sends) >= 63 and len(reads) == 5
     refused_batches = [s for s in case.steps if isinstance(s, Write) and s.batch.expect_refused]
     assert [s.batch.atomic for s in refused_batches] == [True, False]
+
+
+def test_the_innet_round_carries_the_port_sources_and_the_stale_bound() -> None:
+    case = load_case(CASES / "innet.yaml")
+    (round7,) = [s for s in case.steps if isinstance(s, Write) and s.what == "round 7 at Tokyo"]
+    tables = [u.item for u in round7.batch.updates if isinstance(u, Change)]
+    sources = {
+        dict(t.match)["standard_metadata.ingress_port"]: dict(t.params)
+        for t in tables
+        if isinstance(t, TableWrite) and t.table == "InnetIngress.port_sources"
+    }
+    # Tokyo's hosts speak for Tokyo (and replay its group's others), port 3 brings Singapore's
+    # stream, port 4 Hong Kong's; nothing may enter on port 5 (Los Angeles) in round 7
+    assert sources == {
+        1: {"streams": 0b001, "replays": 0b110},
+        2: {"streams": 0b001, "replays": 0b110},
+        3: {"streams": 0b010, "replays": 0},
+        4: {"streams": 0b100, "replays": 0},
+    }
+    (member,) = [t for t in tables if isinstance(t, TableWrite) and t.action.endswith(".member")]
+    assert dict(member.params)["stale_us"] == 2_000_000  # the controller's floor, 2 s
 
 
 def test_frames_built_from_layers_are_the_workers_encoding() -> None:

@@ -30,7 +30,7 @@ def test_a_p4info_agrees_with_itself_through_a_file(tmp_path: Path, innet_info, 
     write_p4info(innet_info, path)
     assert diff(load(path), innet_info, ("file", "compiled")) == []
     assert main([str(path), str(path)]) == 0
-    assert "P4Info agree: 4 tables, 9 actions" in capsys.readouterr().out
+    assert "P4Info agree: 5 tables, 10 actions" in capsys.readouterr().out
 
 
 def test_a_register_of_another_width_is_a_difference(innet_info) -> None:
