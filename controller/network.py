@@ -109,6 +109,11 @@ class MininetNetwork:
     def restart(self, city: int, deadline: float) -> None:
         self.net.restart(city, deadline)
 
+    def stop_switch(self, city: int) -> None:
+        """Stop city `city`'s switch process (SIGTERM, then SIGKILL after a grace period), so
+        that `restart` starts a fresh one: the watchdog's last resort for a wedged switch."""
+        self.net.switches[city].stop_process()
+
     def port_counters(self, city: int, reset_peaks: bool = False) -> PortCounters | None:
         return self.net.port_counters(city, reset_peaks)
 

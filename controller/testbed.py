@@ -10,8 +10,12 @@
     testbed.close()              # fabric closed, network stopped
 
 The switches are a `controller.network.Network`; the controller talks to them over P4Runtime
-only, and asks the network for what P4Runtime does not carry. Every public method takes the
-testbed's one lock. The JSON views of all this are the service's (`controller.service.views`).
+only, and asks the network for what P4Runtime does not carry. Every public method but `health`
+takes the testbed's one lock. The JSON views are the service's (`controller.service.views`).
+
+Health per switch: process, stream, control channel, `primary`, `state`, `write`. `heal` (the
+watchdog's check) restarts what died, asks to be primary again where no client is, reconciles a
+diverged switch, and restarts one that stays diverged.
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from controller.exceptions import TestbedError
 from controller.network import Network
 from controller.p4rt import Fabric, SwitchConnection, deadline_after
-from controller.p4rt.exceptions import P4RuntimeError
+from controller.p4rt.exceptions import P4RuntimeError, ReconcileError
+from controller.p4rt.health import ask_primary_again, control_health
 from controller.planner.cost import CostParams
 from controller.planner.exceptions import ScheduleError
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
@@ -41,6 +47,15 @@ log = logging.getLogger(__name__)
 LIVE_RECONNECT_S = 3.0  # how long heal() tries a switch whose process runs but whose stream ended
 # the controller's election id: above any shell started read-only with `innet shell` (0, 1)
 ELECTION_ID = (2, 0)
+RECONCILE_ATTEMPTS = 3  # failed reconciles of a diverged switch before heal() restarts it
+
+
+@runtime_checkable
+class StoppableNetwork(Protocol):
+    """A network that can stop one switch's process (so that `restart` starts a fresh one)."""
+
+    def stop_switch(self, city: int) -> None: ...
+
 
 Groups = tuple[tuple[str, ...], ...]  # a round's groups by city name
 
@@ -83,10 +98,15 @@ class SwitchHealth:
     process: bool  # the switch process runs
     p4runtime: bool  # the controller's stream to it is up
     control: bool | None  # its control channel answers (None: it has none)
+    primary: str = "ok"  # "ok", or "lost": the controller is not the switch's primary
+    state: str = "ok"  # "ok", or "diverged": its entities may differ from the desired state
+    write: str = "ok"  # "ok", or "timed out": a write to it ended with an unknown outcome
+    reason: str = ""  # what is wrong, when something is
 
     @property
     def ok(self) -> bool:
-        return self.process and self.p4runtime and self.control is not False
+        p4runtime = (self.primary, self.state, self.write) == ("ok", "ok", "ok")
+        return p4runtime and self.process and self.p4runtime and self.control is not False
 
 
 @dataclass
@@ -278,21 +298,33 @@ class Testbed:
         return {label: int(packets.get(i, 0)) for i, label in enumerate(STATS)}
 
     def health(self) -> tuple[SwitchHealth, ...]:
-        """Each switch: process alive, P4Runtime stream alive, control channel answering."""
-        return tuple(
-            SwitchHealth(
-                city=self.wan.names[site.city],
-                switch=site.name,
-                process=self.network.process_alive(site.city),
-                p4runtime=self.fabric.connection(site.name).alive,
-                control=self.network.control_alive(site.city),
-            )
-            for site in self.network.sites
+        """Each switch's health (never waits for an install in progress)."""
+        return tuple(self._switch_health(site.city, site.name) for site in self.network.sites)
+
+    def _switch_health(self, city: int, name: str) -> SwitchHealth:
+        seen = control_health(self.fabric, name)
+        process = self.network.process_alive(city)
+        control = self.network.control_alive(city)
+        reasons = [] if process else ["the switch process is not running"]
+        reasons += seen.reasons
+        if control is False:
+            reasons.append("its control channel does not answer")
+        return SwitchHealth(
+            city=self.wan.names[city],
+            switch=name,
+            process=process,
+            p4runtime=self.fabric.connection(name).alive,
+            control=control,
+            primary=seen.primary,
+            state=seen.state,
+            write=seen.write,
+            reason="; ".join(reasons),
         )
 
     def heal(self, timeout: float = 60.0) -> list[str]:
-        """Restart dead link emulators and switch processes, and reinstall every switch that
-        lost its state; the names of what was healed."""
+        """Restart dead link emulators and switch processes, reinstall every switch that lost
+        its state, ask to be primary again where no client is, reconcile diverged switches
+        (restarting one that stays diverged); the names of what was healed."""
         healed = self.network.restart_links(deadline_after(timeout))
         with self._lock:
             for site in self.network.sites:
@@ -301,7 +333,6 @@ class Testbed:
                     log.warning("switch %s: process gone, restarting it", site.name)
                     self.network.restart(site.city, deadline_after(timeout))
                     self.fabric.reinstall(site.name, deadline_after(timeout))
-                    healed.append(self.wan.names[site.city])
                 elif not conn.alive:
                     # The stream ended but the process runs: it restarted its server, or it is
                     # on its way out (a SIGTERM's shutdown, or a kill not yet reaped). Try
@@ -311,12 +342,49 @@ class Testbed:
                     except P4RuntimeError as err:
                         log.warning("switch %s: %s; checking again", site.name, err)
                         continue
-                    healed.append(self.wan.names[site.city])
+                elif not ask_primary_again(conn, deadline_after(LIVE_RECONNECT_S)):
+                    continue  # another client is primary (health says so), or backing off
+                elif not self._settle(site.city, timeout):
+                    continue
+                healed.append(self.wan.names[site.city])
         return healed
+
+    def _settle(self, city: int, timeout: float) -> bool:
+        """Reconcile a diverged switch, restart it after RECONCILE_ATTEMPTS failures; True if
+        it is settled now."""
+        name = self.network.sites[city].name
+        if not self.fabric.status(name).diverged:
+            return False
+        try:
+            self.fabric.reconcile(name)  # it logs what it changed
+        except ReconcileError as err:
+            failures = self.fabric.status(name).reconcile_failures
+            log.warning("%s", err)
+            if failures < RECONCILE_ATTEMPTS:
+                return False
+            try:
+                self._restart(city, failures, timeout)
+            except P4RuntimeError as restart_err:
+                log.error("switch %s: restarting failed: %s", name, restart_err)
+                return False
+            return True
+        return True
+
+    def _restart(self, city: int, failures: int, timeout: float) -> None:
+        """The last resort: a fresh process (or pipeline) and every remembered entity again."""
+        name = self.network.sites[city].name
+        what = "its process" if isinstance(self.network, StoppableNetwork) else "its pipeline"
+        log.error("switch %s: diverged after %d reconciles: restarting %s", name, failures, what)
+        if isinstance(self.network, StoppableNetwork):
+            self.network.stop_switch(city)
+            self.network.restart(city, deadline_after(timeout))
+        self.fabric.connection(name).close()  # reinstall connects again, to a fresh stream
+        self.fabric.reinstall(name, deadline_after(timeout))
 
 
 class Watchdog:
-    """A thread that heals the testbed when a switch dies (checks every `period` seconds)."""
+    """A thread that heals the testbed (checks every `period` seconds): restarts a switch that
+    died, re-arbitrates a lost primary, reconciles a diverged switch (`Testbed.heal`)."""
 
     def __init__(
         self,
@@ -340,7 +408,7 @@ class Watchdog:
                 log.exception("watchdog: healing failed")
                 continue
             if healed:
-                log.warning("watchdog: reinstalled %s", ", ".join(healed))
+                log.warning("watchdog: healed %s", ", ".join(healed))
                 self.healed.append((time.time(), healed))
                 if self.on_heal is not None:
                     self.on_heal(healed)

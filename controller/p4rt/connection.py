@@ -9,6 +9,12 @@
 Deadlines are absolute `time.monotonic()` values. A connection whose stream ends (the switch
 stopped or restarted) is no longer `alive`; `reconnect(deadline)` opens a new channel and
 arbitrates again (the switch may have lost its state: see `Fabric.reinstall`).
+
+When another client takes primary the connection reports it (`primary` is False, the loss is
+logged and counted in `primary_losses`) and does not fight a live primary. When the switch
+announces that there is no primary (that client's stream ended), it asks to be primary again
+with an election id at least the highest the switch announced, the claims spaced by a
+back-off (`controller.p4rt.arbitration`); `claim_primary(deadline)` asks at once.
 """
 
 from __future__ import annotations
@@ -21,12 +27,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import grpc
-from google.rpc import code_pb2, status_pb2
+from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from controller.p4rt.arbitration import Announcement, Announcements, ClientArbitration
 from controller.p4rt.exceptions import (
-    ArbitrationError,
     ConnectionLost,
     P4RuntimeError,
     SwitchUnreachable,
@@ -35,6 +41,7 @@ from controller.p4rt.exceptions import (
     code_name,
 )
 from controller.p4rt.schema import Schema, Value
+from controller.p4rt.status import detail_errors, partial_report, rpc_failure, write_failure
 
 log = logging.getLogger(__name__)
 
@@ -69,18 +76,16 @@ class SwitchConnection:
         self.name = name
         self.address = address
         self.device_id = device_id
-        self.election_id = election_id
         self.rpc_timeout = rpc_timeout
         self.packet_ins: queue.Queue[PacketIn] = queue.Queue(PACKET_IN_BACKLOG)
         self.schema: Schema | None = None  # known once a pipeline is set or fetched
         self._channel: grpc.Channel | None = None
         self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
         self._requests: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
-        self._arbitration: queue.Queue[p4runtime_pb2.MasterArbitrationUpdate | None] = queue.Queue()
         self._alive = threading.Event()
-        self._primary = threading.Event()
         self._stream_error: grpc.RpcError | None = None
         self._reader: threading.Thread | None = None
+        self.arbitration = ClientArbitration(name, device_id, election_id, self._put, self._ended)
 
     def __repr__(self) -> str:
         return f"SwitchConnection({self.name!r}, {self.address!r}, device_id={self.device_id})"
@@ -94,7 +99,25 @@ class SwitchConnection:
 
     @property
     def primary(self) -> bool:
-        return self._alive.is_set() and self._primary.is_set()
+        return self._alive.is_set() and self.arbitration.primary.is_set()
+
+    @property
+    def election_id(self) -> tuple[int, int]:
+        """The election id writes carry (it rises to the highest announced on a re-claim)."""
+        return self.arbitration.election_id
+
+    @property
+    def announced(self) -> Announcement | None:
+        """What the switch last announced to this stream about who is primary."""
+        return self.arbitration.announcements.latest
+
+    @property
+    def primary_losses(self) -> int:
+        """How often this connection stopped being primary while its stream stayed up."""
+        return self.arbitration.losses
+
+    def _put(self, msg: p4runtime_pb2.StreamMessageRequest) -> None:
+        self._requests.put(msg)
 
     def connect(self, deadline: float) -> None:
         """Open a channel and a StreamChannel, and become primary; raise if that fails."""
@@ -119,7 +142,8 @@ class SwitchConnection:
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
         self._open_stream()
         try:
-            self._arbitrate(deadline)
+            if not self.claim_primary(deadline):
+                raise self.arbitration.refused()
         except BaseException:
             self.close()
             raise
@@ -144,6 +168,7 @@ class SwitchConnection:
     def close(self) -> None:
         """End the stream and the channel (idempotent)."""
         self._alive.clear()
+        self.arbitration.stop()
         self._requests.put(None)
         if self._channel is not None:
             self._channel.close()
@@ -152,7 +177,6 @@ class SwitchConnection:
         self._channel, self._stub, self._reader = None, None, None
         self._requests = queue.Queue()
         self._alive.clear()
-        self._primary.clear()
 
     def __enter__(self) -> SwitchConnection:
         return self
@@ -165,8 +189,7 @@ class SwitchConnection:
     def _open_stream(self) -> None:
         assert self._stub is not None
         requests = self._requests
-        arbitration: queue.Queue[p4runtime_pb2.MasterArbitrationUpdate | None] = queue.Queue()
-        self._arbitration = arbitration
+        announcements = self.arbitration.new_stream()
         self._stream_error = None
 
         def outgoing() -> Iterator[p4runtime_pb2.StreamMessageRequest]:
@@ -179,14 +202,14 @@ class SwitchConnection:
         def read() -> None:
             try:
                 for msg in stream:
-                    self._dispatch(msg, arbitration)
+                    self._dispatch(msg, announcements)
             except grpc.RpcError as err:
                 self._stream_error = err
             finally:
                 was_alive = self._alive.is_set()
                 self._alive.clear()
-                self._primary.clear()
-                arbitration.put(None)
+                self.arbitration.primary.clear()
+                announcements.end()
                 if was_alive and self._channel is not None:
                     log.warning("switch %s: stream channel ended (%s)", self.name, self._ended())
 
@@ -194,19 +217,11 @@ class SwitchConnection:
         self._reader.start()
 
     def _dispatch(
-        self,
-        msg: p4runtime_pb2.StreamMessageResponse,
-        arbitration: queue.Queue[p4runtime_pb2.MasterArbitrationUpdate | None],
+        self, msg: p4runtime_pb2.StreamMessageResponse, announcements: Announcements
     ) -> None:
         kind = msg.WhichOneof("update")
         if kind == "arbitration":
-            if msg.arbitration.status.code == code_pb2.OK:
-                self._primary.set()
-            else:
-                if self._primary.is_set():
-                    log.warning("switch %s: this controller is no longer primary", self.name)
-                self._primary.clear()
-            arbitration.put(msg.arbitration)
+            self.arbitration.update(msg.arbitration, announcements)
         elif kind == "packet":
             meta = (
                 self.schema.packet_metadata_names("packet_in", msg.packet.metadata)
@@ -234,37 +249,17 @@ class SwitchConnection:
             return "closed by the switch"
         return f"{err.code().name}: {err.details()}"
 
-    def _arbitrate(self, deadline: float) -> None:
-        high, low = self.election_id
-        update = p4runtime_pb2.MasterArbitrationUpdate(device_id=self.device_id)
-        update.election_id.high, update.election_id.low = high, low
-        self._requests.put(p4runtime_pb2.StreamMessageRequest(arbitration=update))
-        try:
-            reply = self._arbitration.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            raise ArbitrationError(
-                f"switch {self.name}: no arbitration answer from {self.address} before the deadline"
-            ) from None
-        ours = (high << 64) | low
-        if reply is None:
-            raise ArbitrationError(
-                f"switch {self.name}: the switch ended the stream while arbitrating election id "
-                f"{ours} ({self._ended()}); another live controller may use the same election id "
-                "or the device id is wrong"
-            )
-        highest = (reply.election_id.high << 64) | reply.election_id.low
-        if reply.status.code == code_pb2.OK:
-            log.info("switch %s: primary with election id %d", self.name, ours)
-            return
-        if reply.status.code == code_pb2.ALREADY_EXISTS:
-            raise ArbitrationError(
-                f"switch {self.name}: another controller is primary with election id {highest} "
-                f"(ours is {ours}); stop it or connect with a higher election id"
-            )
-        raise ArbitrationError(
-            f"switch {self.name}: not primary ({code_name(reply.status.code)}): election id "
-            f"{ours} is below the highest the device has seen ({highest}); use at least {highest}"
-        )
+    def claim_primary(self, deadline: float) -> bool:
+        """Ask to be primary now unless a live primary holds the switch; True if primary.
+
+        False while another client is primary (it is not fought); ArbitrationError if the
+        switch ends the stream or does not answer before `deadline`.
+        """
+        if self.primary:
+            return True
+        if not self.alive:
+            raise ConnectionLost(f"switch {self.name}: the stream is closed; reconnect first")
+        return self.arbitration.claim(deadline)
 
     # --- RPCs -------------------------------------------------------------------------------
 
@@ -274,13 +269,7 @@ class SwitchConnection:
         return self._stub
 
     def _failed(self, what: str, err: grpc.RpcError) -> P4RuntimeError:
-        code = err.code()
-        text = f"switch {self.name}: {what} failed: {code.name}: {err.details()}"
-        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
-            return ConnectionLost(text + " (the switch stopped or restarted: reconnect)")
-        if code == grpc.StatusCode.PERMISSION_DENIED:
-            return ArbitrationError(text + " (this controller is not primary)")
-        return P4RuntimeError(text)
+        return rpc_failure(self.name, what, err)
 
     def _election(self) -> p4runtime_pb2.Uint128:
         return p4runtime_pb2.Uint128(high=self.election_id[0], low=self.election_id[1])
@@ -336,11 +325,13 @@ class SwitchConnection:
         try:
             self._rpc_stub().Write(request, timeout=self.rpc_timeout)
         except grpc.RpcError as err:
-            errors = _detail_errors(err)
+            errors = detail_errors(err)
             if err.code() != grpc.StatusCode.UNKNOWN or not errors:
-                raise self._failed(f"a write of {len(updates)} updates", err) from None
+                raise write_failure(self.name, f"a write of {len(updates)} updates", err) from None
+            if len(errors) < len(updates):  # a summarised report: the rest's outcome is unknown
+                raise partial_report(self.name, len(updates), errors, err) from None
             failures, succeeded = [], []
-            for index, (update, error) in enumerate(zip(updates, errors, strict=False)):
+            for index, (update, error) in enumerate(zip(updates, errors, strict=True)):
                 if error.canonical_code == code_pb2.OK:
                     succeeded.append(index)
                 else:
@@ -358,7 +349,7 @@ class SwitchConnection:
             stream = self._rpc_stub().Read(request, timeout=self.rpc_timeout)
             return [entity for reply in stream for entity in reply.entities]
         except grpc.RpcError as err:
-            errors = _detail_errors(err) or []
+            errors = detail_errors(err) or []
             bad = "; ".join(
                 f"#{i}: {code_name(e.canonical_code)}: {e.message}"
                 for i, e in enumerate(errors)
@@ -378,19 +369,3 @@ class SwitchConnection:
                 raise P4RuntimeError(f"switch {self.name}: set or fetch the pipeline first")
             packet.metadata.extend(self.schema.packet_metadata_values("packet_out", metadata))
         self._requests.put(p4runtime_pb2.StreamMessageRequest(packet=packet))
-
-
-def _detail_errors(err: grpc.RpcError) -> list[p4runtime_pb2.Error] | None:
-    """The p4.v1.Error of each update or request, from the grpc-status-details-bin trailer."""
-    trailers = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
-    for key, value in trailers or ():
-        if key == "grpc-status-details-bin":
-            status = status_pb2.Status.FromString(value)
-            errors = []
-            for detail in status.details:
-                error = p4runtime_pb2.Error()
-                if not detail.Unpack(error):
-                    return None
-                errors.append(error)
-            return errors
-    return None

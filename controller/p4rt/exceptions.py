@@ -31,7 +31,16 @@ class ConnectionLost(P4RuntimeError):
 
 
 class ArbitrationError(P4RuntimeError):
-    """This controller could not become the switch's primary."""
+    """This controller could not become the switch's primary, or is no longer its primary."""
+
+
+class WriteOutcomeUnknown(P4RuntimeError):
+    """A Write ended without telling what it did (deadline passed, stream gone, no per-update
+    report): the switch may have applied none, some or all of it, now or later."""
+
+    def __init__(self, switch: str, code: str, message: str) -> None:
+        self.switch, self.code = switch, code
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -70,15 +79,25 @@ class WriteError(P4RuntimeError):
         super().__init__("\n".join(lines))
 
 
+class WriteLost(WriteOutcomeUnknown, ConnectionLost):
+    """The connection went away during a Write: the outcome is unknown and the switch must be
+    reached again (it stopped, restarted, or the stream broke)."""
+
+
 class FabricError(P4RuntimeError):
     """A fabric-level request that cannot be carried out (unknown or lost switch)."""
+
+
+class ReconcileError(FabricError):
+    """A switch's state could not be read back or brought to the desired state."""
 
 
 class InstallError(P4RuntimeError):
     """A switch refused an installation; what was written elsewhere was rolled back.
 
-    `unrestored` maps switches whose rollback failed to the reason: their state is unknown and
-    `Fabric.reinstall` brings them back to the remembered state.
+    `unrestored` maps switches whose rollback failed, or whose write ended with an unknown
+    outcome, to the reason: the fabric marks them diverged and reads them back and reconciles
+    them with the desired state before the next install (`Fabric.reconcile`).
     """
 
     def __init__(
@@ -94,14 +113,15 @@ class InstallError(P4RuntimeError):
         self.failures = tuple(failures)
         self.rolled_back = tuple(rolled_back)
         self.unrestored = dict(unrestored)
-        lines = [
-            f"installation refused by switch {switch}; nothing installed anywhere.",
-            str(cause),
-        ]
+        outcome = "nothing installed anywhere" if not unrestored else "undone where known"
+        lines = [f"installation refused by switch {switch}; {outcome}.", str(cause)]
         if rolled_back:
             lines.append(f"rolled back on: {', '.join(rolled_back)}")
         for name, why in self.unrestored.items():
-            lines.append(f"could NOT restore {name} ({why}): call Fabric.reinstall({name!r})")
+            lines.append(
+                f"state of {name} unknown ({why}): it is read back and reconciled before the "
+                "next install"
+            )
         super().__init__("\n".join(lines))
 
 

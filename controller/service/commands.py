@@ -47,6 +47,11 @@ def _yes(value: bool | None) -> str:
     return "-" if value is None else ("ok" if value else "DOWN")
 
 
+def _word(value: str | None) -> str:
+    """A health word: "ok" as is, anything else (lost, diverged, timed out) in capitals."""
+    return "-" if value is None else (value if value == "ok" else value.upper())
+
+
 def status(service: ServiceClient) -> None:
     health = service.request("GET", "/health")
     topo = service.request("GET", "/topology")
@@ -58,13 +63,20 @@ def status(service: ServiceClient) -> None:
         f"{format_size(topo['memory_bytes'])} ({topo['slots']} slots/bank), "
         f"{topo['shaping']} shaping, scale {topo['scale']:g}"
     )
-    print(f"{'city':<12} {'switch':<7} {'P4Runtime':<22} {'process':<8} {'stream':<7} control")
+    print(
+        f"{'city':<12} {'switch':<7} {'P4Runtime':<22} {'process':<8} {'stream':<7} "
+        f"{'control':<8} {'primary':<8} {'state':<9} write"
+    )
     addr = {s["city"]: s["grpc_addr"] for s in topo["switches"]}
     for s in health["switches"]:
         print(
             f"{s['city']:<12} {s['switch']:<7} {addr[s['city']]:<22} "
-            f"{_yes(s['process']):<8} {_yes(s['p4runtime']):<7} {_yes(s['control'])}"
+            f"{_yes(s['process']):<8} {_yes(s['p4runtime']):<7} {_yes(s['control']):<8} "
+            f"{_word(s.get('primary')):<8} {_word(s.get('state')):<9} {_word(s.get('write'))}"
         )
+    for s in health["switches"]:
+        if not s.get("ok", True) and s.get("reason"):
+            print(f"  {s['city']}: {s['reason']}")
     print(f"schedule {sched['family']}: {len(sched['rounds'])} round(s) per cycle")
     if current is None:
         print("no round installed yet ('innet round advance' installs the first)")

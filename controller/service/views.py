@@ -10,8 +10,13 @@ from innet.jsontypes import JSONObject, JSONValue
 
 
 def health(switches: tuple[SwitchHealth, ...]) -> JSONObject:
+    """`ok`, the `reason` when not (each unwell switch's, by name), and every switch's fields:
+    process, p4runtime, control, primary (ok | lost), state (ok | diverged), write (ok |
+    timed out), ok, reason."""
+    unwell = [f"{s.city} ({s.switch}): {s.reason or 'not ok'}" for s in switches if not s.ok]
     return {
-        "ok": all(s.ok for s in switches),
+        "ok": not unwell,
+        "reason": "; ".join(unwell),
         "switches": [{**_fields(s), "ok": s.ok} for s in switches],
     }
 

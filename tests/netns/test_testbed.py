@@ -15,10 +15,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from controller.p4rt import SwitchConnection, deadline_after
 from tests.netns.harness import api_port
 from tests.netns.topology import why_no_mininet
 
@@ -108,7 +110,8 @@ def test_service_end_to_end(tmp_path: Path) -> None:
     try:
         assert "9 switches programmed" in up.stdout and f"127.0.0.1:{port}" in up.stdout
         status = innet(run_dir, "status").stdout
-        assert "healthy" in status and "no round installed yet" in status
+        assert "NOT healthy" not in status and "healthy" in status
+        assert "no round installed yet" in status
         # 64 slots per bank at scale 1000: 2 x 64 x 128 B x 1000 of full-scale memory
         assert "16.4 MB (64 slots/bank)" in up.stdout and "16.4 MB (64 slots/bank)" in status
         assert status.count(" ok ") >= 9
@@ -116,6 +119,7 @@ def test_service_end_to_end(tmp_path: Path) -> None:
         assert "round 0 installed" in innet(run_dir, "round", "advance").stdout
         second = innet(run_dir, "round", "advance").stdout
         assert "round 1 installed" in second and "{Tokyo, London, Chicago}" in second
+        another_client_takes_primary_and_leaves(run_dir, port)
 
         # every member of round 1's first group contributes; an outsider listens
         outsider = in_host(recorded, OUTSIDER, [sys.executable, "-c", LISTEN,
@@ -179,6 +183,34 @@ def test_clean_after_a_crashed_service(tmp_path: Path) -> None:
     assert "SIGTERM" in cleaned
     assert leftovers(recorded) == []
     assert "nothing to clean" in innet(run_dir, "clean").stdout
+
+
+def status_until(run_dir: Path, wanted: Callable[[str], bool], what: str) -> str:
+    deadline = time.monotonic() + 30
+    while not wanted(status := innet(run_dir, "status").stdout):
+        assert time.monotonic() < deadline, f"innet status never showed {what}:\n{status}"
+        time.sleep(0.2)  # polling interval of the status
+    return status
+
+
+def another_client_takes_primary_and_leaves(run_dir: Path, port: int) -> None:
+    """Tokyo's primary taken by another client: `primary: lost`, rounds refused with nothing
+    installed; once it leaves, the controller is primary again and healthy."""
+    _, topo = api(port, "GET", "/topology")
+    tokyo = next(s for s in topo["switches"] if s["city"] == "Tokyo")
+    other = SwitchConnection("other", tokyo["grpc_addr"], tokyo["device_id"], (3, 0))
+    other.connect(deadline_after(10))
+    try:
+        status = status_until(run_dir, lambda out: "NOT healthy" in out, "primary lost")
+        assert "LOST" in status and "another client is primary" in status
+        refused = innet(run_dir, "round", "advance", check=False)
+        assert refused.returncode != 0 and "another client is primary" in refused.stderr
+        assert api(port, "GET", "/rounds/current")[1]["number"] == 1
+    finally:
+        other.close()
+    status_until(run_dir, lambda out: "NOT healthy" not in out, "healthy again")
+    _, health = api(port, "GET", "/health")
+    assert health["ok"] and all(s["primary"] == "ok" for s in health["switches"]), health
 
 
 def api(port: int, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:

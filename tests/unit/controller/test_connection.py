@@ -22,11 +22,14 @@ from tests.unit.controller.conftest import DEVICE_ID, Innet, Switch
 
 
 def member(schema: Schema, group: int, local_grp: int = 1) -> p4runtime_pb2.Entity:
+    params = {"expected": 3, "my_bit": 1, "local_grp": local_grp}
+    # any further parameter innet.p4's member action takes (a slot's stale bound...) is 0 here
+    rest = {p.name: 0 for p in schema.action("InnetIngress.member").params if p.name not in params}
     return schema.table_entry(
         "InnetIngress.membership",
         {"hdr.innet.job": 1, "hdr.innet.round": 1, "hdr.innet.group": group},
         "InnetIngress.member",
-        {"expected": 3, "my_bit": 1, "local_grp": local_grp},
+        {**params, **rest},
     )
 
 
