@@ -7,17 +7,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
 from controller.exceptions import CommandLineError
-from controller.planner.check import check_family
+from controller.flags import MAX_SIZE_BYTES, number, rate_flag, size_flag, whole
+from controller.planner.check import MAX_CHUNKS, MAX_SIM_EVENTS, check_family
 from controller.planner.collectives import NETWORKS
 from controller.planner.cost import CostParams
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
-from controller.planner.plot import plot_sweep
+from controller.planner.plot import check_plot_path, plot_sweep
 from controller.planner.report import (
     check_text,
     networks_json,
@@ -27,17 +29,20 @@ from controller.planner.report import (
     topo_text,
 )
 from controller.planner.schedule_file import load_schedule
-from controller.planner.sweep import memory_points, sweep
+from controller.planner.simulate import MAX_RATE_FACTOR, MIN_RATE_FACTOR, RATE_FACTOR_WHY
+from controller.planner.sweep import MAX_SWEEP_POINTS, memory_points, sweep
 from controller.runner.cli import add_command as add_run_command
 from controller.runner.cli import run as run_experiment
 from controller.service.cli import SERVICE_COMMANDS, add_commands
 from controller.service.cli import run as run_service_command
 from innet.argparsing import OneLineParser
-from innet.exceptions import InnetError, one_line
-from innet.units import format_rate, format_size, parse_rate, parse_size, parse_size_range
+from innet.exceptions import InnetError, InputError, one_line
+from innet.units import format_rate, format_size, parse_size_range
 from topo.loader import default_wan, load_wan
 from topo.siteplan import SLOT_BYTES
 from topo.wan import Wan
+
+DEFAULT_PLOT = Path("results/plan-sweep.png")  # the one plot path whose directory innet makes
 
 
 def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
@@ -66,9 +71,10 @@ def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
     )
     p.add_argument(
         "--epsilon",
-        type=float,
+        type=number(0, 1, below=True),
         default=DEFAULT_EPSILON,
-        help=f"consensus error to reach (default {DEFAULT_EPSILON:g}; exact families reach 0)",
+        help=f"consensus error to reach, in [0, 1) (default {DEFAULT_EPSILON:g}; exact "
+        "families reach 0)",
     )
     p.add_argument(
         "--no-offsets",
@@ -117,12 +123,17 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
         prog="innet plan sweep", description="time to consensus per family per memory size"
     )
     _plan_options(sweep, "1MB..8GB")
-    sweep.add_argument("--points", type=int, default=24, help="memory points (log-spaced)")
+    sweep.add_argument(
+        "--points",
+        type=whole(2, MAX_SWEEP_POINTS, why="each point is a full plan"),
+        default=24,
+        help=f"memory points, log-spaced, 2..{MAX_SWEEP_POINTS} (default 24)",
+    )
     sweep.add_argument(
         "--plot",
         type=Path,
-        default=Path("results/plan-sweep.png"),
-        help="PNG to write (default results/plan-sweep.png)",
+        help="PNG to write, in a directory that exists (default results/plan-sweep.png; "
+        "results/ is made for the default only)",
     )
     sim = OneLineParser(
         prog="innet plan simulate",
@@ -130,12 +141,15 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
         "chunk and compare with the cost model",
     )
     _plan_options(sim, "64MB")
-    sim.add_argument("--chunks", type=int, default=2000, help="chunks per stream (default 2000)")
+    sim.add_argument("--chunks", type=whole(1, MAX_CHUNKS, why="each chunk is simulated"),
+                     default=2000,
+                     help=f"chunks per stream, 1..{MAX_CHUNKS} (default 2000)")  # fmt: skip
     sim.add_argument(
         "--rate-factor",
-        type=float,
+        type=number(MIN_RATE_FACTOR, MAX_RATE_FACTOR, why=RATE_FACTOR_WHY),
         default=1.0,
-        help="send faster (>1) or slower than the planned rate",
+        help="send faster (>1) or slower than the planned rate, "
+        f"{MIN_RATE_FACTOR:g}..{MAX_RATE_FACTOR:g} (default 1)",
     )
     topo = sub.add_parser("topo", help="show a topology and how well it fits measured RTTs")
     topo.add_argument("topology", nargs="?", type=Path, help="topology YAML (default: nine cities)")
@@ -171,6 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InnetError as err:
         print(f"innet: error: {one_line(err)}", file=sys.stderr)
         return err.exit_status
+    except KeyboardInterrupt:  # Ctrl-C: plans and sweeps write their files only at the end
+        print(f"innet: interrupted ({command})", file=sys.stderr)
+        return 130
     return 0
 
 
@@ -180,16 +197,15 @@ def _wan(path: Path | None) -> Wan:
 
 def _setup(args: argparse.Namespace, memory: int) -> tuple[Wan, CostParams]:
     wan = _wan(args.topology)
-    bandwidth = parse_rate(args.bandwidth)
+    bandwidth = rate_flag("--bandwidth", args.bandwidth)
     if args.wan_bandwidth is not None:
-        wan = wan.with_capacity(parse_rate(args.wan_bandwidth))
-    if not 0 <= args.epsilon < 1:
-        raise CommandLineError(f"--epsilon must be in [0, 1), got {args.epsilon}")
+        rate = rate_flag("--wan-bandwidth", args.wan_bandwidth)
+        wan = wan.with_capacity(rate)
     params = CostParams(
-        update_bytes=parse_size(args.update_size),
+        update_bytes=size_flag("--update-size", args.update_size),
         memory_bytes=memory,
         access_bps=bandwidth,
-        slot_bytes=parse_size(args.slot_size),
+        slot_bytes=size_flag("--slot-size", args.slot_size),
         align=args.align,
         pacing=args.pacing,
     )
@@ -197,7 +213,7 @@ def _setup(args: argparse.Namespace, memory: int) -> tuple[Wan, CostParams]:
 
 
 def _plan(args: argparse.Namespace) -> None:
-    wan, base = _setup(args, parse_size(args.memory))
+    wan, base = _setup(args, size_flag("--memory", args.memory))
     planner = Planner(wan)
     schedule = None if args.schedule is None else load_schedule(args.schedule, wan)
     plans = []
@@ -215,39 +231,53 @@ def _plan(args: argparse.Namespace) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> None:
-    low, high = parse_size_range(args.memory)
-    if args.points < 2:
-        raise CommandLineError(f"--points must be at least 2, got {args.points}")
+    try:
+        low, high = parse_size_range(args.memory)
+    except InputError as err:
+        raise CommandLineError(f"--memory: {err}") from None
+    if high > MAX_SIZE_BYTES:
+        raise CommandLineError(f"--memory: {args.memory!r} goes above the largest innet plans "
+                               "for (1 PB)")  # fmt: skip
+    plot = DEFAULT_PLOT if args.plot is None else args.plot
+    check_plot_path(plot, make_directory=args.plot is None)  # before minutes of planning
     wan, params = _setup(args, low)
     planner = Planner(wan)
-    result = sweep(
-        planner,
-        params,
-        memory_points(low, high, args.points),
-        args.epsilon,
-        args.families,
-    )
+    points = memory_points(low, high, args.points)
+    with _progress("planning memory points") as progress:
+        result = sweep(planner, params, points, args.epsilon, args.families, progress=progress)
     title = (
         f"{wan.name}: {format_size(params.update_bytes)} update, "
         f"{format_rate(params.access_bps)} per island"
     )
-    plot_sweep(result, args.plot, title)
+    plot_sweep(result, plot, title, make_directory=args.plot is None)
     if args.json:
         print(json.dumps(sweep_json(wan, result), indent=2))
     else:
         print(sweep_text(wan, result))
-        print(f"plot written to {args.plot}")
+        print(f"plot written to {plot}")
+
+
+@contextmanager
+def _progress(what: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on stderr when it is a terminal (nothing otherwise)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import Progress  # imported here: only a sweep on a terminal needs it
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task(what, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def _simulate(args: argparse.Namespace) -> None:
-    if args.chunks < 1:
-        raise CommandLineError(f"--chunks must be at least 1, got {args.chunks}")
-    if args.rate_factor <= 0:
-        raise CommandLineError(f"--rate-factor must be positive, got {args.rate_factor}")
-    wan, params = _setup(args, parse_size(args.memory))
+    wan, params = _setup(args, size_flag("--memory", args.memory))
     planner = Planner(wan)
     model = planner.model(params)
     plan = planner.plan(params, args.epsilon, args.families)
+    budget = MAX_SIM_EVENTS  # for the whole command: every family's rounds draw on it
     for fam in plan.families:
-        print(check_text(wan, fam, check_family(model, fam, args.chunks, args.rate_factor)))
+        checks = check_family(model, fam, args.chunks, args.rate_factor, max_events=budget)
+        budget -= sum(c.sim.events for c in checks)
+        print(check_text(wan, fam, checks))
         print()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from innet.exceptions import InnetError, InputError
 
 
@@ -22,3 +24,9 @@ class RoundEntriesError(InputError, ValueError):
 
 class CommandLineError(InputError):
     """A command-line value the parser accepted but innet cannot use (e.g. --points 1)."""
+
+
+class Interrupted(InnetError):
+    """Ctrl-C (or SIGTERM) ended a command; the message says what it leaves behind."""
+
+    exit_status: ClassVar[int] = 130  # 128 + SIGINT, as a shell reports it

@@ -18,6 +18,17 @@ class TopologyError(InputError, ValueError):
         self.what = what
 
 
+class YamlLimitError(InputError, ValueError):
+    """A YAML file over innet's size or depth limits (topo/yamlfile.py); `line` is where it
+    goes too deep (None: the file as a whole). Each loader reports it as its own file:line
+    error."""
+
+    def __init__(self, line: int | None, what: str) -> None:
+        super().__init__(what if line is None else f"line {line}: {what}")
+        self.line = line
+        self.what = what
+
+
 class WanError(InputError, ValueError):
     """A WAN whose cities and links do not form a valid model."""
 

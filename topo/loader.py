@@ -33,8 +33,10 @@ import yaml
 
 from innet.exceptions import UnitError
 from innet.units import parse_duration, parse_rate
-from topo.exceptions import TopologyError, WanError
+from topo.exceptions import TopologyError, WanError, YamlLimitError
+from topo.siteplan import MAX_ISLANDS
 from topo.wan import City, Wan, WanLink
+from topo.yamlfile import compose, read_text
 
 T = TypeVar("T")
 
@@ -161,11 +163,13 @@ def _shown(node: yaml.Node) -> str:
 def load_wan(path: Path) -> Wan:
     """Load and check the WAN model in a YAML file."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as err:
         raise TopologyError(path, None, f"cannot read topology file: {err.strerror}") from err
     except UnicodeDecodeError as err:
         raise TopologyError(path, None, f"not a UTF-8 text file ({err.reason})") from err
+    except YamlLimitError as err:
+        raise TopologyError(path, None, f"cannot read topology file: {err.what}") from None
     return parse_wan(text, path)
 
 
@@ -196,7 +200,9 @@ def parse_wan(text: str, path: Path | str = "<string>") -> Wan:
 
 def _compose(text: str, path: Path | str) -> yaml.Node:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = compose(text)
+    except YamlLimitError as exc:
+        raise TopologyError(path, exc.line, exc.what) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
@@ -229,7 +235,16 @@ def _cities(
     cities: list[City] = []
     lookup: dict[str, str] = {}
     first: dict[str, tuple[int, int]] = {}  # name or code -> (city number, line)
-    for number, node in enumerate(doc.sequence(top.value("cities"), "cities")):
+    nodes = doc.sequence(top.value("cities"), "cities")
+    if len(nodes) < 2:
+        raise doc.fail(top.key_node("cities"), f"a WAN needs at least 2 cities, got {len(nodes)}")
+    if len(nodes) > MAX_ISLANDS:
+        raise doc.fail(
+            top.key_node("cities"),
+            f"{len(nodes)} cities: innet carries at most {MAX_ISLANDS} islands (innet.p4 marks "
+            f"each island's contribution in a {MAX_ISLANDS}-bit bitmap); remove cities",
+        )
+    for number, node in enumerate(nodes):
         entry = doc.mapping(node, "a city", _CITY_KEYS)
         name = doc.text(entry.value("name"), "city name")
         code = doc.text(entry.value("code"), "city code")
@@ -247,8 +262,6 @@ def _cities(
         continent = doc.text(entry.value("continent"), "continent")
         source = _source(doc, entry.value("source"), sources)
         cities.append(City(name, code, continent, lat, lon, source))
-    if len(cities) < 2:
-        raise doc.fail(top.key_node("cities"), f"a WAN needs at least 2 cities, got {len(cities)}")
     return cities, lookup
 
 

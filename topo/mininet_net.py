@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -61,6 +62,7 @@ from topo.siteplan import (
     MAX_HOSTS_PER_ISLAND,
     MAX_SITES,
     TARGETS,
+    SlotPool,
     device_id,
     grpc_address,
     wan_ports,
@@ -212,8 +214,10 @@ class NetworkSpec:
             raise NetworkBuildError(
                 f"no addressing for {self.wan.n} cities of {self.hosts_per_city} hosts"
             )
-        if not self.scale > 0:
-            raise NetworkBuildError(f"scale must be positive, got {self.scale!r}")
+        if not 0 < self.scale < math.inf:
+            raise NetworkBuildError(f"scale must be finite and positive, got {self.scale!r}")
+        if self.slots is not None:
+            SlotPool(self.slots, self.scale)  # SlotPoolError unless innet.p4 compiles with it
 
     def shaping_mode(self) -> ShapingMode:
         """Who shapes WAN links here (topo/shaping.py); raises, naming what is missing, when

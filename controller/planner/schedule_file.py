@@ -18,18 +18,24 @@ import yaml
 
 from controller.planner.exceptions import ScheduleFileError
 from controller.planner.schedule import Round, Schedule
+from topo.exceptions import YamlLimitError
 from topo.wan import Wan
+from topo.yamlfile import compose, read_text
 
 
 def load_schedule(path: Path, wan: Wan) -> Schedule:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)  # a regular file of at most topo.yamlfile.MAX_YAML_BYTES
     except OSError as err:
         raise ScheduleFileError(path, None, f"cannot read schedule file: {err.strerror}") from err
     except UnicodeDecodeError as err:
         raise ScheduleFileError(path, None, f"not a UTF-8 text file ({err.reason})") from err
+    except YamlLimitError as err:
+        raise ScheduleFileError(path, None, f"cannot read schedule file: {err.what}") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = compose(text)
+    except YamlLimitError as err:
+        raise ScheduleFileError(path, err.line, err.what) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = mark.line + 1 if mark else 1

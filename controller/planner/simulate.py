@@ -19,7 +19,18 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from controller.planner.cost import CostParams, RoundCost
+from controller.planner.exceptions import PlanError
 from topo.wan import Wan
+
+# Sending faster than the pool drains makes resends feed on themselves: at 2x the planned rate
+# the nine cities' all-to-all round already resends each contribution ~28 times. Past 100x every
+# source is limited by its access link anyway; below 1/1000 the round's times lose precision.
+MIN_RATE_FACTOR = 1e-3
+MAX_RATE_FACTOR = 100.0
+RATE_FACTOR_WHY = "faster only overruns the slot pool: each resend is simulated"
+# per round: the nine cities' round at the most chunks (20,000) takes 1.8 million; an overrun
+# pool resending without end is stopped here, in seconds rather than minutes
+MAX_EVENTS = 2_000_000
 
 Packet = tuple[int, ...]  # (group id, source, chunk, node it is at[, the member to resend to])
 
@@ -32,17 +43,26 @@ class SimResult:
     resent: int
     chunk_bytes: int
     slots: int  # slots per aggregator
+    events: int = 0  # events the simulation processed
 
 
 def simulate_round(
-    wan: Wan, cost: RoundCost, params: CostParams, chunk_bytes: int, rate_factor: float = 1.0
+    wan: Wan,
+    cost: RoundCost,
+    params: CostParams,
+    chunk_bytes: int,
+    rate_factor: float = 1.0,
+    max_events: int = MAX_EVENTS,
 ) -> SimResult:
-    """Play one round with the rates and offsets the model chose (times rate_factor)."""
+    """Play one round with the rates and offsets the model chose (times rate_factor); PlanError
+    if it takes more than `max_events` events (a pool overrun resending without end)."""
     if chunk_bytes <= 0 or chunk_bytes > params.update_bytes:
-        raise ValueError(f"chunk size must be in 1..{params.update_bytes} bytes")
-    if rate_factor <= 0:
-        raise ValueError("rate factor must be positive")
-    return _Simulation(wan, cost, params, chunk_bytes, rate_factor).run()
+        raise PlanError(f"chunk size must be in 1..{params.update_bytes} bytes")
+    if not MIN_RATE_FACTOR <= rate_factor <= MAX_RATE_FACTOR:  # also NaN
+        raise PlanError(
+            f"rate factor must be in [{MIN_RATE_FACTOR:g}, {MAX_RATE_FACTOR:g}], got {rate_factor}"
+        )
+    return _Simulation(wan, cost, params, chunk_bytes, rate_factor).run(max_events)
 
 
 class _Simulation:
@@ -93,8 +113,16 @@ class _Simulation:
         due = self.link_free[(u, v)] + self.wan.link(u, v).delay_s
         self.push(due, "at", (*data[:3], v, *data[4:]))
 
-    def run(self) -> SimResult:
+    def run(self, max_events: int) -> SimResult:
+        handled = 0
         while self.events:
+            handled += 1
+            if handled > max_events:
+                raise PlanError(
+                    f"the simulation stopped after {max_events:,} events, its budget: "
+                    f"{self.resent:,} contributions found no free slot and were resent "
+                    "(sending faster than the slots drain); lower --rate-factor or --chunks"
+                )
             t, _, kind, data = heapq.heappop(self.events)
             if kind == "at":
                 self.arrive(t, data)
@@ -109,7 +137,7 @@ class _Simulation:
         if incomplete:
             raise RuntimeError(f"simulation ended with islands {incomplete} missing chunks")
         return SimResult(self.finish, self.peak * self.chunk_bytes, self.exhausted, self.resent,
-                         self.chunk_bytes, int(self.slots))  # fmt: skip
+                         self.chunk_bytes, int(self.slots), handled)  # fmt: skip
 
     def arrive(self, t: float, data: Packet) -> None:
         """A chunk copy fully arrived at node `here`: forward it, merge it if `here` is a

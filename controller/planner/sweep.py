@@ -8,11 +8,16 @@ over a plain WAN.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from controller.planner.cost import CostParams
+from controller.planner.exceptions import PlanError
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
+
+# Each point is a full plan (tens of ms for nine cities, more for 32): 256 log-spaced points
+# already resolve a 1MB..8GB sweep to 7% steps, and bound the sweep to seconds, not hours.
+MAX_SWEEP_POINTS = 256
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,12 @@ class Sweep:
 
 
 def memory_points(low: int, high: int, points: int) -> list[int]:
-    """Log-spaced memory sizes from low to high, both included."""
+    """Log-spaced memory sizes from low to high, both included (at most MAX_SWEEP_POINTS)."""
+    if points > MAX_SWEEP_POINTS:
+        raise PlanError(
+            f"{points} memory points: a sweep takes at most {MAX_SWEEP_POINTS} (each is a full "
+            "plan); narrow the memory range instead"
+        )
     if points < 2 or low == high:
         return [low]
     ratio = (high / low) ** (1 / (points - 1))
@@ -62,9 +72,17 @@ def sweep(
     families: Sequence[str] | None = None,
     refine_steps: int = 12,
     baselines: Sequence[str] = ("plain", "multicast"),
+    progress: Callable[[int, int], None] | None = None,
 ) -> Sweep:
+    """Plan at every memory point (`progress(done, total)` after each), then the baselines,
+    then refine where the best family changes."""
     base = replace(base, network="inna")
-    plans = tuple(planner.plan(replace(base, memory_bytes=m), epsilon, families) for m in memories)
+    plans_made = []
+    for done, m in enumerate(memories, 1):
+        plans_made.append(planner.plan(replace(base, memory_bytes=m), epsilon, families))
+        if progress is not None:
+            progress(done, len(memories))
+    plans = tuple(plans_made)
     others = tuple(planner.plan(replace(base, network=n), epsilon, families) for n in baselines)
     crossovers = []
     for lo, hi in itertools.pairwise(plans):

@@ -22,6 +22,7 @@ from types import FrameType, TracebackType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
 from controller.exceptions import CommandLineError, RunDirError
+from controller.flags import MAX_PORT, port
 from controller.rundir import RunDir
 from innet.paths import DEFAULT_SCENARIO, RESULTS
 from topo.shaping import SHAPING_HELP, SHAPING_REQUESTS
@@ -42,7 +43,8 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=DEFAULT_SCENARIO,
         help="scenario YAML (default scenarios/nine-cities.yaml)",
     )
-    p.add_argument("--out", type=Path, help="results folder (default results/NAME-YYYYmmdd-HHMMSS)")
+    p.add_argument("--out", type=Path, help="results folder, made in a directory that exists "
+                   "(default results/NAME-YYYYmmdd-HHMMSS)")  # fmt: skip
     p.add_argument(
         "--check",
         action="store_true",
@@ -59,10 +61,21 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--grpc-base-port",
-        type=int,
+        type=port(),
         default=GRPC_BASE_PORT,
         help=f"P4Runtime port of the first city's switch (default {GRPC_BASE_PORT})",
     )
+
+
+def _check_out(folder: Path) -> None:
+    """innet makes the results folder --out names, not the directories above it."""
+    if folder.exists() and not folder.is_dir():
+        raise CommandLineError(f"--out {folder} is a file; give a folder")
+    if not folder.parent.is_dir():
+        raise CommandLineError(
+            f"--out {folder}: {folder.parent} does not exist; create it, or give a folder in a "
+            "directory that exists"
+        )
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:
@@ -78,7 +91,15 @@ def run(args: argparse.Namespace) -> int:
     from controller.runner.scenario import load_scenario
     from topo.mininet_net import preflight
 
+    if args.out is not None:
+        _check_out(args.out)
     emulation = resolve(load_scenario(args.scenario))  # refused here, before anything starts
+    last_port = args.grpc_base_port + len(emulation.scenario.islands) - 1
+    if last_port > MAX_PORT:
+        raise CommandLineError(
+            f"--grpc-base-port {args.grpc_base_port}: the switches would need ports up to "
+            f"{last_port}; give at most {MAX_PORT - len(emulation.scenario.islands) + 1}"
+        )
     plan = emulation.predictions()
     if args.check:
         print("\n".join(plan))

@@ -50,10 +50,11 @@ from controller.runner.exceptions import ScenarioError
 from controller.runner.yamlnodes import NodeReader
 from innet.jsontypes import JSONObject
 from innet.units import format_size, parse_duration, parse_rate, parse_size
-from topo.exceptions import SlotPoolError, TopologyError
+from topo.exceptions import SlotPoolError, TopologyError, YamlLimitError
 from topo.loader import load_wan, parse_wan
 from topo.siteplan import SlotPool
 from topo.wan import Wan
+from topo.yamlfile import read_text
 
 MAX_HOSTS = 8
 MAX_LOSS = 0.5  # a link losing half its frames is a broken link, not a WAN
@@ -163,11 +164,13 @@ def load_scenario(path: Path | str) -> Scenario:
     """Load and check the scenario in a YAML file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)  # a regular file of at most topo.yamlfile.MAX_YAML_BYTES
     except OSError as err:
         raise ScenarioError(path, None, "", f"cannot read scenario: {err.strerror}") from err
     except UnicodeDecodeError as err:
         raise ScenarioError(path, None, "", f"not a UTF-8 text file ({err.reason})") from err
+    except YamlLimitError as err:
+        raise ScenarioError(path, None, "", f"cannot read scenario: {err.what}") from None
     return parse_scenario(text, path)
 
 

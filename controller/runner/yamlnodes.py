@@ -18,6 +18,8 @@ import yaml
 
 from controller.runner.exceptions import ScenarioError
 from innet.exceptions import UnitError
+from topo.exceptions import YamlLimitError
+from topo.yamlfile import compose
 
 T = TypeVar("T")
 
@@ -34,7 +36,9 @@ class NodeReader:
 
     def compose(self, text: str) -> yaml.Node:
         try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
+            root = compose(text)  # bounded in size and depth (topo/yamlfile.py)
+        except YamlLimitError as exc:
+            raise ScenarioError(self.path, exc.line, "", exc.what) from None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = mark.line + 1 if mark is not None else 1
@@ -118,9 +122,12 @@ class NodeReader:
         if not isinstance(node, yaml.ScalarNode):
             raise self.fail(node, key, "must be a single value with a unit, such as 10Gbps")
         try:
-            return parse(node.value)
+            value = parse(node.value)
         except UnitError as err:
             raise self.fail(node, key, str(err)) from None
+        if isinstance(value, float) and not math.isfinite(value):  # a number of 400 digits
+            raise self.fail(node, key, f"{node.value[:40]!r}... is too large to be a quantity")
+        return value
 
 
 def _shown(node: yaml.Node) -> str:

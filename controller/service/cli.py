@@ -22,7 +22,8 @@ from pathlib import Path
 
 import httpx
 
-from controller.exceptions import CommandLineError, RunDirError
+from controller.exceptions import CommandLineError, Interrupted, RunDirError
+from controller.flags import number
 from controller.rundir import RunDir
 from controller.service import commands
 from controller.service.client import ServiceClient
@@ -32,6 +33,7 @@ from innet.paths import CHECKOUT
 
 UP_TIMEOUT_S = 300.0
 DOWN_TIMEOUT_S = 60.0
+MAX_TIMEOUT_S = 86400.0  # a day: longer is a mistake, not a wait
 POLL_S = 0.2  # polling interval while the service builds or tears down
 SERVICE_COMMANDS = ("net", "status", "schedule", "round", "counters", "shell", "serve", "clean")
 
@@ -45,16 +47,20 @@ def _run_dir_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+_timeout = number(0, MAX_TIMEOUT_S, above=True)
+
+
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     net = sub.add_parser("net", help="build (up) or tear down (down) the emulated WAN")
     net_sub = net.add_subparsers(dest="net_command", required=True)
     up = net_sub.add_parser("up", help="start the testbed service in the background")
     service_options(up)
-    up.add_argument("--timeout", type=float, default=UP_TIMEOUT_S,
+    up.add_argument("--timeout", type=_timeout, default=UP_TIMEOUT_S,
                     help=f"seconds to wait for the API (default {UP_TIMEOUT_S:g})")  # fmt: skip
     down = net_sub.add_parser("down", help="stop the service; it tears the testbed down")
     _run_dir_option(down)
-    down.add_argument("--timeout", type=float, default=DOWN_TIMEOUT_S)
+    down.add_argument("--timeout", type=_timeout, default=DOWN_TIMEOUT_S,
+                      help=f"seconds to wait (default {DOWN_TIMEOUT_S:g})")  # fmt: skip
     serve = sub.add_parser("serve", help="the testbed service and its REST API, in the foreground")
     service_options(serve)
     _run_dir_option(sub.add_parser("status", help="switches' health, schedule and current round"))
@@ -69,7 +75,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     splan.add_argument("--update-size", default="1GB")
     splan.add_argument("--bandwidth", default="10Gbps")
     splan.add_argument("--family", action="append", dest="families", metavar="NAME")
-    splan.add_argument("--epsilon", type=float, default=1e-3)
+    splan.add_argument("--epsilon", type=number(0, 1, below=True), default=1e-3,
+                       help="consensus error to reach, in [0, 1) (default 0.001)")  # fmt: skip
     splan.add_argument("--pacing", choices=["rate", "window"], default="rate")
     _run_dir_option(splan)
     rnd = sub.add_parser("round", help="advance to the next round")
@@ -136,30 +143,19 @@ def _net_up(args: argparse.Namespace) -> None:
     log_path = run_dir.path / "service.log"
     started = time.monotonic()
     with log_path.open("ab") as out:
+        log_start = out.tell()  # this attempt's lines start here; earlier ones are not its
         proc = subprocess.Popen(service_argv(args, run_dir.path), stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                 cwd=CHECKOUT)  # fmt: skip
-    api = f"http://{args.host}:{args.port}"
-    headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
-    deadline = started + args.timeout
-    while True:
-        code = proc.poll()
-        if code is not None:
-            raise ServiceFailure(f"the service exited with status {code}: "
-                                 f"{_failure(log_path)} (log {log_path})")  # fmt: skip
-        try:
-            reply = httpx.get(api + "/health", headers=headers, timeout=2.0)
-            if reply.status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise NotRunning(
-                f"the service (PID {proc.pid}) did not answer within {args.timeout:g} s; see "
-                f"{log_path}, stop it with 'innet net down' or 'innet clean'"
-            )
-        time.sleep(POLL_S)
+    try:
+        reply = _wait_until_up(proc, config, args, started, (log_path, log_start))
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"interrupted; the service (PID {proc.pid}) goes on starting in the background: "
+            "'innet net down' stops it"
+        ) from None
     took = time.monotonic() - started
+    api = f"http://{args.host}:{args.port}"
     print(
         f"innet testbed up in {took:.1f} s: {len(reply.json()['switches'])} switches "
         f"programmed, aggregator memory {args.memory} at scale {config.pool.scale:g} -> slot "
@@ -168,13 +164,49 @@ def _net_up(args: argparse.Namespace) -> None:
     print(f"API {api} (docs {api}/docs); run directory {run_dir.path}")
 
 
-def _failure(log_path: Path) -> str:
-    """Why the service exited, from its log: its one-line error, else the log's last lines."""
-    lines = log_path.read_text(errors="replace").splitlines()
+def _wait_until_up(
+    proc: subprocess.Popen[bytes],
+    config: ServiceConfig,
+    args: argparse.Namespace,
+    started: float,
+    log: tuple[Path, int],
+) -> httpx.Response:
+    """The service's first 200 from /health; ServiceFailure if it exits, NotRunning if it is
+    still not answering at the deadline. `log` is its log file and where this start's lines
+    begin in it."""
+    log_path = log[0]
+    api = f"http://{args.host}:{args.port}"
+    headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
+    deadline = started + args.timeout
+    while True:
+        code = proc.poll()
+        if code is not None:
+            raise ServiceFailure(f"the service exited with status {code}: "
+                                 f"{_failure(*log)} (log {log_path})")  # fmt: skip
+        try:
+            reply = httpx.get(api + "/health", headers=headers, timeout=2.0)
+            if reply.status_code == 200:
+                return reply
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise NotRunning(
+                f"the service (PID {proc.pid}) did not answer within {args.timeout:g} s; see "
+                f"{log_path}, stop it with 'innet net down' or 'innet clean'"
+            )
+        time.sleep(POLL_S)
+
+
+def _failure(log_path: Path, start: int = 0) -> str:
+    """Why the service exited, from what it logged after byte `start`: its one-line error, else
+    its last lines."""
+    with log_path.open("rb") as log:
+        log.seek(start)
+        lines = log.read().decode(errors="replace").splitlines()
     errors = [line for line in lines if line.startswith(SERVICE_ERROR)]
     if errors:
         return errors[-1].removeprefix(SERVICE_ERROR)
-    return "; ".join(lines[-3:])
+    return "; ".join(lines[-3:]) or "it logged nothing"
 
 
 def _net_down(args: argparse.Namespace) -> None:

@@ -9,33 +9,47 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from controller.exceptions import CommandLineError
+from controller.flags import (
+    MAX_PORT,
+    number,
+    port,
+    power_of_two,
+    rate_flag,
+    size_flag,
+    whole,
+)
 from controller.planner.cost import CostParams
 from innet.exceptions import InputError
-from innet.units import parse_rate, parse_size
+from innet.units import parse_size
 from topo.loader import default_wan, load_wan
 from topo.mininet_net import NetworkSpec
 from topo.shaping import SHAPING_HELP, SHAPING_REQUESTS
-from topo.siteplan import GRPC_BASE_PORT, TARGETS, SlotPool
+from topo.siteplan import GRPC_BASE_PORT, MAX_HOSTS_PER_ISLAND, MAX_SLOTS, TARGETS, SlotPool
 from topo.wan import Wan
 
 DEFAULT_PORT = 8700
 SERVICE_ERROR = "innet service: error: "  # how the service's last line says why it exited
+MAX_SCALE = 1e9  # 64 MB at this scale is below one slot: no larger scale is of use
+MAX_TOKEN_BYTES = 4096  # a bearer token is one line; a larger file is not one
 
 
 def service_options(p: argparse.ArgumentParser) -> None:
     """Options shared by `innet net up`, `innet serve` and this module."""
     p.add_argument("topology", nargs="?", type=Path, help="topology YAML (default: nine cities)")
-    p.add_argument("--hosts", type=int, default=1, help="hosts per city (default 1)")
+    p.add_argument("--hosts", type=whole(1, MAX_HOSTS_PER_ISLAND), default=1,
+                   help=f"hosts per city, 1..{MAX_HOSTS_PER_ISLAND} (default 1)")  # fmt: skip
     p.add_argument("--memory", default="64MB", help="aggregator memory per site (default 64MB)")
     p.add_argument("--update-size", default="1GB", help="bytes each island sends per round")
     p.add_argument("--bandwidth", default="10Gbps", help="each island's access bandwidth")
-    p.add_argument("--scale", type=float, default=1000.0,
-                   help="divide link rates and memory by this (default 1000)")  # fmt: skip
+    p.add_argument("--scale", type=number(1, MAX_SCALE), default=1000.0,
+                   help=f"divide link rates and memory by this, 1..{MAX_SCALE:g} "
+                   "(default 1000)")  # fmt: skip
     p.add_argument(
         "--slots",
-        type=int,
-        help="slots per bank on the switches (default: the largest power of two whose two "
-        "banks of 128 B slots fit in memory / scale)",
+        type=power_of_two(MAX_SLOTS),
+        help=f"slots per bank on the switches, a power of two up to {MAX_SLOTS} (default: the "
+        "largest whose two banks of 128 B slots fit in memory / scale)",
     )
     p.add_argument("--shaping", choices=SHAPING_REQUESTS, default="auto", help=SHAPING_HELP)
     p.add_argument(
@@ -46,7 +60,7 @@ def service_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--log-console", action="store_true",
                    help="bmv2 only: BMv2's per-packet log on its console (slow)")  # fmt: skip
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="API port on 127.0.0.1")
+    p.add_argument("--port", type=port(), default=DEFAULT_PORT, help="API port on 127.0.0.1")
     p.add_argument("--host", default="127.0.0.1", help="address the API binds (default loopback)")
     p.add_argument("--token-file", type=Path, help="file holding a bearer token the API requires")
     p.add_argument(
@@ -57,7 +71,7 @@ def service_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--grpc-base-port",
-        type=int,
+        type=port(),
         default=GRPC_BASE_PORT,
         help=f"P4Runtime port of the first city's switch (default {GRPC_BASE_PORT})",
     )
@@ -77,8 +91,12 @@ class ServiceConfig:
     def from_args(cls, args: argparse.Namespace) -> ServiceConfig:
         """InputError (exit status 2) for any option innet cannot use."""
         wan = default_wan() if args.topology is None else load_wan(args.topology)
+        check_ports(wan, args.port, args.grpc_base_port)
+        update = size_flag("--update-size", args.update_size)
+        bandwidth = rate_flag("--bandwidth", args.bandwidth)
+        size_flag("--memory", args.memory)
         pool = slot_pool(args.memory, args.scale, args.slots)
-        params = CostParams.for_pool(pool, parse_size(args.update_size), parse_rate(args.bandwidth))
+        params = CostParams.for_pool(pool, update, bandwidth)
         spec = NetworkSpec(wan, args.hosts, slots=pool.slots_per_bank, scale=pool.scale,
                            shaping=args.shaping, target=args.target,
                            grpc_base_port=args.grpc_base_port,
@@ -94,13 +112,43 @@ def slot_pool(memory: str, scale: float, slots: int | None) -> SlotPool:
     return SlotPool.for_memory(parse_size(memory), scale)
 
 
+def check_ports(wan: Wan, api_port: int, grpc_base_port: int) -> None:
+    """City u's switch serves P4Runtime on grpc_base_port + u: every one a port, none the API's."""
+    last = grpc_base_port + wan.n - 1
+    if last > MAX_PORT:
+        raise CommandLineError(
+            f"--grpc-base-port {grpc_base_port}: the {wan.n} switches would need ports up to "
+            f"{last}, above {MAX_PORT}; give at most {MAX_PORT - wan.n + 1}"
+        )
+    if grpc_base_port <= api_port <= last:
+        raise CommandLineError(
+            f"--port {api_port} is one of the switches' P4Runtime ports "
+            f"({grpc_base_port}..{last}, from --grpc-base-port): choose another"
+        )
+
+
 def read_token(path: Path | None) -> str | None:
+    """The token in `path`: a regular file (not a FIFO or device) of one short line."""
     if path is None:
         return None
+    if path.exists() and not path.is_file():
+        raise InputError(f"token file {path} is not a regular file")
     try:
-        token = path.read_text().strip()
+        with path.open("rb") as file:
+            data = file.read(MAX_TOKEN_BYTES + 1)
     except OSError as err:
         raise InputError(f"cannot read token file {path}: {err.strerror}") from err
+    if len(data) > MAX_TOKEN_BYTES:
+        raise InputError(f"token file {path} is larger than {MAX_TOKEN_BYTES} bytes")
+    try:
+        token = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise InputError(f"token file {path} is not UTF-8 text") from None
     if not token:
         raise InputError(f"token file {path} is empty")
+    if not (token.isascii() and token.isprintable()) or any(c.isspace() for c in token):
+        raise InputError(
+            f"token file {path}: a bearer token is one word of printable ASCII (an HTTP header "
+            "carries it); write it without spaces, tabs or line breaks"
+        )
     return token

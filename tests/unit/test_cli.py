@@ -71,7 +71,7 @@ def test_plan_compares_the_networks_asked_for(capsys):
 
 
 def test_sweep_marks_the_crossover_writes_a_plot_and_json(capsys, tmp_path):
-    plot = tmp_path / "out" / "sweep.png"
+    plot = tmp_path / "sweep.png"
     code, out, err = run(capsys, "plan", "sweep", "--memory", "1MB..8GB", "--plot", str(plot))
     assert code == 0, err
     assert "-- crossover at" in out
@@ -156,7 +156,6 @@ def test_topo_reports_the_rtt_fit(capsys):
         (["plan", "--memory", "100B"], "below one slot"),
         (["plan", "--family", "hypercube"], "unknown schedule family"),
         (["plan", "sweep", "--memory", "8GB..1MB"], ".."),
-        (["plan", "--epsilon", "2"], "epsilon"),
     ],
 )
 def test_bad_input_gets_one_line_and_status_2(capsys, tmp_path, argv, message):
@@ -195,7 +194,11 @@ def test_bad_files_name_file_and_line(capsys, tmp_path):
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [(["plan", "--memory"], "--memory"), (["plan", "--network", "ecmp"], "ecmp")],
+    [
+        (["plan", "--memory"], "--memory"),
+        (["plan", "--network", "ecmp"], "ecmp"),
+        (["plan", "--epsilon", "2"], "--epsilon"),
+    ],
 )
 def test_usage_errors_are_one_line_too(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_:
@@ -211,3 +214,246 @@ def test_console_script_is_installed():
         [exe, "plan", "--memory", "nonsense"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 2 and "nonsense" in done.stderr
+
+
+# --- strict inputs: every flag checked in the foreground, before anything starts ------------
+
+
+@pytest.fixture
+def nothing_starts(monkeypatch, tmp_path):
+    """`innet net up` must refuse before it spawns anything or writes its run directory: any
+    process it starts fails the test, and the run directory must stay absent."""
+    started: list[list[str]] = []
+
+    def refuse(argv, *args, **kwargs):
+        started.append([str(a) for a in argv])
+        raise AssertionError(f"net up started {argv}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(subprocess, "run", refuse)
+    run_dir = tmp_path / "run"
+    yield run_dir
+    assert started == []
+    assert not run_dir.exists()
+
+
+def net_up(capsys, run_dir, *argv):
+    """`innet net up` in this process: (exit status, stderr)."""
+    try:
+        code = main(["net", "up", "--run-dir", str(run_dir), *argv])
+    except SystemExit as exit_:  # a usage error: argparse exits
+        code = int(exit_.code or 0)
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--scale", "0"], "--scale: must be a finite number in [1, 1e+09], got '0'"),
+        (["--scale", "inf"], "--scale: must be a finite number"),
+        (["--scale", "nan"], "--scale: must be a finite number"),
+        (["--scale", "-5"], "--scale"),
+        (["--hosts", "0"], "--hosts: must be from 1 to 253, got 0"),
+        (["--hosts", "254"], "--hosts: must be from 1 to 253"),
+        (["--slots", "3"], "--slots: must be a power of two from 1 to 65536, got 3"),
+        (["--slots", "0"], "--slots: must be from 1 to 65536, got 0"),
+        (["--slots", "131072"], "--slots"),
+        (["--port", "0"], "--port: must be from 1 to 65535"),
+        (["--port", "70000"], "--port: must be from 1 to 65535"),
+        (["--grpc-base-port", "-1"], "--grpc-base-port"),
+        (["--timeout", "nan"], "--timeout: must be a finite number in (0, 86400]"),
+        (["--timeout", "0"], "--timeout"),
+    ],
+)
+def test_net_up_refuses_a_bad_number_before_anything_starts(capsys, nothing_starts, argv, message):
+    code, err = net_up(capsys, nothing_starts, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--grpc-base-port", "65530"], "ports up to 65538, above 65535; give at most 65527"),
+        (["--port", "50004"], "--port 50004 is one of the switches' P4Runtime ports"),
+        (["--bandwidth", "1" + "0" * 400 + "bps"], "--bandwidth"),  # a float overflows to inf
+        (["--update-size", "2000TB"], "--update-size: '2000TB' is above the largest"),
+        (["--memory", "1e400GB"], "--memory"),
+        (["--token-file", "/nonexistent"], "cannot read token file /nonexistent"),
+        (["--token-file", "/dev/zero"], "not a regular file"),
+    ],
+)
+def test_net_up_refuses_bad_values_in_one_line(capsys, nothing_starts, argv, message):
+    code, err = net_up(capsys, nothing_starts, *argv)
+    assert code == 2
+    assert err.startswith("innet: error: ") and err.count("\n") == 1 and message in err
+
+
+def test_net_up_refuses_a_token_no_header_can_carry(capsys, nothing_starts, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("two words\n")
+    code, err = net_up(capsys, nothing_starts, "--token-file", str(token))
+    assert code == 2 and "one word of printable ASCII" in err
+    token.write_bytes(b"x" * 5000)
+    code, err = net_up(capsys, nothing_starts, "--token-file", str(token))
+    assert code == 2 and "larger than 4096 bytes" in err
+
+
+def test_net_up_refuses_a_topology_beyond_32_islands(capsys, nothing_starts, tmp_path):
+    code, err = net_up(capsys, nothing_starts, str(wan_file(tmp_path, 33)))
+    assert code == 2 and "at most 32 islands" in err
+
+
+def test_net_up_reports_only_this_attempts_failure(tmp_path):
+    """The log is appended to: an earlier attempt's error must not be reported as this one's."""
+    from controller.service.cli import _failure
+    from controller.service.options import SERVICE_ERROR
+
+    log = tmp_path / "service.log"
+    log.write_text(f"{SERVICE_ERROR}an earlier attempt's error\n")
+    start = log.stat().st_size
+    with log.open("a") as out:
+        out.write("Traceback (most recent call last):\nKeyError: 'x'\n")
+    assert _failure(log, start) == "Traceback (most recent call last):; KeyError: 'x'"
+    assert _failure(log, log.stat().st_size) == "it logged nothing"
+
+
+@pytest.mark.parametrize("epsilon", ["nan", "inf", "-0.5", "1"])
+def test_schedule_plan_refuses_a_bad_epsilon_before_asking_the_service(capsys, tmp_path, epsilon):
+    with pytest.raises(SystemExit) as exit_:
+        main(["schedule", "plan", "--epsilon", epsilon, "--run-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.count("\n") == 1 and "--epsilon: must be a finite number in [0, 1)" in err
+
+
+def wan_file(folder: Path, cities: int) -> Path:
+    """A WAN file of `cities` cities in a line."""
+    lines = ["name: line", "sources: {s: made up}", "cities:"]
+    lines += [f"  - {{name: C{i}, code: C{i}, continent: X, lat: 0, lon: {i}, source: s}}"
+              for i in range(cities)]  # fmt: skip
+    lines += ["links:"]
+    lines += [f"  - {{a: C{i - 1}, b: C{i}, delay: 1ms, capacity: 10Gbps, source: s}}"
+              for i in range(1, cities)]  # fmt: skip
+    path = folder / f"line-{cities}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["plan", "sweep", "--points", "100000"], "--points: must be from 2 to 256 (each point"),
+        (["plan", "sweep", "--points", "1"], "--points: must be from 2 to 256"),
+        (["plan", "simulate", "--rate-factor", "1e9"], "--rate-factor: must be a finite number"),
+        (["plan", "simulate", "--rate-factor", "nan"], "in [0.001, 100] (faster only overruns"),
+        (["plan", "simulate", "--rate-factor", "inf"], "--rate-factor"),
+        (["plan", "simulate", "--rate-factor", "0"], "--rate-factor"),
+        (["plan", "simulate", "--chunks", "0"], "--chunks: must be from 1 to 20000"),
+        (["plan", "simulate", "--chunks", "10000000"], "--chunks: must be from 1 to 20000"),
+        (["plan", "--epsilon", "nan"], "--epsilon: must be a finite number in [0, 1)"),
+        (["run", "--grpc-base-port", "0", "--check"], "--grpc-base-port: must be from 1"),
+    ],
+)
+def test_long_or_meaningless_plans_are_refused_as_usage_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["plan", "--update-size", "1" + "0" * 30 + "B"], "largest innet plans for (1 PB)"),
+        (["plan", "--bandwidth", "1" + "0" * 400 + "bps"], "largest innet plans for (1 Pb/s)"),
+        (["plan", "--wan-bandwidth", "1" + "0" * 400 + "bps"], "--wan-bandwidth"),
+        (["plan", "sweep", "--memory", "1MB..2000TB"], "--memory: '1MB..2000TB' goes above"),
+    ],
+)
+def test_quantities_beyond_any_wan_are_refused(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+
+
+def test_plot_in_a_missing_directory_is_refused_and_nothing_is_made(capsys, tmp_path):
+    plot = tmp_path / "missing" / "x.png"
+    code, out, err = run(capsys, "plan", "sweep", "--plot", str(plot))
+    assert code == 2 and out == ""
+    assert f"{plot.parent} does not exist" in err and err.count("\n") == 1
+    assert not plot.parent.exists()
+    code, _, err = run(capsys, "plan", "sweep", "--plot", str(tmp_path))
+    assert code == 2 and "is a directory" in err
+
+
+def test_the_default_plot_path_makes_its_directory(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "plan", "sweep", "--points", "2", "--family", "all-to-all")
+    assert code == 0, err
+    assert (tmp_path / "results" / "plan-sweep.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ctrl_c_ends_a_plan_with_one_line(capsys, monkeypatch):
+    from controller.planner.optimise import Planner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Planner, "plan", interrupted)
+    code, out, err = run(capsys, "plan", "sweep", "--plot", "/nonexistent-dir-x/never.png")
+    assert code == 2  # the plot path is checked first: minutes of planning are not wasted
+    code, out, err = run(capsys, "plan", "simulate")
+    assert code == 130 and out == ""
+    assert err == "innet: interrupted (simulate)\n"
+
+
+def test_topologies_beyond_32_islands_are_refused_by_plan_and_check(capsys, tmp_path):
+    topo = wan_file(tmp_path, 33)
+    code, out, err = run(capsys, "plan", str(topo), "--family", "all-to-all")
+    assert code == 2 and out == ""
+    assert f"{topo}:3: 33 cities: innet carries at most 32 islands" in err
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"name: s\ntopology: {topo.name}\nhosts: 1\nschedules: [all-to-all]\n")
+    code, out, err = run(capsys, "run", str(scenario), "--check")
+    assert code == 2 and out == "" and "at most 32 islands" in err
+    code, out, err = run(capsys, "plan", str(wan_file(tmp_path, 32)), "--family", "all-to-all")
+    assert code == 0, err
+
+
+def test_a_deeply_nested_scenario_is_refused_at_its_line(capsys, tmp_path):
+    scenario = tmp_path / "deep.yaml"
+    scenario.write_text("name: deep\ntraining: " + "[" * 20000 + "]" * 20000 + "\n")
+    code, out, err = run(capsys, "run", str(scenario), "--check")
+    assert code == 2 and out == ""
+    assert err.startswith(f"innet: error: {scenario}:2: nested deeper than 16 levels")
+
+
+def test_run_makes_no_directories_above_its_results_folder(capsys, tmp_path):
+    out_dir = tmp_path / "missing" / "results"
+    code, _, err = run(capsys, "run", "--out", str(out_dir), "--check")
+    assert code == 2 and f"{out_dir.parent} does not exist" in err
+    assert not out_dir.parent.exists()
+
+
+def test_ctrl_c_while_net_up_waits_says_what_goes_on(capsys, monkeypatch, tmp_path):
+    """The service is already started: Ctrl-C ends the wait with one line naming its PID."""
+    import httpx
+
+    from topo.mininet_net import NetworkSpec
+
+    class Started:
+        pid = 4242
+
+        def poll(self):
+            return None
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: Started())
+    monkeypatch.setattr(NetworkSpec, "shaping_mode", lambda self: "switch")
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    monkeypatch.setattr(httpx, "get", interrupted)
+    code, err = net_up(capsys, tmp_path / "run")
+    assert code == 130 and err.count("\n") == 1
+    assert "interrupted; the service (PID 4242) goes on starting" in err and "net down" in err
