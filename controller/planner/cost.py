@@ -65,9 +65,10 @@ class CostParams:
             raise PlanError(f"pacing must be 'rate' or 'window', got {self.pacing!r}")
         if self.network not in NETWORKS:
             raise PlanError(f"unknown network {self.network!r}; known: {', '.join(NETWORKS)}")
-        if self.memory_bytes < self.slot_bytes:
+        if self.memory_bytes < 2 * self.slot_bytes:  # rate pacing merges into one, keeps one
             raise PlanError(
-                f"aggregator memory {self.memory_bytes} B is below one slot ({self.slot_bytes} B)"
+                f"aggregator memory {self.memory_bytes} B is below one slot per bank "
+                f"(2 x {self.slot_bytes} B): an aggregator has two banks of slots"
             )
 
     @classmethod

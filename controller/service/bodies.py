@@ -1,96 +1,123 @@
 """The API's request bodies (pydantic models) and what they turn into: a schedule, planner
-parameters, an experiment's training settings. A problem is a 422 whose `loc` names the field."""
+parameters, an experiment's training settings. A problem is a 422 whose `loc` names the field.
+
+Types are strict (a boolean is not a number, "3" is not an integer), numbers finite and in the
+ranges of controller/service/limits.py, names as innet/names.py says; the OpenAPI schema
+states each bound, so what it allows is what is checked."""
 
 from __future__ import annotations
 
+from typing import Annotated, Any, Literal
+
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from controller.planner.optimise import DEFAULT_EPSILON
 from controller.planner.schedule import Round, Schedule
+from controller.service import limits
 from controller.testbed import Testbed
-from innet.exceptions import UnitError
-from innet.units import parse_rate, parse_size
+from innet.names import NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE, name_problem
 from topo.exceptions import UnknownCityError
+
+STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+def _name(value: str) -> str:
+    problem = name_problem(value, "name")
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+Name = Annotated[
+    str,
+    AfterValidator(_name),
+    Field(
+        min_length=1,
+        max_length=NAME_MAX_LENGTH,
+        json_schema_extra={"pattern": NAME_PATTERN},
+        description=NAME_RULE,
+    ),
+]
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+ByteCount = Annotated[int, Field(ge=1)]
+SizeText = Annotated[
+    str, Field(max_length=limits.QUANTITY_TEXT_LENGTH, pattern=limits.SIZE_TEXT_PATTERN)
+]
+RateText = Annotated[
+    str, Field(max_length=limits.QUANTITY_TEXT_LENGTH, pattern=limits.RATE_TEXT_PATTERN)
+]
+Group = Annotated[list[Name], Field(min_length=1, max_length=limits.MAX_GROUP_CITIES)]
+Groups = Annotated[list[Group], Field(min_length=1, max_length=limits.MAX_GROUPS)]
 
 
 class ScheduleBody(BaseModel):
     """A schedule by city names (or codes): rounds, each a list of groups of cities."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
-    name: str = Field("api", min_length=1, max_length=100)
-    rounds: list[list[list[str]]] = Field(..., min_length=1)
-
-
-def _size(value: str | int, what: str) -> int:
-    if isinstance(value, int):
-        if value <= 0:
-            raise ValueError(f"{what} must be positive, got {value}")
-        return value
-    try:
-        return parse_size(value)
-    except UnitError as err:
-        raise ValueError(str(err)) from None
+    name: Name = "api"
+    rounds: list[Groups] = Field(..., min_length=1, max_length=limits.MAX_ROUNDS)
 
 
 class PlanBody(BaseModel):
     """Planner parameters: sizes as bytes or text ("64MB"), rates as text ("10Gbps") or b/s."""
 
-    model_config = ConfigDict(validate_default=True, extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)
 
-    memory: str | int = "64MB"
-    update_size: str | int = "1GB"
-    bandwidth: str | float = "10Gbps"
-    families: list[str] | None = None
-    epsilon: float = Field(DEFAULT_EPSILON, ge=0, lt=1)
-    pacing: str = Field("rate", pattern="^(rate|window)$")
+    memory: (
+        Annotated[int, Field(ge=limits.MIN_MEMORY_BYTES, le=limits.MAX_MEMORY_BYTES)] | SizeText
+    ) = "64MB"
+    update_size: Annotated[ByteCount, Field(le=limits.MAX_UPDATE_BYTES)] | SizeText = "1GB"
+    bandwidth: (
+        Annotated[Finite, Field(ge=limits.MIN_BANDWIDTH_BPS, le=limits.MAX_BANDWIDTH_BPS)]
+        | RateText
+    ) = "10Gbps"
+    families: Annotated[list[Name], Field(min_length=1, max_length=limits.MAX_FAMILIES)] | None = (
+        None
+    )
+    epsilon: Finite = Field(DEFAULT_EPSILON, ge=0, lt=1)
+    pacing: Literal["rate", "window"] = "rate"
 
-    @field_validator("memory")
+    # Before the type's own check, so that each field has one error that says what is wanted.
+    @field_validator("memory", mode="before")
     @classmethod
-    def _memory(cls, v: str | int) -> int:
-        return _size(v, "memory")
+    def _memory(cls, v: Any) -> int:
+        return limits.byte_count(v, "memory", limits.MAX_MEMORY_BYTES, limits.MIN_MEMORY_BYTES)
 
-    @field_validator("update_size")
+    @field_validator("update_size", mode="before")
     @classmethod
-    def _update(cls, v: str | int) -> int:
-        return _size(v, "update_size")
+    def _update(cls, v: Any) -> int:
+        return limits.byte_count(v, "update_size", limits.MAX_UPDATE_BYTES)
 
-    @field_validator("bandwidth")
+    @field_validator("bandwidth", mode="before")
     @classmethod
-    def _bandwidth(cls, v: str | float) -> float:
-        if isinstance(v, str):
-            try:
-                return parse_rate(v)
-            except UnitError as err:
-                raise ValueError(str(err)) from None
-        if v <= 0:
-            raise ValueError(f"bandwidth must be positive, got {v}")
-        return float(v)
+    def _bandwidth(cls, v: Any) -> float:
+        return limits.bit_rate(v, "bandwidth")
 
 
 class TrainingBody(BaseModel):
     """DiLoCo settings of an experiment (as a scenario's `training` section, without rounds)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     inner_steps: int = Field(20, ge=1, le=10_000)
     hidden: int = Field(32, ge=1, le=4096)
     batch_size: int = Field(32, ge=1, le=4096)
-    inner_lr: float = Field(0.003, gt=0, le=10)
-    outer_lr: float = Field(0.7, gt=0, le=10)
-    outer_momentum: float = Field(0.9, ge=0, lt=1)
+    inner_lr: Finite = Field(0.003, gt=0, le=10)
+    outer_lr: Finite = Field(0.7, gt=0, le=10)
+    outer_momentum: Finite = Field(0.9, ge=0, lt=1)
 
 
 class ExperimentBody(BaseModel):
     """Train with the testbed's current schedule for `rounds` rounds."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
-    name: str = Field("api", pattern="^[a-z0-9-]+$", max_length=60)
+    name: str = Field("api", pattern="^[a-z0-9-]+$", min_length=1, max_length=60)
     rounds: int = Field(..., ge=1, le=10_000)
-    seed: int = Field(1, ge=0)
-    round_deadline_s: float = Field(60.0, gt=0, le=3600)
+    seed: int = Field(1, ge=0, le=limits.MAX_SEED)
+    round_deadline_s: Finite = Field(60.0, gt=0, le=3600)
     training: TrainingBody = TrainingBody()
 
 
@@ -99,17 +126,14 @@ def invalid(loc: tuple[str | int, ...], msg: str) -> RequestValidationError:
 
 
 def schedule_from_body(testbed: Testbed, body: ScheduleBody) -> Schedule:
-    """Map names to islands; any problem is a 422 naming the field."""
+    """Map names to islands; any problem is a 422 naming the field. The model has checked
+    the shape already: at least one round, each a non-empty list of non-empty groups."""
     wan = testbed.wan
     rounds = []
     for r, groups in enumerate(body.rounds):
         seen: set[int] = set()
         out = []
-        if not groups:
-            raise invalid(("body", "rounds", r), "a round must be a non-empty list of groups")
         for g, group in enumerate(groups):
-            if not group:
-                raise invalid(("body", "rounds", r, g), "a group must name at least one city")
             members = []
             for c, name in enumerate(group):
                 loc = ("body", "rounds", r, g, c)

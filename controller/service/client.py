@@ -4,8 +4,9 @@
     health = service.request("GET", "/health")
 
 A 422 becomes one line naming each field and reason (`RequestRefused`, exit status 2); another
-4xx is `RequestRefused` with the service's reason; a 5xx or no answer is `ServiceFailure` or
-`NotRunning` (exit status 1).
+4xx (a body over the service's size limit is 413) is `RequestRefused` with the service's
+reason; a 5xx, an answer that is not JSON or no answer is `ServiceFailure` or `NotRunning`
+(exit status 1). Every text from the service is printed with its control characters escaped.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import httpx
 
 from controller.rundir import RunDir, RunState
 from controller.service.exceptions import NotRunning, RequestRefused, ServiceFailure
+from controller.service.options import read_token
 from innet.jsontypes import JSONValue
+from innet.names import printable
 
 REQUEST_TIMEOUT_S = 120.0
 
@@ -37,7 +40,7 @@ class ServiceClient:
         self.api: str = state.api
         self.headers: dict[str, str] = {}
         if state.token_file:
-            token = Path(state.token_file).read_text().strip()
+            token = read_token(Path(state.token_file))  # bounded: never a FIFO or /dev/zero
             self.headers["Authorization"] = f"Bearer {token}"
 
     def request(
@@ -53,14 +56,27 @@ class ServiceClient:
                 f"the innet service at {self.api} does not answer ({err}); "
                 f"see its log in {self.run_dir.path / 'service.log'}"
             ) from None
-        if reply.status_code == 422:
-            raise RequestRefused(validation_text(reply.json()))
+        is_json, answer = _json(reply)
+        if reply.status_code == 422 and is_json:
+            raise RequestRefused(validation_text(answer))
         if reply.status_code >= 400:
-            json_reply = reply.headers.get("content-type", "").startswith("application/json")
-            detail = reply.json().get("detail", reply.text) if json_reply else reply.text
+            detail = answer.get("detail", reply.text) if isinstance(answer, dict) else reply.text
             error = RequestRefused if reply.status_code < 500 else ServiceFailure
-            raise error(f"{method} {path}: {reply.status_code}: {detail}")
-        return reply.json()
+            raise error(f"{method} {path}: {reply.status_code}: {printable(str(detail), 2000)}")
+        if not is_json:
+            raise ServiceFailure(f"{method} {path}: the service answered {reply.status_code} "
+                                 f"without JSON: {printable(reply.text, 200)}")  # fmt: skip
+        return answer
+
+
+def _json(reply: httpx.Response) -> tuple[bool, Any]:
+    """Whether the reply is JSON, and its value (a proxy's page or a bare 500 is not)."""
+    if not reply.headers.get("content-type", "").startswith("application/json"):
+        return False, None
+    try:
+        return True, reply.json()
+    except ValueError:
+        return False, None
 
 
 def validation_text(body: Any) -> str:
@@ -70,6 +86,7 @@ def validation_text(body: Any) -> str:
         return str(errors)
     parts = []
     for e in errors:
-        loc = [str(x) for x in e.get("loc", []) if x != "body"]
-        parts.append(f"{'.'.join(loc) or 'body'}: {e.get('msg')}")
-    return "; ".join(parts)
+        loc = [str(x) for x in e.get("loc", []) if x != "body"] if isinstance(e, dict) else []
+        msg = e.get("msg") if isinstance(e, dict) else e
+        parts.append(f"{'.'.join(loc) or 'body'}: {msg}")
+    return printable("; ".join(parts), 2000)

@@ -29,3 +29,8 @@ class RequestRefused(InputError):
 
 class ServiceFailure(InnetError):
     """The service could not carry out a correct request (an HTTP 5xx)."""
+
+
+class LimitError(InputError, ValueError):
+    """A value outside what innet accepts (not finite, out of range, not a number); the
+    message names the value, the range and the unit (controller/service/limits.py)."""

@@ -27,9 +27,9 @@ def test_unbounded_memory_is_bandwidth_bound():
 
 def test_zero_skew_needs_no_memory_beyond_one_slot():
     wan = line_wan([70])
-    g = cost_of(wan, [[0, 1]], memory_bytes=128, slot_bytes=128).groups[0]
+    g = cost_of(wan, [[0, 1]], memory_bytes=256, slot_bytes=128).groups[0]
     assert g.skew_s == 0.0
-    assert g.memory_bytes == 128
+    assert g.memory_bytes == 128  # of the two slots an aggregator has at least
     assert g.rate_bps == 10e9
 
 
@@ -122,3 +122,10 @@ def test_least_skew_offsets_match_linear_programming(seed):
     assert min(best.offsets) == 0.0
     if k == 3:
         assert best.skew == pytest.approx(0.0, abs=1e-9)
+
+
+def test_memory_of_one_slot_is_refused_not_divided_by() -> None:
+    # one slot leaves rate pacing no room beside the slot being merged: R <= (M - slot) / skew = 0
+    with pytest.raises(PlanError, match=r"below one slot per bank \(2 x 128 B\)"):
+        CostParams(update_bytes=10**9, memory_bytes=128, access_bps=1e10)
+    assert CostParams(update_bytes=10**9, memory_bytes=256, access_bps=1e10).memory_bytes == 256
