@@ -16,7 +16,7 @@ P4_BUILD := build/p4
 P4_SLOTS ?= 1024
 P4_GET   := get it with the VM (vagrant up, README) or the p4lang packages (p4lang-p4c), or name it: make p4 P4C=PATH
 
-.PHONY: setup system-packages demo test test-bmv2 bench lint p4 clean
+.PHONY: setup system-packages demo test test-bmv2 bench fuzz lint p4 clean
 
 setup: system-packages $(STAMP)
 
@@ -64,6 +64,14 @@ bench: setup
 	    --processor bench.p4_processors:l2 --processor bench.p4_processors:agg32; \
 	  $(BIN)/python bench/aggregation.py; \
 	else echo "bench/forwarding.py and bench/aggregation.py skipped: they need root"; fi
+
+# The fuzzers (docs/scapy.md) with twenty times the examples the tests run, new ones each run:
+# innet.p4's parser and accounting against random and crafted frames, the P4Runtime write path
+# against random batches, and the scapy layer against the worker codec.
+FUZZ_TESTS := tests/unit/dataplane/test_fuzz_frames.py tests/unit/p4switch/p4rt/test_write_fuzz.py \
+              tests/unit/test_scapy_layer.py
+fuzz: setup
+	INNET_FUZZ=long $(BIN)/python -m pytest -q --durations=0 $(FUZZ_TESTS)
 
 # Compile p4src/ with p4c for BMv2 (JSON and P4Info in build/p4/) and check that p4c's P4Info
 # and p4switch's agree on every table, action, register and counter (names and widths).

@@ -5,6 +5,8 @@ units.py        sizes, rates and durations: parsed from text, formatted for peop
 jsontypes.py    JSON as a type, for typed seams
 paths.py        where things are in a checkout (the data plane, scenarios, results)
 argparsing.py   the command lines' argument parser
+names.py        what a name may hold (schedules, rounds, cities given by clients) and escaping
+scapy_layer.py  the innet protocol as a scapy layer: craft, dissect and fuzz innet frames
 """
 
 from innet.exceptions import InnetError, InputError
