@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import grpc
 from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import (
     ArbitrationRefusedError,
@@ -36,6 +36,7 @@ from p4switch.exceptions import (
 from p4switch.p4rt.arbitration import Arbiter, Session
 from p4switch.p4rt.codec import InstalledPipeline
 from p4switch.p4rt.deadline import acquired, check_deadline
+from p4switch.p4rt.handlers import add_to_server
 from p4switch.p4rt.packetio import packet_in_message, packet_out_frame
 from p4switch.p4rt.read import read_entity
 from p4switch.p4rt.reconcile import carry_over
@@ -130,7 +131,7 @@ class P4RuntimeServer:
                 ("grpc.max_send_message_length", _MAX_MESSAGE),
             ],
         )
-        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeService(self), server)
+        add_to_server(P4RuntimeService(self), server)  # undecodable requests: INVALID_ARGUMENT
         try:
             port = server.add_insecure_port(address)
         except RuntimeError as err:

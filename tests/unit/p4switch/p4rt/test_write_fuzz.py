@@ -14,9 +14,9 @@ direct counters, clone sessions), each example on a fresh server:
 
 Over gRPC the answers keep their shape: OK, or UNKNOWN with per-update details (a prefix of
 the batch when it is large), or one status with a message; batches of up to 600 failing updates
-included; bytes that are no WriteRequest at all are still answered INTERNAL, by grpc-python
-before p4switch sees them (an xfail test records it). CI runs a bounded number of derandomized
-examples; `make fuzz` (INNET_FUZZ=long) twenty times as many, new ones each run.
+included; bytes that are no WriteRequest at all are answered INVALID_ARGUMENT, never INTERNAL
+(grpc-python's own answer, which p4switch.p4rt.handlers replaces). CI runs a bounded number of
+derandomized examples; `make fuzz` (INNET_FUZZ=long) twenty times as many, new ones each run.
 """
 
 from __future__ import annotations
@@ -489,12 +489,6 @@ NOT_A_WRITE = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="grpc-python answers bytes it cannot deserialize as a WriteRequest with INTERNAL "
-    "('Exception deserializing request!') before p4switch sees them; answering INVALID_ARGUMENT "
-    "needs the service to take raw bytes and parse them itself",
-)
 @pytest.mark.parametrize("body", NOT_A_WRITE, ids=["garbage", "not-utf8"])
 def test_bytes_that_are_not_a_write_request_are_invalid_argument(
     served: tuple[P4RuntimeServer, Client], body: bytes
