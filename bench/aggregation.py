@@ -46,7 +46,7 @@ from topo.wan import City, Wan, WanLink
 REPO = Path(__file__).resolve().parent.parent
 ISLANDS = (0, 1, 2)
 ROUND = Round.of([ISLANDS])  # one group of all three islands
-GRPC_BASE_PORT = 50700  # away from the default (50000) and the tests' ports
+GRPC_BASE_PORT = 20700  # away from the default (9559) and the tests' ports
 NAME_PREFIX = "ag"  # ags0, agh0_1, ...: beside a testbed with the default names
 READY_S = 60.0  # a leader imports numpy and computes the software sum before it is ready
 START_MARGIN_S = 0.25  # the start time reaches every leader well before it comes

@@ -38,7 +38,7 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=1)
     parser.add_argument("--advances", type=int, default=12)
     parser.add_argument("--port", type=int, default=8799)
-    parser.add_argument("--grpc-base-port", type=int, default=50500)
+    parser.add_argument("--grpc-base-port", type=int, default=20500)
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench/testbed.py needs root (Mininet)")

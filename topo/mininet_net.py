@@ -2,7 +2,7 @@
 
     with build_network(NetworkSpec(default_wan(), hosts_per_city=2), Path("/tmp/run")) as net:
         net.hosts[0][0].cmd("ping -c1 10.0.3.1")      # city 0's leader pings city 3's
-        net.grpc_addresses[3]                          # "127.0.0.1:50003": city 3's edge
+        net.grpc_addresses[3]                          # "127.0.0.1:9562": city 3's edge
 
 Ports and addresses are the site plan's (topo/siteplan.py): the edge of city u has port k for
 host k, then port W+1+j for the link to its j-th neighbour in `wan.neighbours(u)`; island u is

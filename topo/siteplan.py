@@ -65,7 +65,10 @@ GATEWAY_HOST = 254
 WORKER_PORT = 20042  # a leader's TCP port for its island's other workers
 PLAIN_UDP_PORT = 20043  # host-to-host collectives over plain IPv4 (the edges only route it)
 GLOO_PORT = 20044  # the torch.distributed (gloo) rendezvous on island 0's leader
-GRPC_BASE_PORT = 50000  # P4Runtime port of city 0's switch; city u's is base + u
+# P4Runtime port of city 0's switch; city u's is base + u. 9559 is P4Runtime's own port, and
+# below the kernel's ephemeral ports (32768-60999): a port there can be held by any client's
+# outgoing connection, or its TIME_WAIT, when a switch starts, and the switch cannot listen.
+GRPC_BASE_PORT = 9559
 LOOPBACK = "127.0.0.1"
 TARGETS = ("p4switch", "bmv2")  # the P4 targets an edge can run on (ARCHITECTURE.md)
 

@@ -19,7 +19,7 @@ from tests.netns.topology import why_no_mininet
 pytestmark = [pytest.mark.bmv2, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-GRPC_BASE = 50800
+GRPC_BASE = 20800
 RESULT_FILES = {
     "rounds.jsonl", "summary.csv", "scenario.yaml", "versions.json", "round-time.png",
     "loss.png", "predicted-vs-measured.png", "island-config.json", "logs", "network.json",

@@ -25,7 +25,7 @@ from tests.unit.controller.service.fuzzing import fuzz, install_schedules
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-GRPC_BASE = 51000
+GRPC_BASE = 21000
 TOKEN = "fuzz-token-of-the-netns-run"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 EXAMPLES = 25  # per operation and mode

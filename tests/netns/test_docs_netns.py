@@ -2,7 +2,7 @@
 `status`, `round advance`, `counters`, `net down`) and docs/testbed.md's `build_network`.
 
 The service comes up once, as the README says, in a run directory of its own under tmp_path
-(`INNET_RUN_DIR`), on a free API port and P4Runtime ports from 50800 (away from the other
+(`INNET_RUN_DIR`), on a free API port and P4Runtime ports from 20800 (away from the other
 tests'); whatever happens, `innet net down` then `innet clean` leave nothing behind. The rules
 for marking blocks are in tests/docs/__init__.py; tests/unit/test_docs.py parses these blocks.
 
@@ -22,7 +22,7 @@ from tests.netns.topology import why_no_mininet
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
-GRPC_BASE = 50800
+GRPC_BASE = 20800
 
 _REASON = why_no_mininet(("ip", "tc", "ethtool"))
 if _REASON is not None:

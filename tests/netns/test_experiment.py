@@ -28,7 +28,7 @@ from topo.loader import default_wan
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-GRPC_BASE = 50600
+GRPC_BASE = 20600
 FRAME = 186  # bytes of an innet frame on the wire
 
 _REASON = why_no_mininet(("ip", "tc", "ethtool", "nsenter"))

@@ -27,7 +27,7 @@ from tests.netns.topology import why_no_mininet
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-GRPC_BASE = 50400
+GRPC_BASE = 20400  # below the ephemeral ports (topo.siteplan.GRPC_BASE_PORT)
 CHUNKS = 20
 # round 1 of the nine cities' triple schedule (cliques-3), group 0: Tokyo, London, Chicago
 ROUND1_GROUP0 = (0, 3, 7)

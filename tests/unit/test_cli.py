@@ -275,7 +275,7 @@ def test_net_up_refuses_a_bad_number_before_anything_starts(capsys, nothing_star
     ("argv", "message"),
     [
         (["--grpc-base-port", "65530"], "ports up to 65538, above 65535; give at most 65527"),
-        (["--port", "50004"], "--port 50004 is one of the switches' P4Runtime ports"),
+        (["--port", "9563"], "--port 9563 is one of the switches' P4Runtime ports"),
         (["--bandwidth", "1" + "0" * 400 + "bps"], "--bandwidth"),  # a float overflows to inf
         (["--update-size", "2000TB"], "--update-size: '2000TB' is above the largest"),
         (["--memory", "1e400GB"], "--memory"),
