@@ -3,10 +3,9 @@ capture of innet.p4's traffic on p4switch reads back with innet fields."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from scapy.fields import FlagValue
 from scapy.layers.inet import IP, UDP
@@ -19,12 +18,10 @@ from innet import scapy_layer
 from innet.scapy_layer import Innet
 from p4switch.pcap import PcapWriter
 from tests.unit.dataplane import harness
+from tests.unit.fuzz_profile import fuzz_settings
 from topo import siteplan
 
-LONG = os.environ.get("INNET_FUZZ") == "long"  # make fuzz: twenty times the examples, new ones
-EXAMPLES = settings(
-    max_examples=100 * (20 if LONG else 1), deadline=None, derandomize=not LONG, database=None
-)
+EXAMPLES = fuzz_settings(100, slow=False)
 INT32 = st.integers(-(2**31), 2**31 - 1)
 # Ethernet and IPv4 with their addresses given: scapy would otherwise look them up on this machine
 ADDRESSED = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:fe") / IP(

@@ -28,13 +28,12 @@ times as many, new ones each time.
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 from collections import deque
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -68,25 +67,7 @@ from tests.unit.dataplane.harness import (
     parse_delivered,
     peer,
 )
-
-LONG = os.environ.get("INNET_FUZZ") == "long"
-
-
-def fuzz_settings(examples: int) -> settings:
-    """`examples` derandomized examples in CI; twenty times as many, new each run, for make fuzz."""
-    return settings(
-        max_examples=examples * (20 if LONG else 1),
-        deadline=None,
-        derandomize=not LONG,
-        database=None,
-        # the fake clock is one for all examples: each advances it
-        suppress_health_check=[
-            HealthCheck.too_slow,
-            HealthCheck.data_too_large,
-            HealthCheck.function_scoped_fixture,
-        ],
-    )
-
+from tests.unit.fuzz_profile import fuzz_settings
 
 SLOTS = 4  # a small pool: fuzzed chunks collide with each other and with the round
 JOB, ROUND, GROUP, RELAY_GROUP, TRANSIT_GROUP = 3, 9, 1, 2, 3

@@ -22,7 +22,6 @@ derandomized examples; `make fuzz` (INNET_FUZZ=long) twenty times as many, new o
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -30,7 +29,7 @@ import grpc
 import pytest
 from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, status_pb2
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
@@ -40,30 +39,13 @@ from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.program import compile_file
 from p4switch.runtime import SwitchState
 from tests.unit.dataplane.harness import P4_SOURCE
+from tests.unit.fuzz_profile import fuzz_settings
 from tests.unit.p4switch.p4rt.fixtures.fake_program import (
     P4_SOURCE_PATH,
     load_p4info,
     state_from_p4info,
 )
 from tests.unit.p4switch.p4rt.fixtures.p4rt_client import Client
-
-LONG = os.environ.get("INNET_FUZZ") == "long"
-
-
-def fuzz_settings(examples: int) -> settings:
-    """`examples` derandomized examples in CI; twenty times as many, new each run, for make fuzz."""
-    return settings(
-        max_examples=examples * (20 if LONG else 1),
-        deadline=None,
-        derandomize=not LONG,
-        database=None,
-        suppress_health_check=[
-            HealthCheck.too_slow,
-            HealthCheck.data_too_large,
-            HealthCheck.function_scoped_fixture,
-        ],
-    )
-
 
 Update, WriteRequest = p4runtime_pb2.Update, p4runtime_pb2.WriteRequest
 ATOMIC = (WriteRequest.ROLLBACK_ON_ERROR, WriteRequest.DATAPLANE_ATOMIC)
