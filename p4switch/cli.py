@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PORT:SPEC",
-        help="egress shaping, e.g. 3:delay=70ms,rate=10Mbit,loss=0.01,limit=500",
+        help="egress shaping, e.g. 3:delay=70ms,rate=10Mbit,loss=0.01,limit=500,jitter=2ms "
+        "(add reorder=on to let jittered frames overtake)",
     )
     p.add_argument(
         "--control",

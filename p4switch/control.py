@@ -276,7 +276,10 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("stats", help="print per-port counters as JSON")
     shape = commands.add_parser("shape", help="change a port's egress shaping")
     shape.add_argument("port", type=int, help="egress port number")
-    shape.add_argument("spec", help='e.g. "delay=70ms,rate=10Mbit,loss=0.01,limit=500" or none')
+    shape.add_argument(
+        "spec",
+        help='e.g. "delay=70ms,rate=10Mbit,loss=0.01,limit=500,jitter=2ms,reorder=off" or none',
+    )
     return parser
 
 

@@ -5,12 +5,12 @@
 
 Ports come in pairs, 1 with 2, 3 with 4, and so on: a frame received on one port of a pair is
 sent out of the other, unchanged, through that port's egress shaping (p4switch.shaping: loss,
-then serialisation at the rate with a drop-tail queue, then the delay line). So `--shape 2:...`
-shapes the direction from port 1 to port 2. Nothing is parsed or looked up: the emulator runs
-the same I/O loop, shaping and control channel (`ping`, `stats`, `shape`) as p4switch, with a
-wire in place of the P4 pipeline, so a switch that cannot shape its own ports (BMv2) gets the
-same WAN links as p4switch's own shaping gives. SIGTERM or SIGINT stops it; exit status 2 for
-bad arguments.
+then serialisation at the rate with a drop-tail queue, then the delay line, jittered when the
+spec has `jitter=`). So `--shape 2:...` shapes the direction from port 1 to port 2. Nothing is
+parsed or looked up: the emulator runs the same I/O loop, shaping and control channel (`ping`,
+`stats`, `shape`) as p4switch, with a wire in place of the P4 pipeline, so a switch that cannot
+shape its own ports (BMv2) gets the same WAN links as p4switch's own shaping gives. SIGTERM or
+SIGINT stops it; exit status 2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -91,11 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PORT:SPEC",
-        help="egress shaping of PORT, e.g. 2:delay=35ms,rate=10Mbit,loss=0.01",
+        help="egress shaping of PORT, e.g. 2:delay=35ms,rate=10Mbit,loss=0.01,jitter=2ms",
     )
     p.add_argument("--control", metavar="PATH", help="Unix socket of the control channel")
     p.add_argument("--pcap", metavar="DIR", help="write <port>-in.pcap and <port>-out.pcap here")
-    p.add_argument("--seed", type=int, default=0, help="seed of the loss draws (default 0)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the loss and jitter draws (default 0)"
+    )
     p.add_argument("--log-level", default="info",
                    choices=["debug", "info", "warning", "error", "critical"])  # fmt: skip
     return p

@@ -4,7 +4,7 @@ With shaping `links` (topo/shaping.py) a WAN link is not one veth pair between t
 two, through the node `wan`: link k (in `emulated_links` order) is its port pair 2k+1, 2k+2,
 port 2k+1 facing the link's first city u, port 2k+2 its second v (u < v). The node runs
 `python -m p4switch.linkemu`, which sends every frame on to the other port of its pair through
-that port's egress shaping (the link's delay, rate / scale and loss): frames from u to v are
+that port's egress shaping (the link's delay, jitter, rate / scale and loss): frames from u to v are
 shaped on port 2k+2, frames from v to u on port 2k+1. The edges themselves shape nothing, so any
 switch, BMv2 included, gets the same WAN as p4switch's own shaping gives.
 

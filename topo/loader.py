@@ -10,7 +10,7 @@ The format (see docs/wan-model.md and topo/data/nine-cities.yaml)::
       - {name: Tokyo, code: TYO, continent: Asia, lat: 35.68, lon: 139.69, source: geo}
     links:                    # undirected; a and b are city names or codes
       - {a: Tokyo, b: Hong Kong, delay: 26.0ms, capacity: 10Gbps, source: fit,
-         capacity_source: dz-link}
+         capacity_source: dz-link, jitter: 2ms}   # capacity_source, jitter: optional
     measured_rtt:             # optional; each pair once, in milliseconds
       source: azure-p95
       ms:
@@ -44,7 +44,7 @@ DEFAULT_DATA = "nine-cities.yaml"
 
 _TOP_KEYS = (("name", "sources", "cities", "links"), ("measured_rtt",))
 _CITY_KEYS = (("name", "code", "continent", "lat", "lon", "source"), ())
-_LINK_KEYS = (("a", "b", "delay", "capacity", "source"), ("capacity_source",))
+_LINK_KEYS = (("a", "b", "delay", "capacity", "source"), ("capacity_source", "jitter"))
 _RTT_KEYS = (("source", "ms"), ())
 
 
@@ -293,9 +293,19 @@ def _links(
         capacity_source = ""
         if "capacity_source" in entry.items:
             capacity_source = _source(doc, entry.value("capacity_source"), sources)
-        links.append(WanLink(a, b, delay, capacity, source, capacity_source))
+        jitter = _jitter(doc, entry) if "jitter" in entry.items else 0.0
+        links.append(WanLink(a, b, delay, capacity, source, capacity_source, jitter))
     _check_connected(doc, top.key_node("links"), list(dict.fromkeys(lookup.values())), links)
     return links
+
+
+def _jitter(doc: _Document, entry: _Entry) -> float:
+    """A link's optional `jitter`: a duration >= 0 (each way, uniform in [-jitter, +jitter])."""
+    node = entry.value("jitter")
+    jitter = doc.quantity(node, "jitter", lambda text: parse_duration(text, allow_zero=True))
+    if not math.isfinite(jitter):
+        raise doc.fail(node, f"jitter must be finite, got {_shown(node)}")
+    return jitter
 
 
 def _check_connected(

@@ -1,4 +1,5 @@
-"""How the testbed gives WAN links delay, rate and loss: in the kernel, the switches or the links.
+"""How the testbed gives WAN links delay, jitter, rate and loss: in the kernel, the switches or
+the links.
 
 Mininet's `TCLink` shapes delay with netem. Where the kernel has no netem, Mininet prints an
 error and carries on with links of zero delay; innet never does that. `netem_available()` tries
@@ -14,6 +15,15 @@ the requested mode into the one used:
 BMv2 cannot shape its own ports, so it takes `kernel` or `links`. Either way a frame crossing
 link (u, v) is delayed by the link's one-way delay once, and the rate is the link's capacity
 divided by the emulation scale.
+
+Jitter (`WanLink.jitter_s`, j): each frame's delay is the link's delay plus a draw uniform in
+[-j, +j]. In user space (`switch`, `links`) the ports get `jitter=` in their spec
+(p4switch.shaping) and frames keep their order. netem (`kernel`) is given the same figure as its
+jitter (`delay 35ms 2ms`): with no `distribution` named, tc loads no table and the kernel draws
+uniform in [delay - jitter, delay + jitter]. netem reorders frames by their drawn delay unless it
+shapes the rate itself; Mininet's `TCLink` shapes the rate with HTB and leaves netem without
+one, so under `kernel` shaping a frame may overtake an earlier one, as p4switch's `reorder=on`
+does.
 """
 
 from __future__ import annotations
@@ -103,15 +113,17 @@ def link_rate_bps(link: WanLink, scale: float) -> float:
 
 def switch_shape(link: WanLink, scale: float, loss: float = 0.0) -> str:
     """p4switch's (and the link emulator's) egress spec for a port on `link` (`--shape
-    PORT:<this>`): delay, rate / scale, and a random loss probability when `loss` > 0."""
+    PORT:<this>`): delay, rate / scale, a random loss probability when `loss` > 0, and the
+    link's jitter when it has some (frames keep their order)."""
     rate = round(link_rate_bps(link, scale))
     spec = f"delay={_plain(round(link.delay_s, 9))}s,rate={_plain(rate)}bit"
-    return spec + (f",loss={_plain(loss)}" if loss > 0 else "")
+    spec += f",loss={_plain(loss)}" if loss > 0 else ""
+    return spec + (f",jitter={_plain(round(link.jitter_s, 9))}s" if link.jitter_s > 0 else "")
 
 
 def kernel_link_params(link: WanLink, scale: float, loss: float = 0.0) -> dict[str, float | str]:
-    """Mininet `TCLink` parameters (both ends) for `link`: netem delay (and loss, in percent
-    as Mininet takes it), HTB rate in Mbit/s."""
+    """Mininet `TCLink` parameters (both ends) for `link`: netem delay (and jitter when the link
+    has some, and loss, in percent as Mininet takes it), HTB rate in Mbit/s."""
     mbit = link_rate_bps(link, scale) / 1e6
     if mbit > HTB_MAX_MBIT:
         raise ShapingError(
@@ -120,6 +132,8 @@ def kernel_link_params(link: WanLink, scale: float, loss: float = 0.0) -> dict[s
             f"{link.capacity_bps / (HTB_MAX_MBIT * 1e6):g} or --shaping links"
         )
     params: dict[str, float | str] = {"delay": f"{_plain(link.delay_s * 1e3)}ms", "bw": mbit}
+    if link.jitter_s > 0:
+        params["jitter"] = f"{_plain(round(link.jitter_s * 1e3, 6))}ms"
     if loss > 0:
         params["loss"] = loss * 100
     return params

@@ -45,6 +45,8 @@ class WanLink:
 
     `source` is the id of the citation for `delay_s`; `capacity_source` is that of
     `capacity_bps` (empty means the same as `source`). `Wan.sources` maps ids to citations.
+    `jitter_s` is the link's delay variation each way: a frame crossing it is delayed by
+    `delay_s` plus a draw uniform in [-jitter_s, +jitter_s] (docs/wan-model.md).
     """
 
     a: str
@@ -53,6 +55,7 @@ class WanLink:
     capacity_bps: float
     source: str
     capacity_source: str = ""
+    jitter_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,11 @@ class Wan:
                 raise WanError(f"WAN {self.name!r}: link {link.a}-{link.b} joins a city to itself")
             if not (link.delay_s > 0 and link.capacity_bps > 0):
                 raise WanError(f"WAN {self.name!r}: link {link.a}-{link.b} needs positive figures")
+            if not (math.isfinite(link.jitter_s) and link.jitter_s >= 0):
+                raise WanError(
+                    f"WAN {self.name!r}: link {link.a}-{link.b}: jitter must be a finite "
+                    f"number of seconds >= 0, got {link.jitter_s!r}"
+                )
         for pair, rtt in self.measured_rtt_s.items():
             if len(pair) != 2 or not rtt > 0:
                 raise WanError(f"WAN {self.name!r}: bad measured RTT {sorted(pair)}: {rtt}")
@@ -250,6 +258,26 @@ class Wan:
         return seconds
 
     @cached_property
+    def jitter(self) -> np.ndarray:
+        """n x n jitter of the shortest path in seconds: the sum of its links' `jitter_s`, the
+        most a frame's delay can stray from `delay` either way (symmetric, zero diagonal,
+        read-only)."""
+        out = np.zeros((self.n, self.n))
+        for s in range(self.n):
+            for v in range(self.n):
+                u, w = int(self._paths.pred[s, v]), v
+                while w != s and u >= 0:
+                    out[s, v] += self._adjacent[(u, w)].jitter_s
+                    u, w = int(self._paths.pred[s, u]), u
+        out.setflags(write=False)
+        return out
+
+    @property
+    def has_jitter(self) -> bool:
+        """True when any link has jitter."""
+        return any(link.jitter_s > 0 for link in self.links)
+
+    @cached_property
     def hops(self) -> np.ndarray:
         """n x n number of links on the shortest path (read-only)."""
         return self._paths.hops
@@ -282,6 +310,10 @@ class Wan:
     def with_capacity(self, bps: float) -> Wan:
         """A copy with every link's capacity set to `bps` (capacity sources kept as they are)."""
         return replace(self, links=tuple(replace(link, capacity_bps=bps) for link in self.links))
+
+    def with_jitter(self, seconds: float) -> Wan:
+        """A copy with every link's jitter set to `seconds`."""
+        return replace(self, links=tuple(replace(link, jitter_s=seconds) for link in self.links))
 
     def rtt_fit(self) -> RttFit:
         """Shortest-path round-trip times against every measured pair, in city-index order."""

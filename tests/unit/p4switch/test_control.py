@@ -89,7 +89,7 @@ def test_shape_reaches_the_switch(switch):
         (b'{"cmd": "shape", "port": "2", "spec": "delay=1ms"}', "integer port"),
         (b'{"cmd": "shape", "port": true, "spec": "delay=1ms"}', "integer port"),
         (b'{"cmd": "shape", "port": 2}', '"spec"'),
-        (b'{"cmd": "shape", "port": 2, "spec": "jitter=1ms"}', "unknown shaping key 'jitter'"),
+        (b'{"cmd": "shape", "port": 2, "spec": "wobble=1ms"}', "unknown shaping key 'wobble'"),
         (b'{"cmd": "shape", "port": 2, "spec": "delay=1"}', "delay="),
         (b'{"cmd": "shape", "port": 9, "spec": "delay=1ms"}', "port 9 is not a switch port"),
     ],

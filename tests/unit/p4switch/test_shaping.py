@@ -57,7 +57,7 @@ def test_spec_text_round_trips(spec):
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("jitter=5ms", ["'jitter'", "delay=", "rate=", "loss=", "limit="]),
+        ("wobble=5ms", ["'wobble'", "delay=", "rate=", "loss=", "limit=", "jitter=", "reorder="]),
         ("delay=70", ["delay=", "no unit"]),
         ("delay=-1ms", ["delay=", "negative"]),
         ("rate=0Mbit", ["rate=", "positive"]),
