@@ -14,23 +14,24 @@ from pathlib import Path
 from typing import cast
 
 from controller.exceptions import CommandLineError
-from controller.flags import MAX_SIZE_BYTES, number, rate_flag, size_flag, whole
+from controller.flags import MAX_SIZE_BYTES, duration, number, rate_flag, size_flag, whole
 from controller.planner.check import MAX_CHUNKS, MAX_SIM_EVENTS, check_family
 from controller.planner.collectives import NETWORKS
 from controller.planner.cost import CostParams
+from controller.planner.margin import band_of, band_wans, plans_choice
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
 from controller.planner.plot import check_plot_path, plot_sweep
 from controller.planner.report import (
     check_text,
     networks_json,
     networks_text,
-    sweep_json,
-    sweep_text,
     topo_text,
 )
+from controller.planner.schedule import Schedule
 from controller.planner.schedule_file import load_schedule
 from controller.planner.simulate import MAX_RATE_FACTOR, MIN_RATE_FACTOR, RATE_FACTOR_WHY
-from controller.planner.sweep import MAX_SWEEP_POINTS, memory_points, sweep
+from controller.planner.sweep import MAX_SWEEP_POINTS, memory_points, sweep, with_choices
+from controller.planner.sweep_report import sweep_json, sweep_text
 from controller.runner.cli import add_command as add_run_command
 from controller.runner.cli import run as run_experiment
 from controller.service.cli import SERVICE_COMMANDS, add_commands
@@ -43,6 +44,8 @@ from topo.siteplan import SLOT_BYTES
 from topo.wan import Wan
 
 DEFAULT_PLOT = Path("results/plan-sweep.png")  # the one plot path whose directory innet makes
+MAX_JITTER_S = 1.0  # far above any WAN's delay variation; beyond it delays lose their meaning
+JITTER_WHY = "a WAN's delay variation, each way"
 
 
 def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
@@ -91,7 +94,26 @@ def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
         "does, so the rate is bounded by memory over the time to a result",
     )
     p.add_argument("--slot-size", default=f"{SLOT_BYTES}B", help="bytes of one slot")
+    p.add_argument(
+        "--jitter",
+        type=duration(0, MAX_JITTER_S, why=JITTER_WHY),
+        metavar="DURATION",
+        help="jitter of every WAN link, each way: a frame's delay is the link's plus a draw "
+        "uniform in [-jitter, +jitter]; replaces the topology file's per-link values (default: "
+        "as in the topology file, 0 for the nine cities)",
+    )
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def _margin_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--margin",
+        type=duration(0, MAX_JITTER_S, why=JITTER_WHY),
+        metavar="DURATION",
+        help="robustness margin: the plan is costed at jitter - margin (at least 0), jitter and "
+        "jitter + margin, and a family is named the winner only if it is fastest at all three "
+        "(default: the jitter, the largest link's)",
+    )
 
 
 def build_parser() -> dict[str, argparse.ArgumentParser]:
@@ -109,6 +131,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
         "topology, sweep memory sizes, or check the cost model by simulation",
     )
     _plan_options(plan, "64MB")
+    _margin_option(plan)
     plan.add_argument("--schedule", type=Path, help="evaluate the schedule in this YAML file")
     plan.add_argument(
         "--network",
@@ -123,6 +146,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
         prog="innet plan sweep", description="time to consensus per family per memory size"
     )
     _plan_options(sweep, "1MB..8GB")
+    _margin_option(sweep)
     sweep.add_argument(
         "--points",
         type=whole(2, MAX_SWEEP_POINTS, why="each point is a full plan"),
@@ -151,6 +175,8 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
         help="send faster (>1) or slower than the planned rate, "
         f"{MIN_RATE_FACTOR:g}..{MAX_RATE_FACTOR:g} (default 1)",
     )
+    sim.add_argument("--seed", type=whole(0, 2**32 - 1), default=0,
+                     help="seed of the jitter draws (default 0)")  # fmt: skip
     topo = sub.add_parser("topo", help="show a topology and how well it fits measured RTTs")
     topo.add_argument("topology", nargs="?", type=Path, help="topology YAML (default: nine cities)")
 
@@ -201,6 +227,8 @@ def _setup(args: argparse.Namespace, memory: int) -> tuple[Wan, CostParams]:
     if args.wan_bandwidth is not None:
         rate = rate_flag("--wan-bandwidth", args.wan_bandwidth)
         wan = wan.with_capacity(rate)
+    if args.jitter is not None:  # the flag, when given, replaces every link's jitter
+        wan = wan.with_jitter(args.jitter)
     params = CostParams(
         update_bytes=size_flag("--update-size", args.update_size),
         memory_bytes=memory,
@@ -214,20 +242,30 @@ def _setup(args: argparse.Namespace, memory: int) -> tuple[Wan, CostParams]:
 
 def _plan(args: argparse.Namespace) -> None:
     wan, base = _setup(args, size_flag("--memory", args.memory))
-    planner = Planner(wan)
+    band = band_of(wan, args.margin)
     schedule = None if args.schedule is None else load_schedule(args.schedule, wan)
+    points = [_plans(Planner(w), base, schedule, args) for w in band_wans(wan, band)]
+    plans = points[band.shifts.index(0.0)]
+    choice = plans_choice(points, band)
+    if args.json:
+        print(json.dumps(networks_json(wan, plans, choice), indent=2))
+    else:
+        print(networks_text(wan, plans, choice))
+
+
+def _plans(
+    planner: Planner, base: CostParams, schedule: Schedule | None, args: argparse.Namespace
+) -> list[Plan]:
+    """A plan per network asked for (in order, once each), or the schedule file evaluated."""
     plans = []
-    for network in dict.fromkeys(args.networks or NETWORKS):  # in order, once each
+    for network in dict.fromkeys(args.networks or NETWORKS):
         params = replace(base, network=network)
         if schedule is not None:
             evaluated = planner.evaluate(planner.model(params), schedule, args.epsilon)
             plans.append(Plan(params, args.epsilon, (evaluated,)))
         else:
             plans.append(planner.plan(params, args.epsilon, args.families))
-    if args.json:
-        print(json.dumps(networks_json(wan, plans), indent=2))
-    else:
-        print(networks_text(wan, plans))
+    return plans
 
 
 def _sweep(args: argparse.Namespace) -> None:
@@ -241,10 +279,14 @@ def _sweep(args: argparse.Namespace) -> None:
     plot = DEFAULT_PLOT if args.plot is None else args.plot
     check_plot_path(plot, make_directory=args.plot is None)  # before minutes of planning
     wan, params = _setup(args, low)
-    planner = Planner(wan)
+    band = band_of(wan, args.margin)
+    planners = [Planner(w) for w in band_wans(wan, band)]
+    planner = planners[band.shifts.index(0.0)]
     points = memory_points(low, high, args.points)
     with _progress("planning memory points") as progress:
         result = sweep(planner, params, points, args.epsilon, args.families, progress=progress)
+    with _progress("planning the jitter margin") as progress:
+        result = with_choices(result, planners, band, progress=progress)
     title = (
         f"{wan.name}: {format_size(params.update_bytes)} update, "
         f"{format_rate(params.access_bps)} per island"
@@ -277,7 +319,9 @@ def _simulate(args: argparse.Namespace) -> None:
     plan = planner.plan(params, args.epsilon, args.families)
     budget = MAX_SIM_EVENTS  # for the whole command: every family's rounds draw on it
     for fam in plan.families:
-        checks = check_family(model, fam, args.chunks, args.rate_factor, max_events=budget)
+        checks = check_family(
+            model, fam, args.chunks, args.rate_factor, max_events=budget, seed=args.seed
+        )
         budget -= sum(c.sim.events for c in checks)
-        print(check_text(wan, fam, checks))
+        print(check_text(wan, fam, checks, args.seed))
         print()

@@ -10,8 +10,13 @@
     argparse.ArgumentTypeError: must be a power of two from 1 to 65536, got 3
     >>> rate_flag("--bandwidth", "10Gbps")
     10000000000.0
+    >>> duration(0, 1)("2ms")
+    0.002
+    >>> duration(0, 1)("2 s")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be a duration in [0 s, 1 s], got '2 s'
 
-The first four are argparse types (`type=whole(1, 253)`): NaN, infinities and values out of
+The first five are argparse types (`type=whole(1, 253)`): NaN, infinities and values out of
 range are a usage error of one line naming the flag, the range and the value (exit status 2).
 Sizes and rates keep their text on the parsed namespace (the service is given it again), so
 `size_flag` and `rate_flag` check them once parsed (CommandLineError, exit status 2).
@@ -26,7 +31,7 @@ from typing import TypeVar
 
 from controller.exceptions import CommandLineError
 from innet.exceptions import UnitError
-from innet.units import parse_rate, parse_size
+from innet.units import parse_duration, parse_rate, parse_size
 
 T = TypeVar("T", int, float)
 
@@ -92,6 +97,24 @@ def power_of_two(high: int) -> Callable[[str], int]:
         if value & (value - 1):
             raise argparse.ArgumentTypeError(
                 f"must be a power of two from 1 to {high}, got {value}"
+            )
+        return value
+
+    return parse
+
+
+def duration(low: float, high: float, why: str = "") -> Callable[[str], float]:
+    """Seconds in a duration with its unit ("2ms", "0 s", "850us"), in [low, high]."""
+
+    def parse(text: str) -> float:
+        try:
+            value = parse_duration(text, allow_zero=True)
+        except UnitError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+        if not (math.isfinite(value) and low <= value <= high):
+            bounds = f"in [{low:g} s, {high:g} s]"
+            raise argparse.ArgumentTypeError(
+                f"must be a duration {bounds}{_why(why)}, got {text!r}"
             )
         return value
 

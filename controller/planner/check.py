@@ -35,6 +35,7 @@ def check_family(
     rate_factor: float = 1.0,
     max_chunks: int = MAX_CHUNKS,
     max_events: int = MAX_SIM_EVENTS,
+    seed: int = 0,
 ) -> tuple[RoundCheck, ...]:
     """Simulate each distinct round the family plays on its way to consensus (the cycle repeats
     after its last round) and pair it with the model's cost.
@@ -43,7 +44,8 @@ def check_family(
     of update/chunks and memory/MIN_SLOTS; if that makes more than max_chunks chunks, the update
     is scaled down (the model's rates do not depend on the update size) and both sides are
     evaluated at the scaled size. The rounds share `max_events` simulated events (each at most
-    simulate.MAX_EVENTS); PlanError names the budget when they would need more.
+    simulate.MAX_EVENTS); PlanError names the budget when they would need more. The WAN's
+    jitter, if any, is drawn from `seed` (round t from seed + t).
     """
     p = model.params
     chunk = max(1, min(math.ceil(p.update_bytes / chunks), p.memory_bytes // MIN_SLOTS))
@@ -61,7 +63,9 @@ def check_family(
                 "with --family"
             )
         budget = min(max_events, MAX_EVENTS)
-        sim = simulate_round(model.wan, cost, scaled.params, chunk, rate_factor, budget)
+        sim = simulate_round(
+            model.wan, cost, scaled.params, chunk, rate_factor, budget, seed=seed + t
+        )
         max_events -= sim.events
         checks.append(RoundCheck(t, update, cost, sim))
     return tuple(checks)

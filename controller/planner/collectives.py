@@ -16,9 +16,10 @@ modes").
   - `direct`: every member unicasts its update to every other member and sums locally: its
     access link carries (k - 1) streams out and (k - 1) in.
 
-The ring's order is the planner's choice: the order with the smallest slowest hop, then the
-smallest total delay (every order for up to `EXACT_RING_LIMIT` members, else nearest neighbour
-improved by 2-opt).
+With jitter on the WAN every delay here is the latest a frame can take (`Wan.delay` plus
+`Wan.jitter`): the hosts wait for the last frame. The ring's order is the planner's choice: the
+order with the smallest slowest hop, then the smallest total delay (every order for up to
+`EXACT_RING_LIMIT` members, else nearest neighbour improved by 2-opt).
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ class Collective:
         or one transfer and then the chain of hops, whichever is longer (pipelined chunks)."""
         piece = bits / self.pieces / rate_bps
         return max(self.steps * piece + self.latency_s, piece + self.chain_s)
+
+
+def latest_delay(wan: Wan) -> np.ndarray:
+    """The latest a frame from i reaches j: the path's delay plus its jitter (the delays
+    themselves, the same array, on a WAN without jitter)."""
+    return wan.delay + wan.jitter if wan.has_jitter else wan.delay
 
 
 def _path_edges(wan: Wan, src: int, dst: int) -> list[Edge]:
@@ -178,13 +185,14 @@ def _first_gain(
 
 
 def ring(wan: Wan, members: Sequence[int]) -> Collective:
-    order = ring_order(wan.delay, members)
+    late = latest_delay(wan)
+    order = ring_order(late, members)
     k = len(order)
     loads: Counter[Edge] = Counter()
     hops = list(zip(order, [*order[1:], order[0]], strict=True))
     for a, b in hops:
         loads.update(_path_edges(wan, a, b))
-    delays = [float(wan.delay[a, b]) for a, b in hops]
+    delays = [float(late[a, b]) for a, b in hops]
     # 2 (k - 1) consecutive hops go twice round the ring but for the two before the start
     pairs = min(delays[i - 2] + delays[i - 1] for i in range(k)) if k > 2 else 0.0
     chain = 2 * sum(delays) - pairs
@@ -195,7 +203,8 @@ def _every_stream_in(
     name: str, wan: Wan, members: Sequence[int], loads: Counter[Edge]
 ) -> Collective:
     """Each member receives the k - 1 others' whole updates, at once, and sums them."""
-    span = max(float(wan.delay[i, j]) for i in members for j in members if i != j)
+    late = latest_delay(wan)
+    span = max(float(late[i, j]) for i in members for j in members if i != j)
     return Collective(name, loads, len(members) - 1, 1, 1, span, tuple(members))
 
 

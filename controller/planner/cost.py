@@ -15,6 +15,10 @@ largest rate that fits three limits at once:
   * memory: a slot is held from the first to the last arrival of its chunk, so an aggregator
     holds R x skew bytes of partial sums: R_g <= (M - one slot) / skew_g.
 
+With jitter on the WAN (`Wan.jitter`) a chunk's arrivals are counted from the earliest they can
+be to the latest: the skew and span grow by the paths' jitter (`offsets`), and so do the memory
+and the rate bound; `GroupCost.headroom_s` says how much more timing noise the pool absorbs.
+
 That is the `inna` network (multicast and in-line aggregation). With `network="multicast"` or
 `"plain"` the hosts sum and a group's exchange is one of `collectives`' (multicast streams
 summed on the host, ring all-reduce or direct exchange over unicast): the same max-min fair
@@ -30,66 +34,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from controller.planner.collectives import NETWORKS, Collective, direct, multicast, ring
-from controller.planner.exceptions import PlanError
+from controller.planner.collectives import Collective, direct, multicast, ring
 from controller.planner.filling import progressive_filling
 from controller.planner.offsets import Alignment, aligned, unaligned
+from controller.planner.params import CostParams as CostParams  # re-exported: its home for callers
 from controller.planner.schedule import Group, Round, Schedule
-from topo.siteplan import SLOT_BYTES, SlotPool
 from topo.wan import Wan
 
 Edge = tuple[int, int]
-
-
-@dataclass(frozen=True)
-class CostParams:
-    update_bytes: int
-    memory_bytes: int
-    access_bps: float
-    slot_bytes: int = SLOT_BYTES
-    align: bool = True  # allow per-island send offsets that align arrivals
-    # "rate": members send at the planned rate and a slot is busy for the arrival skew (the model
-    # below). "window": each leader keeps at most one bank of slots (half the memory) unanswered,
-    # as the worker library does, so R <= (M / 2) / (time from sending a chunk to its result).
-    pacing: str = "rate"
-    network: str = "inna"  # one of collectives.NETWORKS: what the edges do for an exchange
-
-    def __post_init__(self) -> None:
-        if self.update_bytes <= 0:
-            raise PlanError(f"update size must be positive, got {self.update_bytes} bytes")
-        if self.access_bps <= 0:
-            raise PlanError(f"bandwidth must be positive, got {self.access_bps} b/s")
-        if self.slot_bytes <= 0:
-            raise PlanError(f"slot size must be positive, got {self.slot_bytes} bytes")
-        if self.pacing not in ("rate", "window"):
-            raise PlanError(f"pacing must be 'rate' or 'window', got {self.pacing!r}")
-        if self.network not in NETWORKS:
-            raise PlanError(f"unknown network {self.network!r}; known: {', '.join(NETWORKS)}")
-        if self.memory_bytes < 2 * self.slot_bytes:  # rate pacing merges into one, keeps one
-            raise PlanError(
-                f"aggregator memory {self.memory_bytes} B is below one slot per bank "
-                f"(2 x {self.slot_bytes} B): an aggregator has two banks of slots"
-            )
-
-    @classmethod
-    def for_pool(cls, pool: SlotPool, update_bytes: int, access_bps: float) -> CostParams:
-        """The parameters of an emulated site: the full-scale memory its slot pool stands for,
-        and the full-scale size of one emulated slot (128 B x scale), so the bound
-        R <= (M - slot) / skew keeps the slot being merged as the pool has it (with one slot
-        per bank, that slot is half the memory)."""
-        return cls(update_bytes, pool.memory_bytes, access_bps, slot_bytes=pool.slot_bytes)
-
-    def window_rate_cap(self, latency: float) -> float:
-        """Largest rate (b/s) a window of half the memory sustains over this send-to-result time."""
-        if latency <= 0.0:
-            return math.inf
-        return self.memory_bytes / 2 * 8.0 / latency
-
-    def memory_rate_cap(self, skew: float) -> float:
-        """Largest rate (b/s) whose in-flight partial sums fit in memory for this skew."""
-        if skew <= 0.0:
-            return math.inf
-        return (self.memory_bytes - self.slot_bytes) * 8.0 / skew
 
 
 @dataclass(frozen=True)
@@ -107,12 +59,21 @@ class GroupCost:
     wan_bytes: float = 0.0  # bytes the group's exchange puts on WAN links, summed over links
     sent_bytes: float = 0.0  # bytes each member sends into its edge (its access link, up)
     received_bytes: float = 0.0  # bytes each member's edge delivers to it (access link, down)
+    # inna under rate pacing: the extra arrival misalignment (timing noise, seconds) the slot
+    # pool absorbs at this rate beyond the planned skew before a contribution finds it full,
+    # (M - S) * 8 / R - skew; inf where memory plays no part (docs/cost-model.md, "Jitter")
+    headroom_s: float = math.inf
 
 
 @dataclass(frozen=True)
 class RoundCost:
     round: Round
     groups: tuple[GroupCost, ...]
+
+    @property
+    def headroom_s(self) -> float:
+        """The least timing noise any group's slot pool absorbs (GroupCost.headroom_s)."""
+        return min((g.headroom_s for g in self.groups), default=math.inf)
 
     @property
     def time_s(self) -> float:
@@ -225,14 +186,19 @@ class Geometry:
         """(zero offsets, least-skew offsets) for the group."""
         return self.zero_offsets(members), self.least_skew(members)
 
+    @property
+    def jitter(self) -> np.ndarray | None:
+        """The WAN's path jitter, or None when no link has any (the jitter-free arithmetic)."""
+        return self.wan.jitter if self.wan.has_jitter else None
+
     def zero_offsets(self, members: Group) -> Alignment:
         if members not in self._zero:
-            self._zero[members] = unaligned(self.wan.delay, members)
+            self._zero[members] = unaligned(self.wan.delay, members, self.jitter)
         return self._zero[members]
 
     def least_skew(self, members: Group) -> Alignment:
         if members not in self._least:
-            self._least[members] = aligned(self.wan.delay, members)
+            self._least[members] = aligned(self.wan.delay, members, self.jitter)
         return self._least[members]
 
 
@@ -338,15 +304,17 @@ class CostModel:
             limit = limits[g]
             if limit == "cap":
                 limit = "memory" if cap < p.access_bps else "access"
+            headroom = math.inf
             if p.pacing == "window":  # two banks of the window a leader keeps in flight
                 memory = 2 * rate / 8.0 * al.span + p.slot_bytes
             else:
                 memory = rate / 8.0 * al.skew + p.slot_bytes
+                headroom = p.headroom(rate, al.skew)
             wan_bytes = p.update_bytes * sum(loads[g].values())
             costs.append(
                 GroupCost(g, rate, al.offsets, al.skew, al.span, bits / rate + al.span, memory,
                           limit, wan_bytes=wan_bytes, sent_bytes=p.update_bytes,
-                          received_bytes=p.update_bytes)
+                          received_bytes=p.update_bytes, headroom_s=headroom)
             )  # fmt: skip
         return RoundCost(rnd, tuple(costs))
 

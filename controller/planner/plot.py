@@ -1,5 +1,6 @@
 """PNG plot of a sweep: time to consensus against aggregator memory, one line per family, and
-the networks that use no memory (plain, multicast) as flat lines in the family's colour."""
+the networks that use no memory (plain, multicast) as flat lines in the family's colour. With a
+jitter margin, the memory points where no family is fastest across the band are shaded."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import math
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from controller.planner.exceptions import PlanError
 from controller.planner.sweep import Sweep
+
+if TYPE_CHECKING:  # matplotlib is imported only when a plot is drawn
+    from matplotlib.axes import Axes
 
 
 def check_plot_path(path: Path, make_directory: bool = False) -> None:
@@ -66,6 +71,7 @@ def plot_sweep(result: Sweep, path: Path, title: str, make_directory: bool = Fal
             fontsize=8,
             color="grey",
         )
+    _shade_no_winner(ax, result, memories)
     if result.inna_beats_plain_bytes is not None:
         mark = result.inna_beats_plain_bytes / 1e6
         ax.axvline(mark, color="black", linestyle=":", linewidth=1)
@@ -91,3 +97,17 @@ def plot_sweep(result: Sweep, path: Path, title: str, make_directory: bool = Fal
         plt.close(fig)
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _shade_no_winner(ax: Axes, result: Sweep, memories: list[float]) -> None:
+    """Shade each memory point without a winner across the jitter band, halfway (on the log
+    scale) to its neighbours."""
+    labelled = False
+    for k, choice in enumerate(result.choices):
+        if choice.winner is not None or len(choice.band.shifts) < 2:
+            continue
+        low = (memories[k - 1] * memories[k]) ** 0.5 if k else memories[k]
+        high = (memories[k] * memories[k + 1]) ** 0.5 if k + 1 < len(memories) else memories[k]
+        label = None if labelled else "within the jitter margin: no winner"
+        ax.axvspan(low, high, color="orange", alpha=0.15, linewidth=0, label=label)
+        labelled = True

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from controller.planner.check import RoundCheck
 from controller.planner.cost import RoundCost
+from controller.planner.margin import Choice
 from controller.planner.optimise import FamilyPlan, Plan
-from controller.planner.sweep import Sweep
 from innet.jsontypes import JSONObject, JSONValue
 from innet.units import format_duration, format_rate, format_size
 from topo.wan import Wan
@@ -27,7 +27,12 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def _time(t: float) -> str:
+def _finite(x: float) -> float | None:
+    """JSON has no infinity: None stands for it."""
+    return None if math.isinf(x) else x
+
+
+def time_text(t: float) -> str:
     return "never" if math.isinf(t) else format_duration(t)
 
 
@@ -42,7 +47,38 @@ def _setting(wan: Wan, plan: Plan) -> str:
         f"{wan.name}: {wan.n} islands; update {format_size(p.update_bytes)}, aggregator memory "
         f"{format_size(p.memory_bytes)}, access {format_rate(p.access_bps)}, send offsets "
         f"{'on' if p.align else 'off'}, {p.pacing} pacing, consensus to epsilon {plan.epsilon:g}"
+        + jitter_text(wan)
     )
+
+
+def jitter_text(wan: Wan) -> str:
+    """', jitter 2.00 ms per link' (the largest, where links differ); empty without jitter."""
+    if not wan.has_jitter:
+        return ""
+    values = {link.jitter_s for link in wan.links}
+    most = format_duration(max(values))
+    return f", jitter {most} per link" if len(values) == 1 else f", jitter up to {most} per link"
+
+
+def _starred(plan: Plan, fastest: Plan, fam: FamilyPlan, choice: Choice | None, label: str) -> bool:
+    """The family the plan names: the fastest, unless the jitter band names no winner (or
+    another one)."""
+    if choice is not None and len(choice.band.shifts) > 1:
+        return choice.winner == label
+    return plan is fastest and fam is plan.best
+
+
+def choice_json(choice: Choice | None) -> JSONValue:
+    """What a jitter band allows, for JSON documents (None: no band was costed)."""
+    if choice is None:
+        return None
+    return {
+        "winner": choice.winner,
+        "within": list(choice.within),
+        "jitter_s": choice.band.jitter_s,
+        "margin_s": choice.band.margin_s,
+        "band_s": list(choice.band.points_s),
+    }
 
 
 def _gain(plain: Plan | None, fam: FamilyPlan) -> float | None:
@@ -63,21 +99,24 @@ def _fastest(plans: Sequence[Plan]) -> Plan:
     return min(plans, key=lambda p: p.best.time_s)
 
 
-def networks_text(wan: Wan, plans: Sequence[Plan]) -> str:
+def networks_text(wan: Wan, plans: Sequence[Plan], choice: Choice | None = None) -> str:
     """Every (network, family) with its time to consensus and its gain over a plain WAN, then
-    the fastest of all as a table of rounds."""
+    the fastest of all as a table of rounds. With a jitter band (`choice`), the star marks
+    only a family fastest across it, and a line says what the band allows."""
     lines = [_setting(wan, plans[0]), ""]
     plain, fastest = _plain(plans), _fastest(plans)
     rows = []
     for plan in plans:
         for f in plan.families:
             gain = _gain(plain, f)
+            label = f.family if len(plans) == 1 else f"{plan.params.network} {f.family}"
+            star = _starred(plan, fastest, f, choice, label)
             rows.append([
                 plan.params.network,
-                f.family + (" *" if plan is fastest and f is plan.best else ""),
+                f.family + (" *" if star else ""),
                 "-" if f.rounds is None else str(f.rounds),
                 "yes" if f.exact else "no",
-                _time(f.time_s),
+                time_text(f.time_s),
                 format_size(f.memory_bytes),
                 "-" if gain is None else f"{gain:.2f}x",
             ])  # fmt: skip
@@ -85,18 +124,22 @@ def networks_text(wan: Wan, plans: Sequence[Plan]) -> str:
               "vs plain"]  # fmt: skip
     lines.append(table(header, rows, [False, False, True, False, True, True, True]))
     if len(plans) > 1:
-        best = [f"{q.params.network} {q.best.family} {_time(q.best.time_s)}" for q in plans]
+        best = [f"{q.params.network} {q.best.family} {time_text(q.best.time_s)}" for q in plans]
         lines += ["", "fastest per network: " + "; ".join(best)]
         if plain is not None and not math.isinf(plain.best.time_s):
             others = [q for q in plans if q is not plain and not math.isinf(q.best.time_s)]
             gains = [f"{q.params.network} {plain.best.time_s / q.best.time_s:.2f}x" for q in others]
             lines.append("best against best over a plain WAN: " + "; ".join(gains))
+    if choice is not None and len(choice.band.shifts) > 1:
+        band = ", ".join(format_duration(j) for j in choice.band.points_s)
+        lines += ["", f"jitter margin (costed at {band}): {choice.describe()}"]
     lines += ["", family_text(wan, fastest.best, fastest.params.network)]
     return "\n".join(lines)
 
 
-def networks_json(wan: Wan, plans: Sequence[Plan]) -> JSONObject:
-    """The plans of every network, each family with its gain over a plain WAN."""
+def networks_json(wan: Wan, plans: Sequence[Plan], choice: Choice | None = None) -> JSONObject:
+    """The plans of every network, each family with its gain over a plain WAN; `robust` says
+    what the jitter band allows (`winner` null: the families `within` the margin)."""
     plain, fastest = _plain(plans), _fastest(plans)
     p = plans[0].params
     doc: JSONObject = {
@@ -109,6 +152,8 @@ def networks_json(wan: Wan, plans: Sequence[Plan]) -> JSONObject:
         "pacing": p.pacing,
         "epsilon": plans[0].epsilon,
         "best": {"network": fastest.params.network, "family": fastest.best.family},
+        "jitter_s": max((link.jitter_s for link in wan.links), default=0.0),
+        "robust": choice_json(choice),
     }
     networks: list[JSONValue] = []
     for plan in plans:
@@ -127,18 +172,19 @@ def family_text(wan: Wan, fam: FamilyPlan, network: str | None = None) -> str:
     used = fam.rounds or 0
     head = (
         f"chosen: {fam.family}, {used} round(s) to "
-        f"{'the exact average' if fam.exact else 'consensus'}, predicted {_time(fam.time_s)}"
+        f"{'the exact average' if fam.exact else 'consensus'}, predicted {time_text(fam.time_s)}"
         + ("" if network is None else f", network {network}")
     )
     width = max(len(c.round.groups) for c in fam.costs)
-    header = ["round", *[f"group {i + 1}" for i in range(width)], "time", "rate", "memory", "limit"]
+    header = ["round", *[f"group {i + 1}" for i in range(width)], "time", "rate", "memory",
+              "headroom", "limit"]  # fmt: skip
     rows = []
     for t, cost in enumerate(fam.costs):
         groups = [_group_names(wan, g) for g in cost.round.groups]
         groups += [""] * (width - len(groups))
         mark = "" if t < used else " (cycle)"
         rows.append([f"{t + 1}{mark}", *groups, *_round_figures(cost)])
-    right = [False] * (1 + width) + [True, True, True, False]
+    right = [False] * (1 + width) + [True, True, True, True, False]
     return head + "\n\n" + table(header, rows, right)
 
 
@@ -149,6 +195,7 @@ def _round_figures(cost: RoundCost) -> list[str]:
         format_duration(cost.time_s),
         "-" if math.isinf(rate) else format_rate(rate),
         format_size(cost.memory_bytes),
+        "-" if math.isinf(cost.headroom_s) else format_duration(cost.headroom_s),
         slow.limit if slow.collective in ("inna", "local") else f"{slow.limit} ({slow.collective})",
     ]
 
@@ -164,6 +211,7 @@ def family_json(wan: Wan, fam: FamilyPlan) -> JSONObject:
             {
                 "time_s": cost.time_s,
                 "memory_bytes": cost.memory_bytes,
+                "headroom_s": _finite(cost.headroom_s),
                 "groups": [
                     {
                         "cities": [wan.names[i] for i in g.members],
@@ -173,6 +221,7 @@ def family_json(wan: Wan, fam: FamilyPlan) -> JSONObject:
                         "span_s": g.span_s,
                         "time_s": g.time_s,
                         "memory_bytes": g.memory_bytes,
+                        "headroom_s": _finite(g.headroom_s),
                         "limit": g.limit,
                         "collective": g.collective,
                     }
@@ -182,64 +231,6 @@ def family_json(wan: Wan, fam: FamilyPlan) -> JSONObject:
             for cost in fam.costs
         ],
     }
-
-
-def sweep_text(wan: Wan, result: Sweep) -> str:
-    families = result.families
-    first = result.plans[0]
-    header = ["memory", *families, "best"]
-    rows = [
-        [format_size(plan.params.memory_bytes)]
-        + [_time(plan.family(f).time_s) for f in families]
-        + [plan.best.family]
-        for plan in result.plans
-    ]
-    body = table(header, rows, [True] * (1 + len(families)) + [False]).split("\n")
-    lines = [
-        f"{wan.name}: time to consensus by aggregator memory; update "
-        f"{format_size(first.params.update_bytes)}, access {format_rate(first.params.access_bps)}, "
-        f"epsilon {first.epsilon:g}",
-        "",
-        *body[:2],
-    ]
-    crossovers = iter(result.crossovers)
-    for k, plan in enumerate(result.plans):
-        if k and plan.best.family != result.plans[k - 1].best.family:
-            c = next(crossovers)
-            lines.append(
-                f"-- crossover at {format_size(c.memory_bytes)}: {c.below} below, {c.above} above"
-            )
-        lines.append(body[2 + k])
-    lines.append("")
-    for c in result.crossovers:
-        lines.append(
-            f"crossover: {c.below} is fastest below {format_size(c.memory_bytes)}, {c.above} above"
-        )
-    if not result.crossovers:
-        lines.append(f"no crossover: {first.best.family} is fastest at every memory size")
-    return "\n".join(lines + _baseline_lines(result))
-
-
-def _baseline_lines(result: Sweep) -> list[str]:
-    """The networks that use no aggregator memory, and where inna overtakes a plain WAN."""
-    if not result.baselines:
-        return []
-    lines = ["", "without in-line aggregation (no aggregator memory; the same at every size):"]
-    for plan in result.baselines:
-        times = ", ".join(f"{f.family} {_time(f.time_s)}" for f in plan.families)
-        lines.append(f"  {plan.params.network}: {times}; fastest {plan.best.family}")
-    plain = result.baseline("plain")
-    if plain is None:
-        return lines
-    best = f"{plain.best.family} {_time(plain.best.time_s)}"
-    if result.beats_plain_everywhere:
-        lines.append(f"inna beats a plain WAN ({best}) at every memory size swept")
-    elif result.inna_beats_plain_bytes is None:
-        lines.append(f"inna never beats a plain WAN ({best}) in this range")
-    else:
-        memory = format_size(result.inna_beats_plain_bytes)
-        lines.append(f"inna beats a plain WAN ({best}) from {memory} of aggregator memory")
-    return lines
 
 
 def topo_text(wan: Wan) -> str:
@@ -280,7 +271,18 @@ def topo_text(wan: Wan) -> str:
     return "\n".join(lines)
 
 
-def check_text(wan: Wan, fam: FamilyPlan, checks: Sequence[RoundCheck]) -> str:
+def _played(wan: Wan, seed: int | None) -> str:
+    """', jitter 2.00 ms per link, seed 0' for a simulation with jitter (else empty)."""
+    if not wan.has_jitter:
+        return ""
+    return jitter_text(wan) + ("" if seed is None else f", seed {seed}")
+
+
+def check_text(
+    wan: Wan, fam: FamilyPlan, checks: Sequence[RoundCheck], seed: int | None = None
+) -> str:
+    """The model's and the simulation's figures per round (with the jitter played, and the
+    seed of its draws)."""
     header = [
         "round",
         "model time",
@@ -309,7 +311,9 @@ def check_text(wan: Wan, fam: FamilyPlan, checks: Sequence[RoundCheck]) -> str:
     if first is not None:
         head += (
             f" (update {format_size(first.update_bytes)}, "
-            f"chunk {format_size(first.sim.chunk_bytes)}, {first.sim.slots} slots per aggregator)"
+            f"chunk {format_size(first.sim.chunk_bytes)}, {first.sim.slots} slots per aggregator"
+            + _played(wan, seed)
+            + ")"
         )
     worst = max((abs(c.time_error) for c in checks), default=0.0)
     return "\n".join(
@@ -321,46 +325,3 @@ def check_text(wan: Wan, fam: FamilyPlan, checks: Sequence[RoundCheck]) -> str:
             f"largest round-time difference: {worst:.1%}",
         ]
     )
-
-
-def sweep_json(wan: Wan, result: Sweep) -> JSONObject:
-    return {
-        "topology": wan.name,
-        "islands": list(wan.names),
-        "update_bytes": result.plans[0].params.update_bytes,
-        "access_bps": result.plans[0].params.access_bps,
-        "epsilon": result.plans[0].epsilon,
-        "points": [
-            {
-                "memory_bytes": plan.params.memory_bytes,
-                "times_s": {
-                    f.family: (None if math.isinf(f.time_s) else f.time_s) for f in plan.families
-                },
-                "best": plan.best.family,
-                "groups": [
-                    [[wan.names[i] for i in g] for g in cost.round.groups]
-                    for cost in plan.best.costs[: plan.best.rounds or len(plan.best.costs)]
-                ],
-            }
-            for plan in result.plans
-        ],
-        "crossovers": [
-            {"memory_bytes": c.memory_bytes, "below": c.below, "above": c.above}
-            for c in result.crossovers
-        ],
-        "baselines": [
-            {
-                "network": plan.params.network,
-                "times_s": {
-                    f.family: (None if math.isinf(f.time_s) else f.time_s) for f in plan.families
-                },
-                "best": plan.best.family,
-            }
-            for plan in result.baselines
-        ],
-        "inna_beats_plain_from_bytes": (
-            result.plans[0].params.memory_bytes
-            if result.beats_plain_everywhere
-            else result.inna_beats_plain_bytes
-        ),
-    }

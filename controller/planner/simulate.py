@@ -8,6 +8,10 @@ remote contributions of a chunk: a slot is taken by the first contribution, free
 A contribution that finds no free slot is dropped and counted (slot exhaustion); the receiver
 tells its source, which resends it along the shortest path when the notice arrives. The sources'
 access links are FIFO servers too, so a rate above the access bandwidth queues there.
+
+A WAN link with jitter (`WanLink.jitter_s`) delays each frame by its delay plus a draw uniform in
+[-jitter, +jitter] (seeded), in order: a frame never overtakes the one ahead of it on the same
+link, so it leaves the link no earlier than that one did.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import random
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -53,25 +58,35 @@ def simulate_round(
     chunk_bytes: int,
     rate_factor: float = 1.0,
     max_events: int = MAX_EVENTS,
+    seed: int = 0,
 ) -> SimResult:
-    """Play one round with the rates and offsets the model chose (times rate_factor); PlanError
-    if it takes more than `max_events` events (a pool overrun resending without end)."""
+    """Play one round with the rates and offsets the model chose (times rate_factor), jitter
+    drawn from `seed`; PlanError if it takes more than `max_events` events (a pool overrun
+    resending without end)."""
     if chunk_bytes <= 0 or chunk_bytes > params.update_bytes:
         raise PlanError(f"chunk size must be in 1..{params.update_bytes} bytes")
     if not MIN_RATE_FACTOR <= rate_factor <= MAX_RATE_FACTOR:  # also NaN
         raise PlanError(
             f"rate factor must be in [{MIN_RATE_FACTOR:g}, {MAX_RATE_FACTOR:g}], got {rate_factor}"
         )
-    return _Simulation(wan, cost, params, chunk_bytes, rate_factor).run(max_events)
+    return _Simulation(wan, cost, params, chunk_bytes, rate_factor, seed).run(max_events)
 
 
 class _Simulation:
     """The event queue of one round and the state of its links, uplinks and slot pools."""
 
     def __init__(
-        self, wan: Wan, cost: RoundCost, params: CostParams, chunk_bytes: int, rate_factor: float
+        self,
+        wan: Wan,
+        cost: RoundCost,
+        params: CostParams,
+        chunk_bytes: int,
+        rate_factor: float,
+        seed: int = 0,
     ) -> None:
         self.wan, self.params, self.chunk_bytes = wan, params, chunk_bytes
+        self.rng = random.Random(seed)
+        self.link_due: dict[tuple[int, int], float] = defaultdict(float)  # last frame out
         self.chunks = math.ceil(params.update_bytes / chunk_bytes)
         self.bits = chunk_bytes * 8.0
         self.slots = params.memory_bytes // chunk_bytes
@@ -110,7 +125,13 @@ class _Simulation:
     def send_on(self, t: float, u: int, v: int, data: Packet) -> None:
         start = max(t, self.link_free[(u, v)])
         self.link_free[(u, v)] = start + self.bits / self.wan.capacity(u, v)
-        due = self.link_free[(u, v)] + self.wan.link(u, v).delay_s
+        link = self.wan.link(u, v)
+        if link.jitter_s > 0:  # a draw each way, then no overtaking on the link
+            delay = max(0.0, link.delay_s + self.rng.uniform(-link.jitter_s, link.jitter_s))
+            due = max(self.link_free[(u, v)] + delay, self.link_due[(u, v)])
+            self.link_due[(u, v)] = due
+        else:
+            due = self.link_free[(u, v)] + link.delay_s
         self.push(due, "at", (*data[:3], v, *data[4:]))
 
     def run(self, max_events: int) -> SimResult:

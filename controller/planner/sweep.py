@@ -3,6 +3,9 @@
 Only `inna` uses aggregator memory: the other networks (`plain`, `multicast`) are planned once,
 as baselines, and the sweep says from which memory `inna`'s fastest family beats the fastest
 over a plain WAN.
+
+With a jitter margin (`margin.Band`) every memory point is planned again at the band's other
+jitters, and each point says whether one family is fastest across the band (`Sweep.choices`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from controller.planner.cost import CostParams
 from controller.planner.exceptions import PlanError
+from controller.planner.margin import Band, Choice, plans_choice
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
 
 # Each point is a full plan (tens of ms for nine cities, more for 32): 256 log-spaced points
@@ -37,6 +41,8 @@ class Sweep:
     # the memory from which inna's fastest is faster than plain's fastest (None: never, or
     # already at the lowest point: see `beats_plain_everywhere`); refined by bisection
     inna_beats_plain_bytes: float | None = None
+    # per memory point, what the jitter band allows (empty: not asked, see `with_choices`)
+    choices: tuple[Choice, ...] = ()
 
     def baseline(self, network: str) -> Plan | None:
         return next((p for p in self.baselines if p.params.network == network), None)
@@ -123,3 +129,27 @@ def sweep(
                     a = mid
             return replace(result, inna_beats_plain_bytes=(a * b) ** 0.5)
     return result
+
+
+def with_choices(
+    result: Sweep,
+    planners: Sequence[Planner],
+    band: Band,
+    progress: Callable[[int, int], None] | None = None,
+) -> Sweep:
+    """The sweep with a choice per memory point: `planners` plan on the WAN at each of the
+    band's shifts, in order (the one at shift 0 made `result`, whose plans are reused)."""
+    if len(planners) != len(band.shifts):
+        raise PlanError(f"{len(planners)} planners for a band of {len(band.shifts)} points")
+    centre = band.shifts.index(0.0)
+    choices = []
+    for done, plan in enumerate(result.plans, 1):
+        names = [f.family for f in plan.families]
+        points = [
+            [plan] if k == centre else [planner.plan(plan.params, plan.epsilon, names)]
+            for k, planner in enumerate(planners)
+        ]
+        choices.append(plans_choice(points, band))
+        if progress is not None:
+            progress(done, len(result.plans))
+    return replace(result, choices=tuple(choices))

@@ -457,3 +457,83 @@ def test_ctrl_c_while_net_up_waits_says_what_goes_on(capsys, monkeypatch, tmp_pa
     code, err = net_up(capsys, tmp_path / "run")
     assert code == 130 and err.count("\n") == 1
     assert "interrupted; the service (PID 4242) goes on starting" in err and "net down" in err
+
+
+def test_plan_with_jitter_names_a_winner_only_when_it_holds_across_the_margin(capsys):
+    code, out, err = run(capsys, "plan", "--jitter", "2ms", "--memory", "25.6MB",
+                         "--network", "inna")  # fmt: skip
+    assert code == 0, err
+    assert "jitter 2.00 ms per link" in out.splitlines()[0]
+    assert "costed at 0 s, 2.00 ms, 4.00 ms): cliques-3 is fastest at every point" in out
+    assert "cliques-3 *" in out and "headroom" in out
+    # near the crossover all-to-all wins at no jitter, cliques-3 at 4 ms: no star, no winner
+    code, out, err = run(capsys, "plan", "--jitter", "2ms", "--memory", "73.6MB",
+                         "--network", "inna")  # fmt: skip
+    assert code == 0, err
+    assert "*" not in out.split("chosen:")[0]
+    assert "no winner: all-to-all and cliques-3 are within the ±2.00 ms jitter margin" in out
+    code, out, _ = run(capsys, "plan", "--jitter", "2ms", "--memory", "73.6MB", "--network",
+                       "inna", "--json")  # fmt: skip
+    doc = json.loads(out)
+    assert doc["jitter_s"] == 0.002
+    assert doc["robust"]["winner"] is None and doc["robust"]["margin_s"] == 0.002
+    assert doc["robust"]["band_s"] == pytest.approx([0.0, 0.002, 0.004])
+    (inna,) = doc["networks"]
+    triples = next(f for f in inna["families"] if f["family"] == "cliques-3")
+    assert all(r["headroom_s"] >= 0 for r in triples["rounds"])
+    # a margin of 0 names the fastest at the jitter itself; over every network, the plain ring
+    code, out, _ = run(capsys, "plan", "--jitter", "2ms", "--margin", "0s", "--memory",
+                       "73.6MB", "--network", "inna", "--json")  # fmt: skip
+    assert json.loads(out)["robust"]["winner"] == "all-to-all"
+    code, out, _ = run(capsys, "plan", "--jitter", "2ms", "--memory", "73.6MB", "--json")
+    assert json.loads(out)["robust"]["winner"] == "plain all-to-all"
+
+
+def test_sweep_with_jitter_marks_the_points_within_the_margin(capsys, tmp_path):
+    plot = tmp_path / "sweep.png"
+    code, out, err = run(capsys, "plan", "sweep", "--memory", "60MB..80MB", "--points", "3",
+                         "--jitter", "2ms", "--family", "all-to-all", "--family", "cliques-3",
+                         "--plot", str(plot))  # fmt: skip
+    assert code == 0, err
+    assert (
+        "robust" in out
+        and "69.3 MB      1.83 s     1.81 s  cliques-3   within: cliques-3, all-to-all" in out
+    )
+    assert "crossover: cliques-3 is fastest below 70.2 MB" in out
+    assert "jitter margin ±2.00 ms: no winner at" in out
+    code, out, _ = run(capsys, "plan", "sweep", "--memory", "60MB..80MB", "--points", "3",
+                       "--jitter", "2ms", "--family", "all-to-all", "--family", "cliques-3",
+                       "--plot", str(plot), "--json")  # fmt: skip
+    doc = json.loads(out)
+    assert doc["jitter_s"] == 0.002
+    assert doc["points"][0]["robust"]["winner"] == "cliques-3"
+    assert any(p["robust"]["winner"] is None for p in doc["points"])
+
+
+def test_simulate_plays_the_jitter_it_is_given(capsys):
+    argv = ["plan", "simulate", "--memory", "64MB", "--update-size", "100MB", "--family",
+            "cliques-3", "--chunks", "200", "--jitter", "2ms"]  # fmt: skip
+    code, out, err = run(capsys, *argv, "--seed", "1")
+    assert code == 0, err
+    assert "jitter" in out.splitlines()[0] and "exhausted" in out
+    assert run(capsys, *argv, "--seed", "1")[1] == out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["plan", "--jitter=-1ms"], "--jitter: '-1ms': a duration must not be negative"),
+        (["plan", "--jitter", "2s"], "--jitter: must be a duration in [0 s, 1 s]"),
+        (["plan", "--jitter", "5"], "--jitter: '5': duration has no unit"),
+        (["plan", "--jitter", "nan ms"], "--jitter: 'nan ms': not a duration"),
+        (["plan", "sweep", "--margin", "3s"], "--margin: must be a duration in [0 s, 1 s]"),
+        (["plan", "simulate", "--jitter", "1000000ms"], "--jitter: must be a duration"),
+        (["plan", "simulate", "--seed", "-1"], "--seed: must be from 0"),
+        (["plan", "simulate", "--margin", "1ms"], "unrecognized arguments: --margin"),
+    ],
+)
+def test_bad_jitter_flags_are_one_line_usage_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and message in err

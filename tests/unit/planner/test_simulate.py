@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 
 from controller.planner.check import check_family
@@ -45,3 +47,76 @@ def test_bad_chunk_sizes_are_refused(nine):
         simulate_round(nine, cost, params, chunk_bytes=0)
     with pytest.raises(ValueError, match="rate factor"):
         simulate_round(nine, cost, params, chunk_bytes=1000, rate_factor=0)
+
+
+def _triangle(jitter_s=0.0):
+    from topo.wan import City, Wan, WanLink
+
+    cities = tuple(City(n, n, "X", 0.0, float(i)) for i, n in enumerate("ABC"))
+    links = (
+        WanLink("A", "B", 0.010, 100e9, "test", jitter_s=jitter_s),
+        WanLink("B", "C", 0.020, 100e9, "test", jitter_s=jitter_s),
+        WanLink("A", "C", 0.025, 100e9, "test", jitter_s=jitter_s),
+    )
+    return Wan("triangle", cities, links)
+
+
+def test_jitter_runs_a_pool_without_headroom_out_of_slots_and_not_the_planners():
+    from controller.planner.cost import CostModel
+    from controller.planner.schedule import Round
+
+    flat, jittery = _triangle(), _triangle(0.002)
+    params = CostParams(10 * MB, 160_000, 1e9, slot_bytes=10_000)  # 16 slots of one chunk
+    triple = Round.of([[0, 1, 2]])
+    # planned without jitter: aligned arrivals, skew 0, full access rate; 15 spare slots hold
+    # 1.2 ms of chunks, where +-2 ms of jitter spreads a chunk's arrivals over up to 4 ms
+    blind = CostModel(flat, params).round_cost(triple)
+    assert blind.headroom_s == pytest.approx(1.2e-3, rel=1e-6)
+    aware = CostModel(jittery, params).round_cost(triple)
+    assert aware.groups[0].skew_s == pytest.approx(0.004, abs=1e-9)
+    assert aware.groups[0].limit == "memory" and aware.headroom_s == pytest.approx(0, abs=1e-9)
+    for seed in range(3):
+        overrun = simulate_round(jittery, blind, params, 10_000, seed=seed)
+        assert overrun.exhausted > 0 and overrun.time_s > 2 * blind.time_s
+        held = simulate_round(jittery, aware, params, 10_000, seed=seed)
+        assert held.exhausted == 0 and held.peak_memory_bytes <= params.memory_bytes
+        assert held.time_s == pytest.approx(aware.time_s, rel=0.01)
+    assert simulate_round(flat, blind, params, 10_000).exhausted == 0  # no jitter, no overrun
+
+
+def test_jitter_draws_follow_the_seed():
+    from controller.planner.cost import CostModel
+    from controller.planner.schedule import Round
+
+    wan = _triangle(0.002)
+    params = CostParams(10 * MB, 160_000, 1e9, slot_bytes=10_000)
+    cost = CostModel(_triangle(), params).round_cost(Round.of([[0, 1, 2]]))
+    first = simulate_round(wan, cost, params, 10_000, seed=7)
+    assert simulate_round(wan, cost, params, 10_000, seed=7) == first
+    assert simulate_round(wan, cost, params, 10_000, seed=8) != first
+
+
+def test_a_frame_never_overtakes_the_one_ahead_on_a_link():
+    from controller.planner.cost import CostModel
+    from controller.planner.schedule import Round
+    from controller.planner.simulate import _Simulation
+
+    wan = _triangle(0.005)
+    params = CostParams(MB, 10 * MB, 1e9, slot_bytes=1000)
+    cost = CostModel(wan, params).round_cost(Round.of([[0, 1]]))
+    sim = _Simulation(wan, cost, params, 1000, 1.0, seed=3)
+    arrivals = []
+    push = sim.push
+
+    def record(t, kind, data):
+        if kind == "at" and data[3] == 1 and data[1] == 0:
+            arrivals.append((data[2], t))
+        push(t, kind, data)
+
+    sim.push = record
+    result = sim.run(10**6)
+    assert result.exhausted == 0 and len(arrivals) == 1000
+    times = [t for _, t in sorted(arrivals)]
+    assert times == sorted(times)  # chunk order is arrival order
+    gaps = {round(b - a, 9) for a, b in itertools.pairwise(times)}
+    assert len(gaps) > 10  # the draws did spread them
