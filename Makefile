@@ -63,7 +63,8 @@ bench: setup
 	  $(BIN)/python bench/forwarding.py --size 132 \
 	    --processor bench.p4_processors:l2 --processor bench.p4_processors:agg32; \
 	  $(BIN)/python bench/aggregation.py; \
-	else echo "bench/forwarding.py and bench/aggregation.py skipped: they need root"; fi
+	  $(BIN)/python bench/busy.py --out results/bench/busy-$$(date +%Y%m%d-%H%M%S); \
+	else echo "bench/forwarding.py, aggregation.py and busy.py skipped: they need root"; fi
 
 # The fuzzers (docs/scapy.md) with twenty times the examples the tests run, new ones each run:
 # innet.p4's parser and accounting against random and crafted frames, the P4Runtime write path

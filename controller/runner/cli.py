@@ -3,10 +3,13 @@
     innet run                                   # scenarios/nine-cities.yaml
     innet run scenarios/memory-sweep.yaml --out results/sweep
     innet run SCENARIO --check                  # validate, print the plan; build nothing
+    innet run SCENARIO --calibration warn       # run even where the plan does not fit the CPU
 
 Exit status: 0 when every schedule ran to the end, 1 when one failed (the results folder says
 which round and island), 2 for bad input (the scenario is refused before anything starts), 130
-after Ctrl-C (the network is torn down first).
+after Ctrl-C (the network is torn down first). Before anything starts, the machine check
+(controller/runner/calibration.py) prints one line; with `--calibration refuse` (the default) a
+plan that does not fit this machine's CPU now stops there with exit status 1.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from controller.rundir import RunDir
 from innet.paths import DEFAULT_SCENARIO, RESULTS
 from topo.shaping import SHAPING_HELP, SHAPING_REQUESTS
 from topo.siteplan import GRPC_BASE_PORT
+
+# the machine check's modes (controller.runner.calibration.MODES, which loads torch)
+CALIBRATION_MODES = ("refuse", "warn", "off")
 
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,6 +62,13 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         choices=["p4switch", "bmv2"],
         default="p4switch",
         help="edge switches: p4switch (default) or bmv2 (simple_switch_grpc)",
+    )
+    p.add_argument(
+        "--calibration",
+        choices=CALIBRATION_MODES,
+        default="refuse",
+        help="the machine check before anything starts: refuse (default) stops a plan that does "
+        "not fit this machine's CPU now and warns of a tight one; warn only warns; off skips it",
     )
     p.add_argument("--run-dir", type=Path, help="state directory (as for innet net up)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -119,8 +132,12 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     testbeds = built_testbeds(emulation, run_dir, shaping=args.shaping, target=args.target,
                               grpc_base_port=args.grpc_base_port)  # fmt: skip
-    with ProgressBar(args.no_progress) as progress:
-        experiment = Run(emulation, folder, testbeds, progress=progress)
+    progress = ProgressBar(args.no_progress)
+    experiment = Run(emulation, folder, testbeds, progress=progress, calibration=args.calibration)
+    calibration = experiment.calibrate()  # before anything starts; refuses what does not fit
+    if calibration is not None:  # (a warning, when there is one, is logged to stderr)
+        print(calibration.summary, flush=True)
+    with progress:
         try:
             experiment.execute()
         except KeyboardInterrupt:

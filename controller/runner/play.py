@@ -9,7 +9,8 @@
    drops and slot conflicts (innet.p4's counters), the leaders' retransmissions, loss and
    accuracy, and the worst processing lag of any switch or leader. Where that lag is a
    noticeable part of the round, the round is marked `cpu_bound`: its time is the CPU's, not
-   the network's.
+   the network's. Every reason a round does not measure the network is a flag
+   (controller/runner/flags.py: timing, cpu_bound, loss, jitter).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from controller.planner.optimise import FamilyPlan
 from controller.runner.counters import Snapshot, counted, snapshot
 from controller.runner.emulation import Emulation, MemoryPoint
 from controller.runner.exceptions import ExperimentError
+from controller.runner.flags import RoundSeen, cpu_threshold_s, flag_round
 from controller.runner.islands import Islands
 from controller.runner.leaders import local_lag, send_policy
 from controller.runner.records import RoundRecord
@@ -35,8 +37,6 @@ from workers.protocol import Done, Failed, Go, Prepare, Prepared
 log = logging.getLogger(__name__)
 
 START_MARGIN_S = 0.25  # 'go' reaches every leader well before the common start time
-CPU_LAG_FLOOR_S = 0.005  # lag below this is never called CPU-bound
-CPU_LAG_FRACTION = 0.05  # ... nor below this share of the predicted round time
 PREPARE_TIMEOUT_S = 120.0
 INSTALL_ATTEMPTS = 3
 
@@ -154,13 +154,23 @@ def _record(
     diff = counted(before, after)
     lag = max([after.lag_s, *(e.pacing_lag_s for e in ok)])
     cost = ctx.cost(r)
-    threshold = max(CPU_LAG_FLOOR_S, CPU_LAG_FRACTION * cost.time_s)
     n = len(ok) or 1
     failed = [
         f"island {wan.names[u]}: {' '.join(e.error.split())}"
         for u, e in sorted(done.items())
         if isinstance(e, Failed)
     ]
+    conflicts = diff.totals.get("slot_conflict", 0)
+    retransmitted = sum(e.stats.retransmitted for e in ok)
+    seen = RoundSeen(
+        time_s=finished - start_at if ok else None,
+        predicted_s=cost.time_s,
+        slot_conflicts=conflicts,
+        retransmissions=retransmitted,
+        lag_s=lag,
+        headroom_s=cost.headroom_s,
+        wan_loss=ctx.emulation.scenario.wan_loss,
+    )
     return RoundRecord(
         memory=ctx.point.memory_bytes,
         slots=ctx.point.pool.slots_per_bank,
@@ -173,15 +183,15 @@ def _record(
         wall_s=finished - ctx.began,
         wan_bytes=_link_bytes(wan.names, diff.links),
         drops={k: v for k, v in diff.totals.items() if k != "contribution" and v},
-        retransmissions=sum(e.stats.retransmitted for e in ok),
+        retransmissions=retransmitted,
         nacks=sum(e.stats.nacks_sent for e in ok),
-        slot_conflicts=diff.totals.get("slot_conflict", 0),
+        slot_conflicts=conflicts,
         slots_needed=ctx.emulation.slots_needed(cost.memory_bytes),
         train_loss=train_loss,
         test_loss=sum(e.test_loss for e in ok) / n,
         accuracy=sum(e.accuracy for e in ok) / n,
         cpu_lag_ms=lag * 1e3,
-        cpu_bound=lag > threshold,
+        cpu_bound=lag > cpu_threshold_s(cost.time_s),
         status="ok" if not failed else f"failed: {'; '.join(failed)}",
         network=ctx.network,
         sent_bytes={wan.names[u]: n for u, n in sorted(diff.sent.items()) if n},
@@ -193,6 +203,7 @@ def _record(
         predicted_received_bytes=ctx.emulation.wire_bytes(
             max((g.received_bytes for g in cost.groups), default=0.0)
         ),
+        flags=flag_round(seen) if not failed else {},
     )
 
 

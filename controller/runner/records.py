@@ -23,7 +23,7 @@ from innet.jsontypes import JSONObject, JSONValue
 Groups = tuple[tuple[str, ...], ...]
 # fields records written before the network modes do not have (they were all inna)
 _LATER = ("network", "sent_bytes", "received_bytes", "predicted_wan_bytes",
-          "predicted_sent_bytes", "predicted_received_bytes")  # fmt: skip
+          "predicted_sent_bytes", "predicted_received_bytes", "flags")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,8 @@ class RoundRecord:
     predicted_wan_bytes: float | None = None  # the planner's, on the wire at emulation scale
     predicted_sent_bytes: float | None = None  # ... per leader (the busiest group's)
     predicted_received_bytes: float | None = None
+    # why the round does not measure the network: flag -> reason (controller/runner/flags.py)
+    flags: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not (self.status == "ok" or self.status.startswith("failed: ")):
@@ -72,7 +74,22 @@ class RoundRecord:
 
     @property
     def ok(self) -> bool:
+        """The round finished (flagged or not)."""
         return self.status == "ok" and self.time_s is not None
+
+    @property
+    def flagged(self) -> Mapping[str, str]:
+        """The round's flags; a record written before flags existed gives `cpu_bound` from its
+        own field."""
+        if self.cpu_bound and "cpu_bound" not in self.flags:
+            lag = "" if self.cpu_lag_ms is None else f" ({self.cpu_lag_ms:.1f} ms lag)"
+            return {**self.flags, "cpu_bound": f"a switch or leader fell behind{lag}"}
+        return self.flags
+
+    @property
+    def measures_network(self) -> bool:
+        """The round finished and carries no flag: its time is the network's."""
+        return self.ok and not self.flagged
 
     @classmethod
     def failed(
@@ -110,6 +127,7 @@ class RoundRecord:
         values["groups"] = tuple(tuple(str(c) for c in g) for g in data["groups"])
         values["wan_bytes"] = {str(k): int(v) for k, v in (data["wan_bytes"] or {}).items()}
         values["drops"] = {str(k): int(v) for k, v in (data["drops"] or {}).items()}
+        values["flags"] = {str(k): str(v) for k, v in (data.get("flags") or {}).items()}
         for key in ("sent_bytes", "received_bytes"):
             values[key] = {str(k): int(v) for k, v in (data.get(key) or {}).items()}
         try:

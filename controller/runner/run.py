@@ -12,6 +12,13 @@ schedule for `training.rounds` rounds (controller/runner/play.py), recording eac
 ends. Before the first, the same training runs in one process with exact averaging: the
 baseline every schedule is compared with.
 
+The machine check. With `calibration` "refuse" or "warn", `calibrate()` (which `execute()`
+calls first, before anything starts) measures the machine against what the plan needs
+(controller/runner/calibration.py) and logs one line; "refuse" raises CalibrationRefused for a
+plan that does not fit, leaving nothing built or written. The run writes the check to
+`calibration.json` in its folder. "off" (the default here; `innet run` defaults to "refuse")
+skips it.
+
 Stopping. Ctrl-C or SIGTERM tears the network down and stops every process the run started;
 the round records written so far stay (one JSON line each, flushed as written), and the summary
 and plots cover them. `stop_event` (the service's stop) lets the current round finish and
@@ -31,6 +38,8 @@ from pathlib import Path
 from controller.bringup import RunningTestbed, running_testbed
 from controller.planner.schedule import Schedule
 from controller.rundir import RunDir
+from controller.runner import calibration as machine_check
+from controller.runner.calibration import Calibration
 from controller.runner.emulation import Emulation, MemoryPoint, Play
 from controller.runner.exceptions import ExperimentError
 from controller.runner.islands import Islands
@@ -45,6 +54,7 @@ from controller.runner.results import (
 )
 from topo.mininet_hosts import shape_uplink
 from topo.mininet_net import NetworkSpec
+from topo.shaping import switch_shape
 from topo.siteplan import GRPC_BASE_PORT
 from workers import train
 from workers.protocol import Failed, Join, Joined, Ready, Reset, ResetDone
@@ -70,7 +80,9 @@ class Run:
         *,
         progress: Progress = _quiet,
         stop_event: threading.Event | None = None,
+        calibration: str = "off",
     ) -> None:
+        machine_check.check_mode(calibration)
         self.emulation = emulation
         self.folder = Path(folder)
         self.testbeds = testbeds  # brings up the testbed of one memory point, and down
@@ -82,15 +94,36 @@ class Run:
         self.summary: list[SummaryRow] = []
         self.failures: list[str] = []  # schedules that failed, with why
         self.done = 0  # rounds played
+        self.calibration_mode = calibration  # refuse, warn or off (calibration.MODES)
+        self.calibration: Calibration | None = None  # the machine check, once made
+        self.calibration_warning: str | None = None  # what the check warns of, if anything
 
     @property
     def records(self) -> tuple[RoundRecord, ...]:
         return self.writer.records if self.writer is not None else ()
 
+    def calibrate(self) -> Calibration | None:
+        """The machine check (made once; None when off): CalibrationRefused when the plan does
+        not fit this machine and the mode is refuse (again on every call: a refusal stands), a
+        warning logged when it is not "fits"."""
+        if self.calibration_mode == "off":
+            return None
+        first = self.calibration is None
+        if self.calibration is None:
+            self.calibration = machine_check.calibrate(self.emulation)
+            log.info("%s", self.calibration.summary)
+        self.calibration_warning = machine_check.enforce(self.calibration, self.calibration_mode)
+        if first and self.calibration_warning:
+            log.warning("%s", self.calibration_warning)
+        return self.calibration
+
     def execute(self) -> list[SummaryRow]:
         """Every memory point, every schedule; returns the summary (also in `self.summary`)."""
         em = self.emulation
+        self.calibrate()  # before anything starts; refuses a plan that does not fit
         self.writer = ResultsWriter(self.folder, em.scenario.to_dict(), collect_versions())
+        if self.calibration is not None:
+            machine_check.write(self.calibration, self.calibration_mode, self.folder)
         self.progress("single-process baseline", 0, em.rounds)
         self.baseline = baseline(em)
         try:
@@ -108,9 +141,13 @@ class Run:
         with self.testbeds(point) as up, self._islands(up, config) as islands:
             assert self.writer is not None
             facts = up.testbed.network.facts()
-            self.writer.record_network(point.label, {"target": facts.target,
-                                                     "shaping": facts.shaping,
-                                                     "scale": facts.scale})  # fmt: skip
+            sc = self.emulation.scenario
+            self.writer.record_network(point.label, {
+                "target": facts.target, "shaping": facts.shaping, "scale": facts.scale,
+                # each WAN link as its ports are shaped (delay, rate, jitter, loss), each way
+                "wan_links": {f"{link.a}-{link.b}": switch_shape(link, sc.scale, sc.wan_loss)
+                              for link in sc.wan.links},
+            })  # fmt: skip
             for play in point.plays:
                 plan = play.plan
                 self.cycles[play.network, plan.family] = Cycle(plan.rounds or 0, len(plan.costs))

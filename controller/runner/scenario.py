@@ -7,6 +7,9 @@
     scale: 100000                     # the emulation divides rates, memory and the update by it
     bandwidth: 10Gbps                 # each island's access rate
     wan_bandwidth: null               # overrides every WAN link's capacity when given
+    wan_jitter: null                  # overrides every WAN link's jitter (e.g. 2ms) when given;
+                                      # else each link's own (`jitter:` in the WAN file, or 0)
+    wan_loss: 0                       # each WAN link loses this share of frames (flags rounds)
     memory: [25.6MB, 1.6GB]           # aggregator memory per site; the run repeats for each
     update_size: model                # the model's own size, or a size at least as large
     schedules: [all-to-all, cliques-3]   # planner families, compared in this order
@@ -58,12 +61,14 @@ from topo.yamlfile import read_text
 
 MAX_HOSTS = 8
 MAX_LOSS = 0.5  # a link losing half its frames is a broken link, not a WAN
+MAX_JITTER_S = 1.0  # a link whose delay strays by more than a second is not a WAN link
 NAME_PATTERN = re.compile(r"[a-z0-9-]+")
 DEFAULT_TOPOLOGY = "nine-cities"
 
 _KEYS = (
     "name", "topology", "hosts", "scale", "bandwidth", "wan_bandwidth", "memory",
     "update_size", "schedules", "training", "round_deadline", "seed", "wan_loss", "networks",
+    "wan_jitter",
 )  # fmt: skip
 NETWORKS = ("plain", "multicast", "inna", "gloo")  # the planner's three, and the gloo baseline
 
@@ -104,6 +109,12 @@ class Scenario:
     networks: tuple[str, ...] = ("inna",)  # in the order they are played
     # key path ("update_size", "schedules[1]", ...) -> its line in the file, for later checks
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+    wan_jitter_s: float | None = None  # every WAN link's jitter; None: the WAN file's own
+
+    @property
+    def jitter_s(self) -> float:
+        """The largest jitter of any WAN link the run emulates (0: none)."""
+        return max((link.jitter_s for link in self.wan.links), default=0.0)
 
     def fail(self, key: str, what: str) -> ScenarioError:
         """A ScenarioError at `key`'s line (for checks made after parsing, e.g. by resolve)."""
@@ -150,6 +161,7 @@ class Scenario:
             "seed": self.seed,
             "wan_loss": self.wan_loss,
             "networks": list(self.networks),
+            "wan_jitter": None if self.wan_jitter_s is None else f"{self.wan_jitter_s:.15g}s",
         }
 
 
@@ -204,10 +216,26 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
         why = f"{loss:g} is the share of frames each link loses: it must be below {MAX_LOSS:g}"
         raise doc.fail(top["wan_loss"], "wan_loss", why)
     networks = _networks(doc, top.get("networks"))
+    jitter = _jitter(doc, top.get("wan_jitter"))
+    if wan_bandwidth is not None:
+        wan = wan.with_capacity(wan_bandwidth)
+    if jitter is not None:
+        wan = wan.with_jitter(jitter)
     return Scenario(
         name, topology, hosts, scale, bandwidth, wan_bandwidth, memory, update, schedules,
-        training, deadline, seed, wan, Path(path), loss, networks, _lines(top),
+        training, deadline, seed, wan, Path(path), loss, networks, _lines(top), jitter,
     )  # fmt: skip
+
+
+def _jitter(doc: NodeReader, node: yaml.Node | None) -> float | None:
+    """`wan_jitter`: a duration in [0, MAX_JITTER_S], or None (absent or null)."""
+    if node is None or doc.scalar(node) is None:
+        return None
+    jitter = doc.quantity(node, "wan_jitter", lambda t: parse_duration(t, allow_zero=True))
+    if jitter > MAX_JITTER_S:
+        why = f"{node.value} is more than {MAX_JITTER_S:g} s: no WAN link strays that far"
+        raise doc.fail(node, "wan_jitter", why)
+    return jitter
 
 
 def _lines(top: Mapping[str, yaml.Node]) -> dict[str, int]:

@@ -5,7 +5,9 @@ that falls, accuracy beside the single-process baseline, the bytes on the WAN li
 it must survive: a leader killed mid-run, a switch killed mid-run, Ctrl-C.
 
 Needs root, Mininet (the Python package), mnexec and nsenter; skipped with the reason otherwise.
-Each test builds the network with its own run directory and P4Runtime ports.
+Each test builds the network with its own run directory and P4Runtime ports, and runs beside two
+busy loops (`busy_machine`): users run innet on shared machines, so every figure the tests hold
+must hold there, or be flagged by the run (controller/runner/flags.py).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from innet.cpuload import CpuHogs
 from tests.netns.topology import why_no_mininet
 from topo.loader import default_wan
 
@@ -30,10 +34,19 @@ pytestmark = [pytest.mark.netns, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 GRPC_BASE = 20600
 FRAME = 186  # bytes of an innet frame on the wire
+HOGS = 2  # busy loops beside every test: as many as this machine has cores
+TOLERANCE = 0.20  # an unflagged round is within this of its prediction
 
 _REASON = why_no_mininet(("ip", "tc", "ethtool", "nsenter"))
 if _REASON is not None:
     pytest.skip(f"innet run test skipped: {_REASON}", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def busy_machine() -> Iterator[CpuHogs]:
+    """Two busy loops for the whole test, stopped (by PID) after it."""
+    with CpuHogs(HOGS) as hogs:
+        yield hogs
 
 
 def write_scenario(path: Path, **changes: object) -> Path:
@@ -66,19 +79,37 @@ def start_run(
     return proc, out, run_dir
 
 
-def assert_cpu_flags_reported(rounds: list[dict], stdout: str) -> None:
-    """A round whose switches or leaders lagged more than 5% of its predicted time is flagged
-    `cpu_bound`; it is still held to 20% above. On this machine the nine-city 1.6 GB all-to-all
-    rounds lag 18-113 ms against a 45 ms threshold (one of six flagged in a clean-clone run, five
-    of six in the next, at 1.01-1.06x the planner): a busy CPU may flag a round, and the flag must
-    then be in the results, not the round left out."""
-    flagged = [r for r in rounds if r["cpu_bound"]]
-    print("rounds flagged CPU-bound:", [(r["schedule"], r["memory"], r["round"],
-          f"{r['cpu_lag_ms']:.0f} ms", f"{r['time_s'] / r['predicted_s']:.2f}x")
-          for r in flagged] or "none")  # fmt: skip
-    per_row = Counter((r["memory"], r["schedule"]) for r in flagged)
-    for count in per_row.values():  # each configuration's row in the table says how many
-        assert f"ok, {count} CPU-bound round(s)" in stdout, stdout
+def assert_on_time_or_flagged(rounds: list[dict], stdout: str) -> None:
+    """The must-show on a busy machine: every finished round is within 20% of the planner's
+    prediction, or flagged with a reason (and then never the table's winner); each flagged
+    configuration's row in the table says how many of its rounds were flagged."""
+    flagged = [r for r in rounds if r["flags"]]
+    print(
+        "\nrounds flagged:",
+        [
+            (
+                r["network"],
+                r["schedule"],
+                r["memory"],
+                r["round"],
+                f"{r['time_s'] / r['predicted_s']:.2f}x",
+                r["flags"],
+            )
+            for r in flagged
+        ]
+        or "none",
+    )
+    for r in rounds:
+        assert r["status"] == "ok", r
+        if not r["flags"]:
+            assert abs(r["time_s"] / r["predicted_s"] - 1) < TOLERANCE, r
+        assert all(reason.strip() for reason in r["flags"].values()), r
+    per_row = Counter((r["network"], r["memory"], r["schedule"]) for r in flagged)
+    for count in per_row.values():
+        assert f"; flagged {count} of " in stdout, stdout
+    starred = [line for line in stdout.splitlines() if " * " in line]
+    for line in starred:
+        assert "; flagged" not in line, line  # a flagged row is never the winner
 
 
 def finish(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str, str]:
@@ -140,32 +171,18 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
         assert (out / name).stat().st_size > 0, name
     rounds = records(out)
     assert len(rounds) == 2 * 2 * 6
-    known = []
-    for r in rounds:
-        assert r["status"] == "ok", r
-        if r["slots"] < 4 and r["slot_conflicts"]:
-            # Known, and open (issue 15): a pool of one or two slots per bank planned with zero
-            # skew has no headroom for timing noise; a round that meets a slot conflict there
-            # runs 2.5-4.6x the prediction, on a quiet machine too. Printed, not held to 20%.
-            ratio = r["time_s"] / r["predicted_s"]
-            known.append(f"{r['schedule']} round {r['round']}: {ratio:.2f}x, "
-                         f"{r['slot_conflicts']} slot conflicts")  # fmt: skip
-            continue
-        # the must-show: emulated round times within 20% of the planner's prediction
-        assert abs(r["time_s"] / r["predicted_s"] - 1) < 0.20, r
-    print("\nrounds at a pool without headroom that met slot conflicts:", known or "none")
-    assert_cpu_flags_reported(rounds, stdout)
+    assert_on_time_or_flagged(rounds, stdout)
     rows = list(csv.DictReader((out / "summary.csv").open()))
     consensus = {(int(row["memory"]), row["schedule"]): float(row["consensus_s"]) for row in rows}
     predicted = {(int(row["memory"]), row["schedule"]): float(row["consensus_predicted_s"])
                  for row in rows}  # fmt: skip
     small, large = 25_600_000, 1_600_000_000
     assert predicted[small, "cliques-3"] < predicted[small, "all-to-all"]  # the crossover
-    if known:  # the same rounds as above (issue 15): they measure the pool's noise, not the plan
-        print("measured crossover at 25.6 MB not checked: its triples met slot conflicts",
-              consensus[small, "cliques-3"], "against", consensus[small, "all-to-all"])  # fmt: skip
-    else:
-        assert consensus[small, "cliques-3"] < consensus[small, "all-to-all"]
+    assert predicted[large, "all-to-all"] < predicted[large, "cliques-3"]
+    # ... and measured: triples beat all-to-all on the starved pool (by 4.8x predicted, so
+    # even triples slowed by slot conflicts, and flagged for it, still do), all-to-all wins on
+    # the generous one
+    assert consensus[small, "cliques-3"] < consensus[small, "all-to-all"]
     assert consensus[large, "all-to-all"] < consensus[large, "cliques-3"]
     baseline = float(rows[0]["baseline_accuracy"])
     for row in rows:
@@ -207,12 +224,7 @@ def test_link_emulators_on_the_wan_reproduce_the_planner(tmp_path: Path) -> None
     assert [n["shaping"] for n in network.values()] == ["links", "links"]
     rounds = records(out)
     assert len(rounds) == 2 * 2 * 3
-    for r in rounds:
-        assert r["status"] == "ok", r
-        if r["slots"] < 4 and r["slot_conflicts"]:
-            continue  # issue 15, as in the test above: printed there, not held to 20%
-        assert abs(r["time_s"] / r["predicted_s"] - 1) < 0.20, r
-    assert_cpu_flags_reported(rounds, stdout)
+    assert_on_time_or_flagged(rounds, stdout)
     print("\nlink emulators: measured / predicted round time:",
           ", ".join(f"{r['schedule']}@{r['memory']:.3g} {r['time_s'] / r['predicted_s']:.3f}"
                     for r in rounds))  # fmt: skip
@@ -279,18 +291,29 @@ def test_ctrl_c_tears_everything_down(tmp_path: Path) -> None:
 
 
 def test_an_overloaded_cpu_is_reported_not_taken_for_the_network(tmp_path: Path) -> None:
-    """At scale 1000 a 100 MB update is ~88k frames/s into nine Python switches on this CPU:
-    the switches fall behind, and the run must say so instead of reporting a slow network."""
+    """At scale 1000 a 100 MB update is ~88k frames/s into nine Python switches on this CPU.
+    The machine check refuses it before anything starts; told to go on (--calibration warn),
+    the run marks itself, the switches fall behind, and the round is flagged CPU-bound instead
+    of reported as a slow network. The deadline leaves the busy machine time to finish it."""
     scenario = write_scenario(
-        tmp_path / "s.yaml", scale=1000, update_size="100MB", training={"rounds": 1}
-    )
-    proc, out, _run_dir = start_run(tmp_path, scenario)
-    code, stdout, stderr = finish(proc, 300)
+        tmp_path / "s.yaml", scale=1000, update_size="100MB", training={"rounds": 1},
+        round_deadline="240s",
+    )  # fmt: skip
+    proc, out, run_dir = start_run(tmp_path, scenario)
+    code, _stdout, stderr = finish(proc, 120)
+    assert code != 0 and "does not fit" in stderr, stderr
+    assert not out.exists() or not records(out)  # refused before any round
+    assert not (run_dir / "state.json").exists()  # ... and before the network was built
+    proc, out, _run_dir = start_run(tmp_path, scenario, "--calibration", "warn")
+    code, stdout, stderr = finish(proc, 600)
     assert code == 0, stderr
+    assert "does not fit" in stdout + stderr
+    calibration = json.loads((out / "calibration.json").read_text())
+    assert calibration["verdict"] == "does not fit", calibration
     (r,) = records(out)
-    assert r["status"] == "ok" and r["cpu_bound"], r
+    assert r["status"] == "ok" and r["cpu_bound"] and "cpu_bound" in r["flags"], r
     assert r["cpu_lag_ms"] > 0.05 * r["predicted_s"] * 1e3
-    assert "1 CPU-bound round(s)" in stdout and "measure the CPU, not the network" in stdout
+    assert "; flagged 1 of 1: cpu_bound" in stdout and "the round measures the CPU" in stdout
 
 
 def test_a_worker_killed_fails_the_next_round_naming_its_island(tmp_path: Path) -> None:
@@ -323,5 +346,6 @@ def test_lossy_wan_links_cost_time_but_not_exactness(tmp_path: Path) -> None:
     assert len(rounds) == 2 and all(r["status"] == "ok" for r in rounds)
     assert sum(r["retransmissions"] for r in rounds) > 0
     assert all(r["time_s"] > r["predicted_s"] for r in rounds)
+    assert all("loss" in r["flags"] for r in rounds)  # the plan does not model loss
     row = next(csv.DictReader((out / "summary.csv").open()))
     assert abs(float(row["final_accuracy"]) - float(row["baseline_accuracy"])) < 0.005

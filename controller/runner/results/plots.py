@@ -4,6 +4,9 @@
     loss.png                    training loss against wall-clock seconds
     predicted-vs-measured.png   each round's measured time against the planner's
 
+A flagged round (controller/runner/flags.py: its time is not the network's) is drawn with a
+hollow marker and crossed out, so a plot never shows it as a measurement of the network.
+
 No pyplot: each plot is its own `Figure` (no global figure state; the Agg canvas by default).
 """
 
@@ -40,6 +43,13 @@ def plot_round_times(records: list[RoundRecord]) -> Figure:
             if done:
                 ax.plot([n for n, _ in done], [t for _, t in done], marker="o",
                         color=colour, label=f"{schedule} measured")  # fmt: skip
+            flagged = [
+                (r.round, r.time_s) for r in recs if r.ok and r.time_s is not None and r.flagged
+            ]
+            if flagged:
+                ax.scatter([n for n, _ in flagged], [t for _, t in flagged], marker="X", s=60,
+                           color="white", edgecolors=colour, zorder=3,
+                           label=f"{schedule} flagged")  # fmt: skip
             ax.plot([r.round for r in recs], [r.predicted_s for r in recs], linestyle="--",
                     color=colour, label=f"{schedule} predicted")  # fmt: skip
         ax.set_title(f"{format_size(memory)} ({_slots_text(records, memory)})")
@@ -84,15 +94,21 @@ def plot_predicted_vs_measured(records: list[RoundRecord]) -> Figure:
     """Each finished round: measured against predicted time, with y = x and a +-20% band."""
     fig, (ax,) = _figure(1, width=6)
     # zero or missing times have no place on log axes
-    pairs = [(r.series, r.predicted_s, r.time_s) for r in records
+    pairs = [(r.series, r.predicted_s, r.time_s, bool(r.flagged)) for r in records
              if r.ok and r.time_s and r.predicted_s]  # fmt: skip
     for colour, schedule in _colours(records):
-        mine = [(p, t) for s, p, t in pairs if s == schedule]
-        if mine:
-            ax.scatter([p for p, _ in mine], [t for _, t in mine], color=colour, s=14,
-                       label=schedule)  # fmt: skip
+        for flagged in (False, True):
+            mine = [(p, t) for s, p, t, f in pairs if s == schedule and f == flagged]
+            if not mine:
+                continue
+            xs, ys = [p for p, _ in mine], [t for _, t in mine]
+            if flagged:  # hollow: not a measurement of the network
+                ax.scatter(xs, ys, facecolors="none", edgecolors=colour, s=30,
+                           label=f"{schedule} flagged")  # fmt: skip
+            else:
+                ax.scatter(xs, ys, color=colour, s=14, label=schedule)
     if pairs:
-        values = [p for _, p, _ in pairs] + [t for _, _, t in pairs]
+        values = [p for _, p, _, _ in pairs] + [t for _, _, t, _ in pairs]
         line = [min(values) / 1.5, max(values) * 1.5]
         ax.plot(line, line, color="black", linewidth=1, label="measured = predicted")
         ax.fill_between(line, [x * (1 - BAND) for x in line], [x * (1 + BAND) for x in line],

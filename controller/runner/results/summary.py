@@ -7,7 +7,9 @@ Means and the ratio are over the rounds that finished. Time to consensus is the 
 planner's rounds to consensus, of the mean time of the rounds at the same position of the
 schedule's cycle (cliques of three on nine islands agree after 2 of a 4-round cycle; ring pairs
 need many cycles of 2), so the predicted figure equals the planner's exactly. Final figures are
-those of the last finished round.
+those of the last finished round. `flagged_rounds` counts the finished rounds that carry a flag
+(controller/runner/flags.py): their times are in the means, and `flags` says how many carry
+which, so a row is never read as the network's when its rounds were not.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from controller.runner.flags import count_flags, flag_text
 from controller.runner.records import RoundRecord
 from innet.jsontypes import JSONObject
 
@@ -52,6 +55,13 @@ class SummaryRow:
     cpu_bound_rounds: int
     status: str
     per_memory: bool = True  # False: the network does not depend on memory (played once)
+    flagged_rounds: int = 0  # finished rounds with a flag: they do not measure the network
+    flags: str = ""  # how many rounds carry each flag: "timing 3, jitter 2"
+
+    @property
+    def measures_network(self) -> bool:
+        """Every round finished and none is flagged."""
+        return self.status == "ok" and not self.flagged_rounds
 
     def to_json(self) -> JSONObject:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -113,6 +123,8 @@ def _row(recs: list[RoundRecord], cycle: Cycle, baseline_accuracy: float | None)
         cpu_bound_rounds=sum(1 for r in recs if r.cpu_bound),
         status=_run_status(recs, failed),
         per_memory=recs[0].network == "inna",
+        flagged_rounds=sum(1 for r in ok if r.flagged),
+        flags=flag_text(count_flags(r.flagged for r in ok)),
     )
 
 

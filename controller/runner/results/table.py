@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+from controller.runner.flags import FLAGS, TIMING_TOLERANCE, flag_text
 from controller.runner.results.summary import SummaryRow
 from innet.units import format_duration, format_size
 
@@ -13,16 +14,19 @@ T = TypeVar("T")
 
 def format_table(rows: Iterable[SummaryRow]) -> str:
     """One line per (network, memory, schedule). '*' marks, per memory point, the schedule whose
-    measured time to consensus was shortest among those played at that memory. With a plain
+    measured time to consensus was shortest among those played at that memory, when none of
+    its rounds was flagged (a flagged row is never starred: its time is not the network's;
+    when the fastest row is flagged, no row at that memory is starred). With a plain
     WAN in the run, `vs plain` gives each row's gain over the fastest plain row (measured, and
     predicted), and a last line the fastest of each network against it."""
     rows = list(rows)
     networks = list(dict.fromkeys(row.network for row in rows))
-    first: dict[int, SummaryRow] = {}
+    fastest: dict[int, SummaryRow] = {}
     for row in rows:
-        best = first.get(row.memory)
+        best = fastest.get(row.memory)
         if row.per_memory and _faster(row, best):
-            first[row.memory] = row
+            fastest[row.memory] = row
+    first = {m: row for m, row in fastest.items() if row.measures_network}
     plain = _fastest(r for r in rows if r.network == "plain")
     header = ["memory", "schedule", "consensus", "predicted", "ratio"]
     right = {2, 3, 4}
@@ -61,7 +65,14 @@ def format_table(rows: Iterable[SummaryRow]) -> str:
         ).rstrip()
         for line in lines
     ]
-    text.append("* reached consensus first at this memory (measured)")
+    text.append("* reached consensus first at this memory (measured; never a flagged row)")
+    unstarred = sorted(m for m in fastest if m not in first)
+    if unstarred:
+        text.append(
+            "no star at "
+            + ", ".join(format_size(m) for m in unstarred)
+            + ": the fastest row there has flagged rounds"
+        )
     text += _footnotes(rows, networks, plain)
     return "\n".join(text)
 
@@ -91,13 +102,39 @@ def _footnotes(rows: list[SummaryRow], networks: list[str], plain: SummaryRow | 
                 f"fastest against the fastest over a plain WAN ({plain.schedule}): "
                 + "; ".join(gains)
             )
-    if any(row.cpu_bound_rounds for row in rows):
+    flagged = sum(row.flagged_rounds for row in rows)
+    if flagged:
+        total = sum(row.rounds for row in rows)
         text.append(
-            "CPU-bound: a switch or a leader fell behind its schedule by more than 5% of the "
-            "predicted round (cpu_lag_ms in rounds.jsonl); those rounds measure the CPU, not "
-            "the network"
+            f"flagged: {flagged} of {total} rounds do not measure the network "
+            f"({_all_flags(rows)}); the reasons are in rounds.jsonl (flags)"
         )
+        text += [f"  {name}: {FLAG_MEANINGS[name]}" for name in _flag_names(rows)]
     return text
+
+
+FLAG_MEANINGS = {
+    "timing": f"more than {TIMING_TOLERANCE:.0%} off its prediction, with slot conflicts or "
+    "retransmissions the plan does not explain (or none seen)",
+    "cpu_bound": "a switch or a leader fell behind its schedule by more than 5% of the "
+    "predicted round (cpu_lag_ms): the round measures the CPU",
+    "loss": "the scenario loses frames on the WAN, which the plan does not model",
+    "jitter": "timing noise beyond the headroom the plan left in the slot pools",
+}
+
+
+def _flag_names(rows: list[SummaryRow]) -> list[str]:
+    seen = {part.split()[0] for row in rows for part in row.flags.split(", ") if part}
+    return [name for name in FLAGS if name in seen]
+
+
+def _all_flags(rows: list[SummaryRow]) -> str:
+    counts: dict[str, int] = {}
+    for row in rows:
+        for part in filter(None, row.flags.split(", ")):
+            name, n = part.rsplit(" ", 1)
+            counts[name] = counts.get(name, 0) + int(n)
+    return flag_text({name: counts[name] for name in FLAGS if name in counts})
 
 
 def _faster(row: SummaryRow, than: SummaryRow | None) -> bool:
@@ -136,8 +173,9 @@ def _memory(row: SummaryRow) -> str:
 
 
 def _status(row: SummaryRow) -> str:
-    bound = row.cpu_bound_rounds
-    return f"{row.status}, {bound} CPU-bound round(s)" if bound else row.status
+    if not row.flagged_rounds:
+        return row.status
+    return f"{row.status}; flagged {row.flagged_rounds} of {row.rounds}: {row.flags}"
 
 
 def _shown(value: T | None, form: Callable[[T], str]) -> str:

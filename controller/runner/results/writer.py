@@ -3,7 +3,8 @@
     results/<name>-<YYYYmmdd-HHMMSS>/
         scenario.yaml               the scenario as run, every default resolved
         versions.json               innet, Python, torch, numpy, platform, git commit
-        network.json                per memory point: the target, the shaping used, the scale
+        network.json                per memory point: the target, the shaping used, the scale,
+                                    each WAN link's shaping spec (delay, rate, jitter, loss)
         rounds.jsonl                one JSON object per round, appended and fsynced as it ends
         summary.csv                 one row per (memory, schedule) (results/summary.py)
         round-time.png              time per round per schedule, a panel per memory point

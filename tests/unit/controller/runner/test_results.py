@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import math
 from pathlib import Path
@@ -21,7 +22,8 @@ from controller.runner.results import (
     read_records,
     summarise,
 )
-from controller.runner.results.summary import SUMMARY_COLUMNS
+from controller.runner.results.plots import plot_predicted_vs_measured, plot_round_times
+from controller.runner.results.summary import SUMMARY_COLUMNS, summary_csv
 
 CYCLES = {("inna", "all-to-all"): Cycle(1, 1), ("inna", "cliques-3"): Cycle(3, 3)}
 
@@ -279,9 +281,11 @@ def test_format_table_names_the_first_to_consensus_per_memory() -> None:
     assert marked[1].startswith("1.6 GB (32 slots/bank)") and "all-to-all" in marked[1]
     assert "1 of 3 rounds failed" in table
     assert "10.0 s" in table and "7.50 s" in table and "1.10" in table and "53.0%" in table
-    assert lines[-2].startswith("* reached consensus first")
+    assert "* reached consensus first at this memory" in table
     assert "network" not in lines[0] and "vs plain" not in lines[0]  # one network: no columns
-    assert lines[-1].startswith("CPU-bound:")  # two of the small cliques' rounds were
+    # two of the small cliques' rounds were CPU-bound: counted, and the flag explained
+    assert "flagged: 2 of 10 rounds do not measure the network (cpu_bound 2)" in table
+    assert lines[-1].startswith("  cpu_bound: a switch or a leader fell behind")
 
 
 def test_format_table_marks_a_schedule_that_beats_all_to_all() -> None:
@@ -313,7 +317,7 @@ def test_collect_versions_without_git(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_record_is_written_with_every_field_as_a_key() -> None:
     written = rec(1, "x", 0, 1.0).to_json()
     assert list(written) == [f.name for f in dataclasses.fields(RoundRecord)]
-    assert len(written) == 27
+    assert len(written) == 28
     assert written["groups"] == [["Tokyo", "London"], ["New York"]]
     assert RoundRecord.from_json(json.loads(json.dumps(written))) == rec(1, "x", 0, 1.0)
 
@@ -324,13 +328,15 @@ def test_format_table_says_which_rounds_measured_the_cpu() -> None:
         rec(25_600_000, "all-to-all", 1, 31.0),
     ]
     table = format_table(summarise(records, {("inna", "all-to-all"): Cycle(1, 1)}))
-    assert "ok, 1 CPU-bound round(s)" in table
-    assert "those rounds measure the CPU, not the network" in table
+    assert "ok; flagged 1 of 2: cpu_bound 1" in table
+    assert "the round measures the CPU" in table
+    assert " * " not in table  # the only row is flagged: never starred
+    assert "no star at 25.6 MB: the fastest row there has flagged rounds" in table
     calm_rows = summarise(
         [rec(25_600_000, "all-to-all", 0, 30.0)], {("inna", "all-to-all"): Cycle(1, 1)}
     )
     calm = format_table(calm_rows)
-    assert "CPU-bound" not in calm
+    assert "flagged:" not in calm and "; flagged" not in calm and " * " in calm
 
 
 def test_consensus_sums_the_rounds_to_consensus_by_cycle_position() -> None:
@@ -377,3 +383,28 @@ def test_older_records_without_a_network_read_as_inna() -> None:
     written = rec(1, "x", 0, 1.0).to_json()
     del written["network"]
     assert RoundRecord.from_json(written).network == "inna"
+
+
+def test_flagged_rounds_are_kept_and_counted_never_starred_and_drawn_hollow() -> None:
+    """The busy demo's outlier: triples 3x their prediction, flagged for timing; the table
+    must not name them the winner, summary.csv must carry the flags, the plots mark them."""
+    records = [
+        rec(25_600_000, "all-to-all", 0, 30.0),
+        rec(25_600_000, "cliques-3", 0, 9.0, flags={"timing": "250% above its prediction"}),
+        rec(25_600_000, "cliques-3", 1, 6.0),
+        rec(25_600_000, "cliques-3", 2, 6.0),
+    ]
+    rows = summarise(records, CYCLES)
+    small = next(row for row in rows if row.schedule == "cliques-3")
+    assert (small.flagged_rounds, small.flags) == (1, "timing 1")
+    table = format_table(rows)
+    assert " * " not in table  # the fastest row there is flagged, and all-to-all is not faster
+    assert "flagged 1 of 3: timing 1" in table and "timing: more than 20% off" in table
+    assert "no star at 25.6 MB" in table
+    written = list(csv.DictReader(io.StringIO(summary_csv(rows))))
+    assert [r["flags"] for r in written] == ["", "timing 1"]
+    assert [r["flagged_rounds"] for r in written] == ["0", "1"]
+    labels = [t.get_text() for t in plot_predicted_vs_measured(records).axes[0].get_legend().texts]
+    assert "inna cliques-3 flagged" in labels and "inna cliques-3" in labels
+    labels = [t.get_text() for t in plot_round_times(records).axes[0].get_legend().texts]
+    assert "inna cliques-3 flagged" in labels

@@ -268,3 +268,33 @@ def test_gloo_without_torch_distributed_is_refused_at_its_line(
     assert (
         str(err.value) == f"{path}:4: networks[1]: gloo cannot run here: torch is built without it"
     )
+
+
+def test_wan_jitter_sets_every_link_and_is_kept_in_the_resolved_scenario() -> None:
+    s = parse_scenario("name: j\nwan_jitter: 2ms\n")
+    assert s.wan_jitter_s == pytest.approx(0.002) and s.jitter_s == pytest.approx(0.002)
+    assert {link.jitter_s for link in s.wan.links} == {0.002}
+    again = parse_scenario(yaml.safe_dump(s.to_dict()))
+    assert again == s and again.jitter_s == pytest.approx(0.002)
+    assert parse_scenario("name: j\n").jitter_s == 0.0
+    assert parse_scenario("name: j\nwan_jitter: null\n").wan_jitter_s is None
+
+
+def test_wan_bandwidth_sets_every_link_the_run_plans_and_shapes() -> None:
+    s = parse_scenario("name: b\nwan_bandwidth: 40Gbps\n")
+    assert {link.capacity_bps for link in s.wan.links} == {4e10}
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("-1ms", "must not be negative"),
+        ("2s", "more than 1 s"),
+        ("fast", "not a duration"),
+        ("[1ms]", "a single value"),
+    ],
+)
+def test_bad_wan_jitter_is_refused_at_its_line(value: str, why: str) -> None:
+    with pytest.raises(ScenarioError, match=why) as err:
+        parse_scenario(f"name: j\nwan_jitter: {value}\n", "s.yaml")
+    assert str(err.value).startswith("s.yaml:2: wan_jitter:")
