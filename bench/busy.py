@@ -73,6 +73,7 @@ def main() -> int:
         parser.error(f"--hogs {args.hogs!r}: write whole numbers separated by commas, e.g. 0,1,2")
     if any(n < 0 for n in counts):
         parser.error("--hogs: a number of busy loops is not negative")
+    args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for n in counts:
         out = args.out / f"hogs-{n}"
