@@ -9,7 +9,9 @@ schedule's cycle (cliques of three on nine islands agree after 2 of a 4-round cy
 need many cycles of 2), so the predicted figure equals the planner's exactly. Final figures are
 those of the last finished round. `flagged_rounds` counts the finished rounds that carry a flag
 (controller/runner/flags.py): their times are in the means, and `flags` says how many carry
-which, so a row is never read as the network's when its rounds were not.
+which, so a row is never read as the network's when its rounds were not; its
+`consensus_unflagged_s` is the time to consensus from its unflagged rounds alone (None when a
+cycle position has none), what the table compares rows by.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class SummaryRow:
     per_memory: bool = True  # False: the network does not depend on memory (played once)
     flagged_rounds: int = 0  # finished rounds with a flag: they do not measure the network
     flags: str = ""  # how many rounds carry each flag: "timing 3, jitter 2"
+    consensus_unflagged_s: float | None = None  # time to consensus from unflagged rounds only
 
     @property
     def measures_network(self) -> bool:
@@ -125,6 +128,9 @@ def _row(recs: list[RoundRecord], cycle: Cycle, baseline_accuracy: float | None)
         per_memory=recs[0].network == "inna",
         flagged_rounds=sum(1 for r in ok if r.flagged),
         flags=flag_text(count_flags(r.flagged for r in ok)),
+        consensus_unflagged_s=_cycle_time(
+            [(r.round, r.time_s) for r in ok if not r.flagged], cycle
+        ),
     )
 
 

@@ -15,18 +15,24 @@ T = TypeVar("T")
 def format_table(rows: Iterable[SummaryRow]) -> str:
     """One line per (network, memory, schedule). '*' marks, per memory point, the schedule whose
     measured time to consensus was shortest among those played at that memory, when none of
-    its rounds was flagged (a flagged row is never starred: its time is not the network's;
-    when the fastest row is flagged, no row at that memory is starred). With a plain
+    its rounds was flagged (a flagged row is never starred: its time is not the network's).
+    Rows are compared by their unflagged rounds, so a row slowed by flagged rounds does not
+    hand the star to a slower one: when the fastest row is flagged, nothing at that memory is
+    starred. With a plain
     WAN in the run, `vs plain` gives each row's gain over the fastest plain row (measured, and
     predicted), and a last line the fastest of each network against it."""
     rows = list(rows)
     networks = list(dict.fromkeys(row.network for row in rows))
-    fastest: dict[int, SummaryRow] = {}
+    fastest: dict[int, SummaryRow] = {}  # by the time its unflagged rounds give
     for row in rows:
         best = fastest.get(row.memory)
-        if row.per_memory and _faster(row, best):
+        if row.per_memory and _faster_unflagged(row, best):
             fastest[row.memory] = row
-    first = {m: row for m, row in fastest.items() if row.measures_network}
+    first = {
+        m: row
+        for m, row in fastest.items()
+        if row.measures_network and not any(_may_beat(other, row) for other in rows)
+    }
     plain = _fastest(r for r in rows if r.network == "plain")
     header = ["memory", "schedule", "consensus", "predicted", "ratio"]
     right = {2, 3, 4}
@@ -141,6 +147,29 @@ def _faster(row: SummaryRow, than: SummaryRow | None) -> bool:
     if row.consensus_s is None:
         return False
     return than is None or than.consensus_s is None or row.consensus_s < than.consensus_s
+
+
+def _faster_unflagged(row: SummaryRow, than: SummaryRow | None) -> bool:
+    """`row` is faster than `than` by their unflagged rounds: a row slowed by flagged rounds
+    does not hand the star to a slower one."""
+    mine = row.consensus_unflagged_s
+    if mine is None:
+        return False
+    return than is None or than.consensus_unflagged_s is None or mine < than.consensus_unflagged_s
+
+
+def _may_beat(other: SummaryRow, winner: SummaryRow) -> bool:
+    """`other`, at the winner's memory, has no unflagged time to compare but its flagged time
+    is faster: the winner cannot be named."""
+    if other is winner or not other.per_memory or other.memory != winner.memory:
+        return False
+    best = winner.consensus_unflagged_s
+    return (
+        other.consensus_unflagged_s is None
+        and other.consensus_s is not None
+        and best is not None
+        and other.consensus_s < best
+    )
 
 
 def _fastest(rows: Iterable[SummaryRow]) -> SummaryRow | None:

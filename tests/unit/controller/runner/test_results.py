@@ -408,3 +408,24 @@ def test_flagged_rounds_are_kept_and_counted_never_starred_and_drawn_hollow() ->
     assert "inna cliques-3 flagged" in labels and "inna cliques-3" in labels
     labels = [t.get_text() for t in plot_round_times(records).axes[0].get_legend().texts]
     assert "inna cliques-3 flagged" in labels
+
+
+def test_a_row_slowed_by_flagged_rounds_does_not_hand_the_star_to_a_slower_one() -> None:
+    """The jittery WAN at 102 MB: all-to-all's unflagged rounds take 1.52 s, one flagged round
+    4.8 s (its row's time to consensus 2.34 s); triples take 1.78 s. Starring the triples would
+    name the wrong winner: nothing is starred there."""
+    cycles = {("inna", "all-to-all"): Cycle(1, 1), ("inna", "cliques-3"): Cycle(2, 2)}
+    records = [
+        rec(MB, "all-to-all", 0, 1.52),
+        rec(MB, "all-to-all", 1, 4.8, flags={"timing": "212% above its prediction"}),
+        rec(MB, "cliques-3", 0, 0.82),
+        rec(MB, "cliques-3", 1, 0.96),
+    ]
+    rows = summarise(records, cycles)
+    assert rows[0].consensus_unflagged_s == pytest.approx(1.52)
+    assert rows[0].consensus_s == pytest.approx((1.52 + 4.8) / 2)
+    table = format_table(rows)
+    assert " * " not in table and "the fastest row there has flagged rounds" in table
+    calm = format_table(summarise(records[:1] + records[2:], cycles))
+    (starred,) = [line for line in calm.splitlines() if " * " in line]
+    assert "all-to-all" in starred
