@@ -173,17 +173,29 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
     assert len(rounds) == 2 * 2 * 6
     assert_on_time_or_flagged(rounds, stdout)
     rows = list(csv.DictReader((out / "summary.csv").open()))
-    consensus = {(int(row["memory"]), row["schedule"]): float(row["consensus_s"]) for row in rows}
+    # measured: from the rounds that measure the network (a row's unflagged rounds)
+    consensus = {(int(row["memory"]), row["schedule"]): row["consensus_unflagged_s"]
+                 for row in rows}  # fmt: skip
     predicted = {(int(row["memory"]), row["schedule"]): float(row["consensus_predicted_s"])
                  for row in rows}  # fmt: skip
     small, large = 25_600_000, 1_600_000_000
     assert predicted[small, "cliques-3"] < predicted[small, "all-to-all"]  # the crossover
     assert predicted[large, "all-to-all"] < predicted[large, "cliques-3"]
-    # ... and measured: triples beat all-to-all on the starved pool (by 4.8x predicted, so
-    # even triples slowed by slot conflicts, and flagged for it, still do), all-to-all wins on
-    # the generous one
-    assert consensus[small, "cliques-3"] < consensus[small, "all-to-all"]
-    assert consensus[large, "all-to-all"] < consensus[large, "cliques-3"]
+    # ... and measured: triples beat all-to-all on the starved pool, all-to-all wins on the
+    # generous one. Where every round at one position of a schedule's cycle was flagged there
+    # is no measurement of the network to compare: printed, and the table must not star it.
+    for memory, faster, slower in ((small, "cliques-3", "all-to-all"),
+                                   (large, "all-to-all", "cliques-3")):  # fmt: skip
+        a, b = consensus[memory, faster], consensus[memory, slower]
+        if a and b:
+            assert float(a) < float(b), (memory, a, b)
+        else:
+            print(f"measured crossover at {memory} not compared: no unflagged cycle", a, b)
+            assert not [
+                line
+                for line in stdout.splitlines()
+                if " * " in line and line.split()[0] == ("25.6" if memory == small else "1.6")
+            ]
     baseline = float(rows[0]["baseline_accuracy"])
     for row in rows:
         runs = [r for r in rounds if r["memory"] == int(row["memory"])
