@@ -74,6 +74,9 @@ TIMER_SPAN_S = 0.3  # sleeping that long in all
 CPU_SPAN_S = 0.15  # the busy loop
 PIPELINE_SPAN_S = 0.3  # frames through innet.p4 for that long
 TIGHT_SHARE = 0.5  # a plan needing more than this share of the machine's frame rate is tight
+# Another job holds the CPU below this share (the timer check misses it: a woken sleeper runs
+# first); then rounds with less headroom than BUSY_HEADROOM_S are at risk (docs/experiment.md)
+BUSY_SHARE, BUSY_HEADROOM_S = 0.9, 0.05
 MODES = ("refuse", "warn", "off")  # innet run --calibration
 FITS, TIGHT, DOES_NOT_FIT = "fits", "tight", "does not fit"
 CALIBRATION_FILE = "calibration.json"
@@ -181,6 +184,12 @@ def judge(machine: Machine, need: Need) -> Calibration:
         near.append(
             f"timer lateness p99 {_ms(machine.timer_p99_s)} ms is above the "
             f"planned headroom of {_ms(need.headroom_s)} ms"
+            f"{f' ({need.tightest})' if need.tightest else ''}: slot conflicts likely"
+        )
+    if machine.cpu_share < BUSY_SHARE and need.headroom_s < BUSY_HEADROOM_S:
+        near.append(
+            f"another job takes {1 - machine.cpu_share:.0%} of a core, and the plan leaves "
+            f"{_ms(need.headroom_s)} ms of headroom"
             f"{f' ({need.tightest})' if need.tightest else ''}: slot conflicts likely"
         )
     verdict = DOES_NOT_FIT if over else TIGHT if near else FITS

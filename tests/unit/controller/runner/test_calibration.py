@@ -302,3 +302,14 @@ def test_off_measures_nothing(
     assert run.calibrate() is None
     with pytest.raises(CalibrationModeError):
         Run(emulation, tmp_path, never_built, calibration="maybe")
+
+
+def test_a_busy_cpu_makes_a_plan_with_little_headroom_tight() -> None:
+    """Beside two busy loops the timer check saw 0.1 ms (a woken sleeper runs first) while the
+    CPU share fell to 0.49 and the triples' 10.2 ms of headroom met slot conflicts."""
+    tight = judge(machine(cpu_share=0.49, timer_p99_s=1e-4), need(headroom=0.0102))
+    assert tight.verdict == "tight"
+    assert any("another job takes 51% of a core" in reason for reason in tight.reasons)
+    assert judge(machine(cpu_share=0.95), need(headroom=0.0102)).verdict == "fits"
+    calm = judge(machine(cpu_share=0.49), need(total=1_000.0, headroom=0.2))
+    assert calm.verdict == "fits", calm.reasons
