@@ -4,7 +4,7 @@ alone (the edges replicate, the hosts sum), with in-line aggregation, and with g
 
 What must hold: the exact modes give the same int32 sums, so the same model, round by round,
 and the single-process baseline's accuracy; gloo sums floats and comes close; every round is
-within 20% of the planner unless flagged CPU-bound; the bytes each leader sends and receives
+within 20% of the planner unless flagged with a reason; the bytes each leader sends and receives
 and the bytes on the WAN links are the planner's: in-line aggregation delivers less to each
 island than a plain WAN's ring, by the factor the planner predicts, and puts more on the WAN.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.netns.test_experiment import assert_cpu_flags_reported, finish, records, start_run
+from tests.netns.test_experiment import assert_on_time_or_flagged, finish, records, start_run
 from tests.netns.topology import why_no_mininet
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
@@ -78,10 +78,7 @@ def test_every_exact_mode_trains_the_same_model_and_sends_what_the_planner_says(
     assert code == 0, stderr
     rounds = records(out)
     assert sorted({r["network"] for r in rounds}) == sorted(EXACT) and len(rounds) == 12
-    for r in rounds:
-        assert r["status"] == "ok", r
-        assert r["cpu_bound"] or abs(r["time_s"] / r["predicted_s"] - 1) < 0.20, r
-    assert_cpu_flags_reported(rounds, stdout)
+    assert_on_time_or_flagged(rounds, stdout)
     by = {(r["network"], r["schedule"], r["round"]): r for r in rounds}
     # the same int32 sums in every exact mode: the same model after every round, bit for bit
     for key in {(s, n) for _, s, n in by}:
