@@ -325,7 +325,10 @@ def test_an_overloaded_cpu_is_reported_not_taken_for_the_network(tmp_path: Path)
     (r,) = records(out)
     assert r["status"] == "ok" and r["cpu_bound"] and "cpu_bound" in r["flags"], r
     assert r["cpu_lag_ms"] > 0.05 * r["predicted_s"] * 1e3
-    assert "; flagged 1 of 1: cpu_bound" in stdout and "the round measures the CPU" in stdout
+    # flagged cpu_bound (and timing too, when the lag made it more than 20% late)
+    (row,) = [line for line in stdout.splitlines() if "; flagged 1 of 1:" in line]
+    assert "cpu_bound 1" in row, row
+    assert "the round measures the CPU" in stdout
 
 
 def test_a_worker_killed_fails_the_next_round_naming_its_island(tmp_path: Path) -> None:
