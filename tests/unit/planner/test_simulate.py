@@ -50,15 +50,9 @@ def test_bad_chunk_sizes_are_refused(nine):
 
 
 def _triangle(jitter_s=0.0):
-    from topo.wan import City, Wan, WanLink
+    from tests.unit.planner.test_jitter import triangle  # the hand-checked triangle
 
-    cities = tuple(City(n, n, "X", 0.0, float(i)) for i, n in enumerate("ABC"))
-    links = (
-        WanLink("A", "B", 0.010, 100e9, "test", jitter_s=jitter_s),
-        WanLink("B", "C", 0.020, 100e9, "test", jitter_s=jitter_s),
-        WanLink("A", "C", 0.025, 100e9, "test", jitter_s=jitter_s),
-    )
-    return Wan("triangle", cities, links)
+    return triangle(jitter_s)
 
 
 def test_jitter_runs_a_pool_without_headroom_out_of_slots_and_not_the_planners():
