@@ -137,7 +137,7 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
 
     /* The slots: tag (ctx, chunk), contributors seen, contributors expected, the time
      * (ingress_global_timestamp, microseconds) after which an incomplete claim may be claimed
-     * over, 32 lanes. */
+     * over, LANES lanes. */
     register<bit<32>>(CELLS) slot_chunk;
     register<bit<40>>(CELLS) slot_ctx;
     register<bit<32>>(CELLS) slot_seen;

@@ -8,9 +8,12 @@ agree on about every site.
     ('10.0.3.1', '10.0.3.254', '02:00:0a:00:03:01')
 
 Packets. An innet packet carries `LANES` int32 values (one chunk) behind a 16-byte header, over
-UDP port `INNET_UDP_PORT`; on the wire it is a `FRAME_BYTES` Ethernet frame. innet.p4 keeps a
-contributor bitmap of `MAX_ISLANDS` bits, so a job has at most that many islands; the testbed's
-controller installs every round under job `JOB`.
+UDP port `INNET_UDP_PORT`; on the wire it is a `FRAME_BYTES` Ethernet frame. LANES is fixed when
+innet.p4 is compiled (`-D LANES`) and when this module is imported: 32, or the environment's
+`INNET_LANES` (32, 64, 128 or 256), which every process of a run inherits; the switches are
+compiled with the same number (`program_defines`), and the planner's slot size follows.
+innet.p4 keeps a contributor bitmap of `MAX_ISLANDS` bits, so a job has at most that many
+islands; the testbed's controller installs every round under job `JOB`.
 
 Aggregator memory. innet.p4 has two banks (`BANKS`) of SLOTS slots of `SLOT_BYTES` (the partial
 sums of one chunk), SLOTS a power of two up to `MAX_SLOTS`. A site's memory M at emulation scale
@@ -30,6 +33,8 @@ routes as any IPv4 packet; the `gloo` baseline meets at island 0's leader on TCP
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -39,7 +44,25 @@ from topo.wan import Wan
 
 # --- packets --------------------------------------------------------------------------------
 
-LANES = 32  # int32 values in one innet packet: one chunk
+LANE_CHOICES = (32, 64, 128, 256)  # the lane counts innet.p4 compiles with
+LANES_ENV = "INNET_LANES"
+
+
+def lanes_from(environ: Mapping[str, str]) -> int:
+    """The lanes per packet `environ` asks for (`INNET_LANES`, default 32); SiteError if it
+    names a count innet.p4 does not compile with.
+
+    >>> lanes_from({}), lanes_from({"INNET_LANES": "256"})
+    (32, 256)
+    """
+    text = environ.get(LANES_ENV, "32").strip()
+    if not text.isdigit() or int(text) not in LANE_CHOICES:
+        choices = ", ".join(map(str, LANE_CHOICES))
+        raise SiteError(f"{LANES_ENV}={text!r}: innet.p4 is built with {choices} lanes per packet")
+    return int(text)
+
+
+LANES = lanes_from(os.environ)  # int32 values in one innet packet: one chunk
 VALUE_BYTES = 4
 SLOT_BYTES = LANES * VALUE_BYTES  # one slot holds the partial sums of one chunk
 INNET_UDP_PORT = 0x4E49  # 20041
@@ -48,6 +71,17 @@ FRAME_BYTES = 14 + 20 + 8 + INNET_HEADER_BYTES + SLOT_BYTES  # Ethernet, IPv4, U
 FRAME_BITS = FRAME_BYTES * 8
 MAX_ISLANDS = 32  # the width of innet.p4's contributor bitmap
 JOB = 1  # the job id of every round the testbed installs
+
+
+
+def program_defines(slots: int | None = None) -> dict[str, str]:
+    """innet.p4's -D defines for a switch of this site plan: its SLOTS (None: the program's
+    default) and, when not the default 32, LANES."""
+    defines = {"SLOTS": str(slots)} if slots is not None else {}
+    if LANES != 32:
+        defines["LANES"] = str(LANES)
+    return defines
+
 
 # --- aggregator memory ----------------------------------------------------------------------
 

@@ -310,7 +310,7 @@ def member_switch(em: Emulation, island: int = 0) -> LocalSwitch:
     """innet.p4 compiled as the run's switches are (the first memory point's slot pool), with
     the entries the controller installs at `island`'s edge for an all-to-all round."""
     sc = em.scenario
-    switch = LocalSwitch(INNET_P4, {"SLOTS": str(em.points[0].pool.slots_per_bank)})
+    switch = LocalSwitch(INNET_P4, site.program_defines(em.points[0].pool.slots_per_bank))
     schema = Schema(switch.p4info)
     base = base_entries(sc.wan, Addressing.default(sc.wan.n, sc.hosts))
     everyone = Round.of([range(sc.wan.n)])
