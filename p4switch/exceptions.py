@@ -47,6 +47,20 @@ class CompilerBug(InnetError, RuntimeError):
         super().__init__(f"internal error in the p4switch compiler: {what}; please report it")
 
 
+class NativeBuildError(InnetError, RuntimeError):
+    """The native (C) pipeline cannot be had: the python back end runs the program instead.
+    A failed build names the generated .c file, kept for inspection."""
+
+
+class NativeUnsupported(NativeBuildError):
+    """A construct of a valid program the native back end cannot compile, and where it is."""
+
+    def __init__(self, what: str, where: Loc | str | None = None) -> None:
+        self.what = what
+        self.where = str(where) if where is not None else "<program>"
+        super().__init__(f"{self.where}: the native back end does not support {what}")
+
+
 # --- the run-time state ------------------------------------------------------------------------
 
 

@@ -28,6 +28,8 @@ from p4switch.exceptions import P4CompileError
 from p4switch.frontend.parser import parse
 from p4switch.frontend.preprocess import preprocess
 from p4switch.frontend.typecheck import check_program
+from p4switch.native import NativePipeline
+from p4switch.native.pipeline import PipelineArgumentError
 from p4switch.p4info import build_p4info, write_p4info
 
 __all__ = ["CompiledProgram", "Pipeline", "compile_file", "main"]
@@ -54,14 +56,22 @@ class CompiledProgram:
         cpu_port: int | None = None,
         parser_reject: str = "ingress",
         seed: int | None = None,
-    ) -> Pipeline:
+        backend: str = "python",
+    ) -> Pipeline | NativePipeline:
         """A packet processor running this program against `state`.
 
         A packet the parser rejects is counted (`parser_error.<Name>`) and, by default, goes on
         to ingress with `standard_metadata.parser_error` set, as on BMv2, so the same program
         behaves the same on both targets; `parser_reject="drop"` drops it instead. `seed` fixes
-        the `random` extern's sequence.
+        the `random` extern's sequence. `backend="native"` runs the program compiled to C
+        (`p4switch.native`; NativeUnsupported or NativeBuildError when it cannot be).
         """
+        if backend == "native":
+            return NativePipeline(
+                self.program, state, cpu_port=cpu_port, parser_reject=parser_reject, seed=seed
+            )
+        if backend != "python":
+            raise PipelineArgumentError(f"backend must be 'python' or 'native', not {backend!r}")
         return Pipeline(self.code, state, cpu_port=cpu_port, parser_reject=parser_reject, seed=seed)
 
 

@@ -247,7 +247,10 @@ class P4RuntimeServer:
             running = self._committed
             if action == _SetRequest.RECONCILE_AND_COMMIT and running is not None:
                 with running.pipeline.state.lock:  # no packet sees a half-copied state
-                    carry_over(running.pipeline, installed.pipeline)
+                    # under the new state's lock too: a native data path takes the carried
+                    # entries, groups and sessions when it is released, before the commit
+                    with installed.pipeline.state.lock:
+                        carry_over(running.pipeline, installed.pipeline)
                     self._commit(installed)
             else:
                 self._commit(installed)

@@ -28,38 +28,45 @@ class PacketReplication:
 
     groups: dict[int, tuple[Replica, ...]] = field(default_factory=dict)
     sessions: dict[int, CloneSession] = field(default_factory=dict)
+    version: int = field(default=0, compare=False)  # bumped by every change
 
     def insert_group(self, group_id: int, replicas: Sequence[Replica]) -> None:
         self._check_group(group_id, replicas)
         if group_id in self.groups:
             raise AlreadyExists(f"multicast group {group_id} exists")
         self.groups[group_id] = tuple(replicas)
+        self.version += 1
 
     def modify_group(self, group_id: int, replicas: Sequence[Replica]) -> None:
         self._check_group(group_id, replicas)
         if group_id not in self.groups:
             raise NotFound(f"no multicast group {group_id}")
         self.groups[group_id] = tuple(replicas)
+        self.version += 1
 
     def delete_group(self, group_id: int) -> None:
         if self.groups.pop(group_id, None) is None:
             raise NotFound(f"no multicast group {group_id}")
+        self.version += 1
 
     def insert_session(self, session: CloneSession) -> None:
         self._check_session(session)
         if session.id in self.sessions:
             raise AlreadyExists(f"clone session {session.id} exists")
         self.sessions[session.id] = session
+        self.version += 1
 
     def modify_session(self, session: CloneSession) -> None:
         self._check_session(session)
         if session.id not in self.sessions:
             raise NotFound(f"no clone session {session.id}")
         self.sessions[session.id] = session
+        self.version += 1
 
     def delete_session(self, session_id: int) -> None:
         if self.sessions.pop(session_id, None) is None:
             raise NotFound(f"no clone session {session_id}")
+        self.version += 1
 
     @staticmethod
     def _check_group(group_id: int, replicas: Sequence[Replica]) -> None:

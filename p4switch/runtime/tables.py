@@ -56,6 +56,7 @@ class TableState:
         self.default = spec.default_action
         self.default_packets = 0
         self.default_bytes = 0
+        self.version = 0  # bumped by every change of entries or default: a copy knows it is stale
         self._entries: dict[tuple[tuple[FieldMatch, ...], int], TableEntry] = {}
         self._exact_only = all(k.match_kind == "exact" for k in spec.keys)
         self._by_values: dict[tuple[int, ...], TableEntry] = {}  # exact-only tables
@@ -107,6 +108,7 @@ class TableState:
         if old is None:
             raise NotFound(f"{self.spec.name}: no entry with this key to modify")
         old.action = entry.action
+        self.version += 1
 
     def delete(self, match: tuple[FieldMatch, ...], priority: int) -> None:
         self._check_mutable()
@@ -130,9 +132,11 @@ class TableState:
             raise PermissionDenied(f"{self.spec.name}: the default action is const")
         self.check_action(action, default=True)
         self.default = action
+        self.version += 1
 
     def reset_default(self) -> None:
         self.default = self.spec.default_action
+        self.version += 1
 
     def get(self, match: tuple[FieldMatch, ...], priority: int) -> TableEntry | None:
         return self._entries.get((match, priority))
@@ -181,6 +185,8 @@ class TableState:
         self.check_action(entry.action, default=False)
 
     def _reorder(self) -> None:
+        self.version += 1
+
         def rank(e: TableEntry) -> tuple[int, int]:
             return (-e.priority, -sum(bin(m.mask).count("1") for m in e.match))
 

@@ -30,6 +30,7 @@ import pytest
 from controller.rounds import STATS, STATS_COUNTER
 from p4switch import runtime as rt
 from p4switch.compiler import Pipeline, v1model
+from p4switch.native import NativePipeline
 from p4switch.program import CompiledProgram, compile_file
 
 P4_SOURCE = Path(__file__).resolve().parents[3] / "p4src" / "innet.p4"
@@ -201,7 +202,7 @@ class Hop:
 class Edge:
     island: int
     state: rt.SwitchState
-    pipe: Pipeline
+    pipe: Pipeline | NativePipeline
     groups: dict[tuple[rt.Replica, ...], int] = field(default_factory=dict)
 
     def multicast_group(self, replicas: Iterable[rt.Replica]) -> int:

@@ -8,25 +8,32 @@ from pathlib import Path
 
 import pytest
 
+from p4switch import native
 from p4switch import runtime as rt
 from p4switch.compiler.support import crc16, csum16
 from p4switch.compiler.v1model import Pipeline
 from p4switch.exceptions import PermissionDenied
+from p4switch.native import NativePipeline
 from p4switch.program import compile_file
+from tests.unit.backends import BACKENDS
 
 PROGRAMS = Path(__file__).parent / "programs"
 ETHERNET = bytes.fromhex("0000000000aa0000000000bb88b5")
 INPUT = struct.Struct("!BBBbbHI")
 RESULT = struct.Struct("!8I")
+AnyPipeline = Pipeline | NativePipeline
 
 
-@pytest.fixture(scope="module")
-def pipe() -> Pipeline:
+@pytest.fixture(scope="module", params=BACKENDS)
+def pipe(request: pytest.FixtureRequest) -> AnyPipeline:
+    """The program on each back end (module scope: hypothesis runs many examples on one)."""
+    if request.param == "native" and native.available() is not None:
+        pytest.skip(f"native back end: {native.available()}")
     program = compile_file(PROGRAMS / "features.p4")
-    return program.pipeline(program.new_state())
+    return program.pipeline(program.new_state(), backend=request.param)
 
 
-def run(pipe: Pipeline, op: int, a8: int = 0, b8: int = 0, s8: int = 0, t8: int = 0,
+def run(pipe: AnyPipeline, op: int, a8: int = 0, b8: int = 0, s8: int = 0, t8: int = 0,
         x16: int = 0, x32: int = 0) -> bytes:  # fmt: skip
     out = pipe.process(1, ETHERNET + INPUT.pack(op, a8, b8, s8, t8, x16, x32))
     assert [port for port, _ in out] == [1]
@@ -50,7 +57,7 @@ def wrap8(value: int) -> int:
 
 
 @pytest.mark.parametrize(("a", "b"), [(0, 0), (200, 100), (3, 250), (255, 255), (17, 0)])
-def test_unsigned_arithmetic_wraps_and_saturates(pipe: Pipeline, a: int, b: int) -> None:
+def test_unsigned_arithmetic_wraps_and_saturates(pipe: AnyPipeline, a: int, b: int) -> None:
     frame = run(pipe, 1, a8=a, b8=b)
     assert frame[12:14] == b"\x00\x01"
     assert results(frame) == (
@@ -67,7 +74,7 @@ def test_unsigned_arithmetic_wraps_and_saturates(pipe: Pipeline, a: int, b: int)
 
 @pytest.mark.parametrize(("s", "t", "a", "b"), [(-5, 3, 1, 2), (100, 100, 200, 7), (-128, 1, 0, 0),
                                                 (127, -128, 255, 254), (-1, -1, 9, 9)])  # fmt: skip
-def test_signed_values(pipe: Pipeline, s: int, t: int, a: int, b: int) -> None:
+def test_signed_values(pipe: AnyPipeline, s: int, t: int, a: int, b: int) -> None:
     frame = run(pipe, 2, a8=a, b8=b, s8=s, t8=t)
     assert frame[12:14] == b"\x00\x02"
     assert results(frame) == (
@@ -86,7 +93,9 @@ BITS_CASES = [(0, 0, 0), (4, 0xBEEF, 0x12345678), (31, 0xFFFF, 0xFFFFFFFF), (40,
 
 
 @pytest.mark.parametrize(("a", "x16", "x32"), BITS_CASES)
-def test_bits_slices_concatenation_and_hashes(pipe: Pipeline, a: int, x16: int, x32: int) -> None:
+def test_bits_slices_concatenation_and_hashes(
+    pipe: AnyPipeline, a: int, x16: int, x32: int
+) -> None:
     frame = run(pipe, 3, a8=a, x16=x16, x32=x32)
     assert frame[12:14] == b"\x00\x02"  # fell through from the signed_ops label
     r3 = (x32 & 0x0FFFFF00) | 0xFF | ((x16 & 0xF) << 28)
@@ -110,7 +119,7 @@ def test_hash_and_checksum_helpers_match_the_standard_check_values() -> None:
 
 @pytest.mark.parametrize(("op", "a", "b"), [(4, 20, 1), (4, 5, 1), (0x13, 200, 0)])
 def test_out_and_inout_parameters_setvalid_and_bools(
-    pipe: Pipeline, op: int, a: int, b: int
+    pipe: AnyPipeline, op: int, a: int, b: int
 ) -> None:
     frame = run(pipe, op, a8=a, b8=b)
     assert frame[12:14] == b"\x00\x03"
@@ -119,15 +128,16 @@ def test_out_and_inout_parameters_setvalid_and_bools(
     assert frame[14 + INPUT.size + RESULT.size :] == b"\xca\xfe"
 
 
-def test_exit_skips_the_rest_of_the_control(pipe: Pipeline) -> None:
+def test_exit_skips_the_rest_of_the_control(pipe: AnyPipeline) -> None:
     assert run(pipe, 0x20)[6:12] == bytes.fromhex("0000000000bb")
     assert run(pipe, 0x21)[6:12] == (1).to_bytes(6, "big")
 
 
-def test_truncate(pipe: Pipeline) -> None:
+def test_truncate(pipe: AnyPipeline) -> None:
     assert len(run(pipe, 5)) == 16
 
 
+@pytest.mark.usefixtures("backend")
 def test_parser_verify_with_a_program_error() -> None:
     program = compile_file(PROGRAMS / "features.p4")
     pipe = program.pipeline(program.new_state(), parser_reject="drop")

@@ -10,6 +10,9 @@ import pytest
 from p4switch import runtime as rt
 from p4switch.program import CompiledProgram, compile_file
 
+pytestmark = pytest.mark.usefixtures("backend")  # each test on both back ends
+
+
 PROGRAMS = Path(__file__).parent / "programs"
 
 
