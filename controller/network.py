@@ -39,6 +39,7 @@ class NetworkFacts:
     shaping: str  # kernel, switch or links: who delays, rate-limits and drops on WAN links
     scale: float
     workdir: str
+    engines: tuple[str, ...] = ()  # per city: "back end/I/O loop" its switch reports
 
 
 class Network(Protocol):
@@ -128,7 +129,8 @@ class MininetNetwork:
 
     def facts(self) -> NetworkFacts:
         net = self.net
-        return NetworkFacts(net.target, net.shaping, net.scale, str(net.workdir))
+        engines = tuple(sw.engine() for sw in net.switches)
+        return NetworkFacts(net.target, net.shaping, net.scale, str(net.workdir), engines)
 
     def stop(self) -> None:
         self.net.stop()

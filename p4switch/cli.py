@@ -2,11 +2,17 @@
 
     p4switch --p4 prog.p4 -i 1@veth1 -i 2@veth2 --grpc-addr 127.0.0.1:50051 --device-id 1
              [--cpu-port N] [--pcap DIR] [--log-level LEVEL] [--shape PORT:SPEC]...
-             [--control PATH] [--p4info-out PATH] [--check]
+             [--control PATH] [--p4info-out PATH] [--check] [--backend native|python]
+             [--io native|python]
 
 The program is compiled once at start (or when a controller sends a new one with
 SetForwardingPipelineConfig); ports are bound with AF_PACKET; SIGTERM or SIGINT shuts it down
 cleanly. Compile errors print `file:line:col: error: ...` and exit with status 2.
+
+`--backend` chooses what runs the program: `native` (C built with the system compiler) or
+`python`; by default native, and python with one line saying why where native cannot run
+(`p4switch.backends`). `--io` chooses the loop that moves frames the same way; by default it
+follows the back end (the native loop calls a native pipeline without Python per frame).
 
 A program given with `--p4` is trusted: its includes resolve as cpp resolves them. A program
 sent over P4Runtime is not: it is compiled in a child process bounded by `--compile-timeout`
@@ -24,13 +30,14 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from innet.argparsing import OneLineParser
 from innet.exceptions import InnetError, one_line
 from p4switch.exceptions import ControlError, P4CompileError, PortError, UsageError
 
 if TYPE_CHECKING:
+    from p4switch.dataplane import PacketProcessor
     from p4switch.p4rt.compiling import CompileLimits
     from p4switch.program import CompiledProgram
     from p4switch.shaping import ShapeSpec
@@ -123,6 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=1024,
         metavar="MIB",
         help="most memory compiling a program sent over P4Runtime may take (default 1024)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=["native", "python"],
+        help="what runs the program: native (C, built once and cached) or python; default "
+        "native, else python with one line saying why",
+    )
+    p.add_argument(
+        "--io",
+        choices=["native", "python"],
+        help="the loop that moves frames (batched native I/O and shaping, or python); default: "
+        "native when the program runs on the native back end",
     )
     p.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"]
@@ -221,6 +240,31 @@ class Unprogrammed:
         return []
 
 
+def backend_of(processor: object) -> str:
+    """ "native" for a pipeline the native back end runs (it has a C entry point), else "python"."""
+    return "native" if hasattr(processor, "native_entry") else "python"
+
+
+class Reported:
+    """The switch as the control channel sees it: its statistics name the back end running the
+    program and the I/O loop (`"backend"`, `"io"`), so a run can record what it measured."""
+
+    def __init__(self, switch: Any, backend: str, io: str) -> None:
+        self._switch = switch
+        self.backend = backend
+        self.io = io
+
+    def set_processor(self, processor: PacketProcessor) -> None:
+        self.backend = backend_of(processor)
+        self._switch.set_processor(processor)
+
+    def shape(self, port: int, spec: ShapeSpec) -> None:
+        self._switch.shape(port, spec)
+
+    def stats(self, reset_peaks: bool = False) -> dict[str, Any]:
+        return {**self._switch.stats(reset_peaks), "backend": self.backend, "io": self.io}
+
+
 def _serve(
     args: argparse.Namespace,
     ports: dict[int, str],
@@ -229,8 +273,8 @@ def _serve(
     limits: CompileLimits,
 ) -> int:
     # the switch itself (data plane, control channel, gRPC): only once the arguments are good
+    from p4switch.backends import build_pipeline, build_switch, choose, log_choice
     from p4switch.control import ControlServer
-    from p4switch.dataplane import Switch
     from p4switch.p4rt import LoadedProgram, P4RuntimeServer
     from p4switch.p4rt.compiling import SourceLoader
 
@@ -238,25 +282,38 @@ def _serve(
     # a pushed program includes from here (and p4switch's own include directory) only
     include = [*([args.p4.parent] if args.p4 is not None else []), *args.include]
     state = program.new_state() if program is not None else None
-    processor = (
-        program.pipeline(state, cpu_port=cpu_port, parser_reject=args.parser_reject)
-        if program is not None and state is not None
-        else Unprogrammed()
-    )
+    processor: PacketProcessor = Unprogrammed()
     try:
-        switch = Switch(ports, processor, shaping=shaping, pcap_dir=args.pcap, cpu_port=cpu_port)
+        if program is not None and state is not None:
+            built = build_pipeline(
+                program, state, args.backend, cpu_port=cpu_port, parser_reject=args.parser_reject
+            )
+            processor, backend = built.pipeline, built.choice
+            log_choice(f"program {args.p4}", backend)
+        else:
+            backend = choose(args.backend, lambda: None)  # checked when a program arrives
+        io = args.io if args.io is not None else (None if backend.name == "native" else "python")
+        switch, io_choice = build_switch(
+            ports, processor, io, shaping=shaping, pcap_dir=args.pcap, cpu_port=cpu_port
+        )
+        log_choice("I/O loop", io_choice)
+    except InnetError as err:
+        print(f"p4switch: error: {one_line(err)}", file=sys.stderr)
+        return err.exit_status
     except (PortError, LookupError, OSError) as err:
         print(f"p4switch: error: {err}", file=sys.stderr)
         return 2
 
+    reported = Reported(switch, backend_of(processor), io_choice.name)
     load = SourceLoader(
-        switch.set_processor,
+        reported.set_processor,
         tuple(include),
         _defines(args.defines),
         limits,
         fallback=program,
         cpu_port=cpu_port,
         parser_reject=args.parser_reject,
+        backend=args.backend,
     )
 
     def packet_out(frame: bytes) -> None:
@@ -268,7 +325,7 @@ def _serve(
     initial = None
     if program is not None and state is not None:
         initial = LoadedProgram(
-            program.p4info, args.p4.read_bytes(), state, lambda: switch.set_processor(processor)
+            program.p4info, args.p4.read_bytes(), state, lambda: reported.set_processor(processor)
         )
     server = P4RuntimeServer(
         device_id=args.device_id,
@@ -289,7 +346,7 @@ def _serve(
     with switch:
         try:
             server.start(args.grpc_addr)
-            control = ControlServer(args.control, switch) if args.control else None
+            control = ControlServer(args.control, reported) if args.control else None
         except (OSError, ControlError) as err:
             server.stop(0)
             print(f"p4switch: error: {err}", file=sys.stderr)

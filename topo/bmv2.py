@@ -151,6 +151,9 @@ class Bmv2Switch(P4Switch):
     def control_alive(self) -> bool | None:
         return None
 
+    def engine(self) -> str:
+        return "bmv2"
+
     def command(self) -> list[str]:
         return bmv2_command(self.port_interfaces(), self.grpc_addr, self.device_id,
                             self.thrift_port, self.cpu_port, self.log_console)  # fmt: skip

@@ -1,5 +1,6 @@
 """An edge switch's program run in this process: p4switch's pipeline with no ports and no
-P4Runtime server, programmed with the P4Runtime updates a controller writes to a real switch.
+P4Runtime server, programmed with the P4Runtime updates a controller writes to a real switch,
+on the back end a switch process would choose (`backend`: None, native where it can run).
 
 The runner's machine check (controller/runner/calibration.py) times it on innet frames, to learn
 how many frames per second one core of this machine processes in a switch now:
@@ -28,7 +29,9 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from innet.exceptions import InnetError
+from p4switch.backends import build_pipeline
 from p4switch.compiler.support import csum16
+from p4switch.dataplane import PacketProcessor
 from p4switch.p4rt.codec import InstalledPipeline
 from p4switch.p4rt.schema import P4InfoIndex
 from p4switch.p4rt.write import apply_batch
@@ -51,13 +54,19 @@ class LocalSwitch:
     """One switch's pipeline and state, in this process: the program at `path` compiled with
     these -D defines, as the testbed's P4Switch nodes compile it, and no entries yet."""
 
-    def __init__(self, path: Path, defines: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, path: Path, defines: Mapping[str, str] | None = None, backend: str | None = None
+    ) -> None:
         program = compile_file(Path(path), defines=dict(defines or {}))
         self.p4info: p4info_pb2.P4Info = program.p4info
         self._state = program.new_state()
         self._installed = InstalledPipeline(P4InfoIndex.bind(program.p4info, self._state),
                                             self._state)  # fmt: skip
-        self._pipeline = program.pipeline(self._state)
+        built = build_pipeline(
+            program, self._state, backend, cpu_port=None, parser_reject="ingress"
+        )
+        self._pipeline: PacketProcessor = built.pipeline
+        self.backend = built.choice.name  # what runs it: native unless asked or unable
 
     def write(self, updates: Sequence[p4runtime_pb2.Update]) -> None:
         """Apply one atomic batch, as a P4Runtime Write would; LocalSwitchError if refused."""
@@ -66,6 +75,11 @@ class LocalSwitch:
         for i, error in enumerate(results):
             if error is not None:
                 raise LocalSwitchError(f"update {i} of {len(updates)} refused: {error}")
+
+    @property
+    def pipeline(self) -> PacketProcessor:
+        """The pipeline itself (a native one offers `native_entry` to C callers)."""
+        return self._pipeline
 
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """One frame in on `port`: the (egress port, frame) pairs it produces."""

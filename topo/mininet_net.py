@@ -65,6 +65,7 @@ from topo.siteplan import (
     SlotPool,
     device_id,
     grpc_address,
+    program_defines,
     wan_ports,
 )
 from topo.wan import Wan
@@ -201,6 +202,7 @@ class NetworkSpec:
     shaping: str = "auto"
     program: Path = INNET_P4
     target: str = "p4switch"
+    backend: str | None = None  # p4switch's --backend (None: native where it can run)
     grpc_base_port: int = GRPC_BASE_PORT
     loss: float = 0.0
     log_console: bool = False
@@ -210,6 +212,10 @@ class NetworkSpec:
     def __post_init__(self) -> None:
         if self.target not in TARGETS:
             raise NetworkBuildError(f"unknown target {self.target!r}; known: {', '.join(TARGETS)}")
+        if self.backend not in (None, "native", "python"):
+            raise NetworkBuildError(f"unknown back end {self.backend!r}; known: native, python")
+        if self.backend is not None and self.target != "p4switch":
+            raise NetworkBuildError(f"--backend is for p4switch, not target {self.target}")
         if not 1 <= self.hosts_per_city <= MAX_HOSTS_PER_ISLAND or self.wan.n > MAX_SITES:
             raise NetworkBuildError(
                 f"no addressing for {self.wan.n} cities of {self.hosts_per_city} hosts"
@@ -303,7 +309,9 @@ def _add_switch(
     if spec.target == "bmv2":
         cls = Bmv2Switch
         extra = {"thrift_port": THRIFT_BASE_PORT + u, "log_console": spec.log_console}
-    defines = {"SLOTS": str(spec.slots)} if spec.slots is not None else {}
+    elif spec.backend is not None:
+        extra = {"backend": spec.backend}
+    defines = program_defines(spec.slots)
     switch: P4Switch = net.addSwitch(
         switch_name(u, spec.name_prefix), cls=cls, dpid=f"{u + 1:x}",
         program=Path(spec.program).resolve(), rundir=workdir,

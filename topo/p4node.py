@@ -124,6 +124,16 @@ class SwitchProcess(Switch):  # type: ignore[misc]  # Mininet has no type inform
         ports = reply.get("stats", {}).get("ports", {})
         return {int(port): dict(values) for port, values in ports.items()}
 
+    def engine(self) -> str:
+        """What runs the program and moves the frames, as the switch reports it: "back end/I/O
+        loop" (e.g. "native/native", "python/python"), or "unknown" when it does not say."""
+        try:
+            stats = control_request(self.control_path, {"cmd": "stats"}).get("stats", {})
+        except (ControlError, OSError):
+            return "unknown"
+        backend, io = stats.get("backend"), stats.get("io")
+        return f"{backend}/{io}" if backend and io else "unknown"
+
     def control_alive(self) -> bool | None:
         """Whether the control channel answers (None: this kind of switch has none)."""
         return control_ping(self.control_path)
@@ -216,7 +226,8 @@ class P4Switch(SwitchProcess):
 
     Parameters (given to `Mininet.addSwitch`): `program` (P4 source), `rundir` (control socket
     and log), `grpc_addr`, `device_id`, `defines` (preprocessor `-D`), `shapes` (port -> egress
-    spec text, p4switch's `--shape` syntax), `startup_timeout`.
+    spec text, p4switch's `--shape` syntax), `startup_timeout`, `backend` (p4switch's
+    `--backend`: native or python; None lets p4switch choose).
     """
 
     kind = "p4switch"
@@ -232,9 +243,11 @@ class P4Switch(SwitchProcess):
         defines: Mapping[str, str] | None = None,
         shapes: Mapping[int, str] | None = None,
         startup_timeout: float = STARTUP_TIMEOUT_S,
+        backend: str | None = None,
         **params: object,
     ) -> None:
         super().__init__(name, rundir=rundir, startup_timeout=startup_timeout, **params)
+        self.backend = backend
         self.program = Path(program)
         self.grpc_addr = grpc_addr
         self.device_id = device_id
@@ -262,6 +275,8 @@ class P4Switch(SwitchProcess):
             argv += ["--shape", f"{port}:{spec}"]
         argv += ["--grpc-addr", self.grpc_addr, "--device-id", str(self.device_id)]
         argv += ["--control", str(self.control_path), "--log-level", "info"]
+        if self.backend is not None:
+            argv += ["--backend", self.backend]
         return argv
 
 

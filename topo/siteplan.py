@@ -73,7 +73,6 @@ MAX_ISLANDS = 32  # the width of innet.p4's contributor bitmap
 JOB = 1  # the job id of every round the testbed installs
 
 
-
 def program_defines(slots: int | None = None) -> dict[str, str]:
     """innet.p4's -D defines for a switch of this site plan: its SLOTS (None: the program's
     default) and, when not the default 32, LANES."""

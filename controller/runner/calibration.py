@@ -4,19 +4,18 @@
 `enforce(calibration, mode)` refuses a plan that does not fit (CalibrationRefused) or warns:
 
     >>> machine = Machine(timer_p50_s=1e-4, timer_p99_s=3e-4, timer_max_s=2e-3,
-    ...                   cpu_share=0.98, frames_per_cpu_s=14_200, cores=2)
+    ...                   cpu_share=0.98, frames_per_cpu_s=14_200, cores=2, backend="python")
     >>> need = Need(switch_fps=2_100, total_fps=9_800, headroom_s=0.01, busiest="Tokyo")
     >>> print(judge(machine, need).summary)  # doctest: +NORMALIZE_WHITESPACE
-    calibration: timer p99 0.3 ms, CPU share 0.98, switch pipeline 14,200 frames/s/core; the
-    plan needs at most 2,100 frames/s per switch, 9,800 in all on 2 cores: fits
+    calibration: timer p99 0.3 ms, CPU share 0.98, switch pipeline (python) 14,200 frames/s/core;
+    the plan needs at most 2,100 frames/s per switch, 9,800 in all on 2 cores: fits
     >>> judge(machine, Need(2_100, 20_000, 0.01, "Tokyo")).verdict  # over half of 2 cores
     'tight'
 
-What is measured (`measure`, impure): how late `TIMER_SLEEP_S` sleeps wake over `TIMER_SPAN_S`
-(p50, p99, max), the share of a core this thread gets in a busy loop (CPU time over wall time),
-and innet.p4's frames per CPU second on p4switch's pipeline in this process, compiled as the
-run's switches are and programmed as the controller programs a member of an all-to-all round,
-fed every member's contributions to one chunk after another.
+Measured (`measure`): how late `TIMER_SLEEP_S` sleeps wake over `TIMER_SPAN_S` (p50, p99, max),
+the share of a core a busy loop gets, and innet.p4's frames per CPU second in this process,
+built as the switches build it (their back end; native is called through ctypes) and programmed
+as a member of an all-to-all round, fed each member's contributions to one chunk after another.
 
 What the plan needs (`plan_need`, pure): the frames per second the switches must process in
 the busiest round of any (network, schedule, memory) the run plays. A stream at the group's rate
@@ -102,6 +101,7 @@ class Machine:
     cpu_share: float  # CPU time over wall time in a busy loop (a busy machine gives < 1)
     frames_per_cpu_s: float  # innet.p4 on p4switch's pipeline, per second of CPU
     cores: int  # the cores this process may run on
+    backend: str = "python"  # the back end that ran innet.p4 (the switches' own choice)
 
     @property
     def core_fps(self) -> float:
@@ -141,7 +141,8 @@ class Calibration:
         cores = f"{m.cores} core{'' if m.cores == 1 else 's'}"
         line = (
             f"calibration: timer p99 {_ms(m.timer_p99_s)} ms, CPU share {m.cpu_share:.2f}, "
-            f"switch pipeline {m.frames_per_cpu_s:,.0f} frames/s/core; the plan needs at most "
+            f"switch pipeline ({m.backend}) {m.frames_per_cpu_s:,.0f} frames/s/core; the plan "
+            "needs at most "
             f"{n.switch_fps:,.0f} frames/s per switch, {n.total_fps:,.0f} in all on {cores}: "
             f"{self.verdict}"
         )
@@ -180,17 +181,16 @@ def judge(machine: Machine, need: Need) -> Calibration:
         near.append(f"one switch ({need.busiest}) needs {need.switch_fps / core:.0%} of a core")
     if not over and need.total_fps > TIGHT_SHARE * whole:
         near.append(f"the switches need {need.total_fps / whole:.0%} of the machine")
+    where = f" ({need.tightest})" if need.tightest else ""
     if machine.timer_p99_s > need.headroom_s:
         near.append(
             f"timer lateness p99 {_ms(machine.timer_p99_s)} ms is above the "
-            f"planned headroom of {_ms(need.headroom_s)} ms"
-            f"{f' ({need.tightest})' if need.tightest else ''}: slot conflicts likely"
+            f"planned headroom of {_ms(need.headroom_s)} ms{where}: slot conflicts likely"
         )
     if machine.cpu_share < BUSY_SHARE and need.headroom_s < BUSY_HEADROOM_S:
         near.append(
             f"another job takes {1 - machine.cpu_share:.0%} of a core, and the plan leaves "
-            f"{_ms(need.headroom_s)} ms of headroom"
-            f"{f' ({need.tightest})' if need.tightest else ''}: slot conflicts likely"
+            f"{_ms(need.headroom_s)} ms of headroom{where}: slot conflicts likely"
         )
     verdict = DOES_NOT_FIT if over else TIGHT if near else FITS
     return Calibration(machine, need, verdict, (*over, *near))
@@ -306,11 +306,11 @@ def cpu_share(span_s: float = CPU_SPAN_S) -> float:
     return (time.thread_time() - cpu) / (time.perf_counter() - wall)
 
 
-def member_switch(em: Emulation, island: int = 0) -> LocalSwitch:
-    """innet.p4 compiled as the run's switches are (the first memory point's slot pool), with
-    the entries the controller installs at `island`'s edge for an all-to-all round."""
+def member_switch(em: Emulation, island: int = 0, backend: str | None = None) -> LocalSwitch:
+    """innet.p4 compiled as the run's switches are (first memory point's pool, their back end),
+    with the entries the controller installs at `island`'s edge for an all-to-all round."""
     sc = em.scenario
-    switch = LocalSwitch(INNET_P4, site.program_defines(em.points[0].pool.slots_per_bank))
+    switch = LocalSwitch(INNET_P4, site.program_defines(em.points[0].pool.slots_per_bank), backend)
     schema = Schema(switch.p4info)
     base = base_entries(sc.wan, Addressing.default(sc.wan.n, sc.hosts))
     everyone = Round.of([range(sc.wan.n)])
@@ -348,9 +348,11 @@ def chunk_frames(em: Emulation, chunk: int, island: int = 0) -> list[tuple[int, 
     return frames
 
 
-def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S) -> float:
-    """Frames per CPU second through innet.p4 on p4switch's pipeline, in this thread."""
-    pipe = member_switch(em)
+def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S,
+                  backend: str | None = None) -> tuple[float, str]:  # fmt: skip
+    """Frames per CPU second through innet.p4 on p4switch's pipeline, in this thread, and the
+    back end that ran it (native: called through ctypes, docs/experiment.md)."""
+    pipe = member_switch(em, backend=backend)
     frames, cpu, delivered = 0, 0.0, 0
     wall = time.perf_counter()
     for batch in itertools.count():
@@ -368,27 +370,26 @@ def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S) -> float:
             "calibration: innet.p4 forwarded none of the check's frames; "
             "the check's entries or frames do not match the program"
         )
-    return frames / cpu
+    return frames / cpu, pipe.backend
 
 
 def cores() -> int:
     """The cores this process may run on."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    return len(os.sched_getaffinity(0))
 
 
-def measure(em: Emulation) -> Machine:
-    """Timer lateness, CPU share and innet.p4's frame rate on this machine now."""
+def measure(em: Emulation, backend: str | None = None) -> Machine:
+    """Timer lateness, CPU share and innet.p4's frame rate now, on the switches' back end."""
     late = timer_lateness()
     share = cpu_share()
-    rate = pipeline_rate(em)
+    rate, ran_on = pipeline_rate(em, backend=backend)
     p50, p99, top = (float(x) for x in np.percentile(late or [0.0], [50, 99, 100]))
-    return Machine(p50, p99, top, share, rate, cores())
+    return Machine(p50, p99, top, share, rate, cores(), ran_on)
 
 
-def calibrate(em: Emulation) -> Calibration:
-    """The machine check of a run of `em` (about a second)."""
-    return judge(measure(em), plan_need(em))
+def calibrate(em: Emulation, backend: str | None = None) -> Calibration:
+    """The machine check of a run of `em` (about a second) on the switches' back end."""
+    return judge(measure(em, backend), plan_need(em))
 
 
 def write(calibration: Calibration, mode: str, folder: Path) -> Path:

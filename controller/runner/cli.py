@@ -64,6 +64,12 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="edge switches: p4switch (default) or bmv2 (simple_switch_grpc)",
     )
     p.add_argument(
+        "--backend",
+        choices=["native", "python"],
+        help="what runs the program in each p4switch: native (C) or python; default native "
+        "where a C compiler is available (p4switch --backend)",
+    )
+    p.add_argument(
         "--calibration",
         choices=CALIBRATION_MODES,
         default="refuse",
@@ -131,9 +137,10 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(plan), flush=True)
     signal.signal(signal.SIGTERM, _interrupt)
     testbeds = built_testbeds(emulation, run_dir, shaping=args.shaping, target=args.target,
-                              grpc_base_port=args.grpc_base_port)  # fmt: skip
+                              backend=args.backend, grpc_base_port=args.grpc_base_port)  # fmt: skip
     progress = ProgressBar(args.no_progress)
-    experiment = Run(emulation, folder, testbeds, progress=progress, calibration=args.calibration)
+    experiment = Run(emulation, folder, testbeds, progress=progress, calibration=args.calibration,
+                     backend=args.backend)  # fmt: skip
     calibration = experiment.calibrate()  # before anything starts; refuses what does not fit
     if calibration is not None:  # (a warning, when there is one, is logged to stderr)
         print(calibration.summary, flush=True)

@@ -81,8 +81,10 @@ class Run:
         progress: Progress = _quiet,
         stop_event: threading.Event | None = None,
         calibration: str = "off",
+        backend: str | None = None,
     ) -> None:
         machine_check.check_mode(calibration)
+        self.backend = backend  # the switches' back end (None: their own choice), for the check
         self.emulation = emulation
         self.folder = Path(folder)
         self.testbeds = testbeds  # brings up the testbed of one memory point, and down
@@ -110,7 +112,7 @@ class Run:
             return None
         first = self.calibration is None
         if self.calibration is None:
-            self.calibration = machine_check.calibrate(self.emulation)
+            self.calibration = machine_check.calibrate(self.emulation, self.backend)
             log.info("%s", self.calibration.summary)
         self.calibration_warning = machine_check.enforce(self.calibration, self.calibration_mode)
         if first and self.calibration_warning:
@@ -144,6 +146,8 @@ class Run:
             sc = self.emulation.scenario
             self.writer.record_network(point.label, {
                 "target": facts.target, "shaping": facts.shaping, "scale": facts.scale,
+                # per city: what ran the program and moved the frames ("native/native", ...)
+                "engines": dict(zip((c.name for c in sc.wan.cities), facts.engines, strict=False)),
                 # each WAN link as its ports are shaped (delay, rate, jitter, loss), each way
                 "wan_links": {f"{link.a}-{link.b}": switch_shape(link, sc.scale, sc.wan_loss)
                               for link in sc.wan.links},
@@ -258,6 +262,7 @@ def built_testbeds(
     *,
     shaping: str = "auto",
     target: str = "p4switch",
+    backend: str | None = None,
     grpc_base_port: int = GRPC_BASE_PORT,
 ) -> Testbeds:
     """The testbed of each memory point built for the run in `run_dir` (claimed while it is
@@ -267,7 +272,8 @@ def built_testbeds(
     @contextlib.contextmanager
     def testbed(point: MemoryPoint) -> Iterator[RunningTestbed]:
         spec = NetworkSpec(sc.wan, sc.hosts, slots=point.pool.slots_per_bank, scale=sc.scale,
-                           shaping=shaping, target=target, grpc_base_port=grpc_base_port,
+                           shaping=shaping, target=target, backend=backend,
+                           grpc_base_port=grpc_base_port,
                            loss=sc.wan_loss)  # fmt: skip
         run_dir.claim("innet run", "running")
         try:

@@ -48,6 +48,7 @@ def topology(testbed: Testbed) -> JSONObject:
         "shaping": facts.shaping,
         "scale": facts.scale,
         "workdir": facts.workdir,
+        "engines": list(facts.engines),
     }
 
 

@@ -43,13 +43,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from google.rpc import code_pb2
 
+from p4switch.backends import build_pipeline, log_choice
 from p4switch.exceptions import P4CompileError, P4RTError
 
 if TYPE_CHECKING:
     from p4.config.v1 import p4info_pb2
 
+    from p4switch.dataplane import PacketProcessor
     from p4switch.p4rt.server import LoadedProgram
-    from p4switch.program import CompiledProgram, Pipeline
+    from p4switch.program import CompiledProgram
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +74,14 @@ class SourceLoader:
     """A `Loader` for a switch process: the device config is the P4 source, compiled by
     `compile_pushed`; `run` makes the data plane run a pipeline once it is committed."""
 
-    run: Callable[[Pipeline], None]
+    run: Callable[[PacketProcessor], None]
     include_dirs: tuple[Path, ...] = ()
     defines: Mapping[str, str] = field(default_factory=dict)
     limits: CompileLimits = CompileLimits()
     fallback: CompiledProgram | None = None  # the program used when no source is sent
     cpu_port: int | None = None
     parser_reject: str = "ingress"
+    backend: str | None = None  # p4switch.backends: None = native where it can run
 
     def __call__(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> LoadedProgram:
         from p4switch.p4rt.server import LoadedProgram
@@ -90,9 +93,11 @@ class SourceLoader:
         else:
             raise ValueError("p4switch expects the P4 program's source as the device config")
         fresh = compiled.new_state()
-        pipeline = compiled.pipeline(
-            fresh, cpu_port=self.cpu_port, parser_reject=self.parser_reject
+        built = build_pipeline(
+            compiled, fresh, self.backend, cpu_port=self.cpu_port, parser_reject=self.parser_reject
         )
+        log_choice("pushed program", built.choice)
+        pipeline = built.pipeline
         return LoadedProgram(p4info, device_config, fresh, lambda: self.run(pipeline))
 
 

@@ -59,7 +59,7 @@ def test_a_plan_well_inside_the_machine_fits() -> None:
     checked = judge(machine(), need())
     assert checked.verdict == FITS and checked.reasons == ()
     assert checked.summary.endswith(": fits")
-    assert "timer p99 0.5 ms, CPU share 1.00, switch pipeline 10,000 frames/s/core" in (
+    assert "timer p99 0.5 ms, CPU share 1.00, switch pipeline (python) 10,000 frames/s/core" in (
         checked.summary
     )
     assert "at most 1,000 frames/s per switch, 5,000 in all on 2 cores" in checked.summary
@@ -225,8 +225,12 @@ def emulation() -> Emulation:
     return resolve(parse_scenario("name: t\nscale: 100000\nmemory: [25.6MB]\nhosts: 2\n"))
 
 
-def test_the_check_frames_aggregate_on_the_run_s_switch_program(emulation: Emulation) -> None:
-    switch = cal.member_switch(emulation)
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_the_check_frames_aggregate_on_the_run_s_switch_program(
+    emulation: Emulation, backend: str
+) -> None:
+    switch = cal.member_switch(emulation, backend=backend)
+    assert switch.backend == backend
     n = emulation.scenario.wan.n
     to_hosts = []
     for chunk in (0, 1, 2):
@@ -246,6 +250,7 @@ def test_the_measurement_gives_sane_figures(emulation: Emulation) -> None:
     assert all(math.isfinite(x) and x >= 0 for x in figures)
     assert m.timer_p50_s <= m.timer_p99_s <= m.timer_max_s
     assert m.cpu_share > 0 and m.frames_per_cpu_s > 0 and m.cores >= 1
+    assert m.backend in ("native", "python")  # the switches' own choice, recorded
 
 
 # --- the run's hook ----------------------------------------------------------------------------
@@ -262,7 +267,7 @@ def never_built(point: MemoryPoint) -> AbstractContextManager[RunningTestbed]:
 def test_a_refused_run_builds_and_writes_nothing(
     emulation: Emulation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cal, "measure", lambda em: machine(frames_per_cpu_s=1.0))
+    monkeypatch.setattr(cal, "measure", lambda em, backend=None: machine(frames_per_cpu_s=1.0))
 
     folder = tmp_path / "out"
     run = Run(emulation, folder, never_built, calibration="refuse")
@@ -277,7 +282,7 @@ def test_a_refused_run_builds_and_writes_nothing(
 def test_a_warned_run_goes_on_and_records_the_check(
     emulation: Emulation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cal, "measure", lambda em: machine(frames_per_cpu_s=1.0))
+    monkeypatch.setattr(cal, "measure", lambda em, backend=None: machine(frames_per_cpu_s=1.0))
 
     def stop(em: Emulation) -> Baseline:
         raise Stop
