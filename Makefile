@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-DEBIAN_PACKAGES := iproute2 iputils-ping ethtool cpp mininet shellcheck ruby
+DEBIAN_PACKAGES := iproute2 iputils-ping ethtool cpp gcc libc6-dev mininet shellcheck ruby
 SWEEP_ARGS ?= --memory 1MB..8GB --update-size 1GB --bandwidth 10Gbps
 SCENARIO ?= scenarios/nine-cities.yaml
 
@@ -60,8 +60,8 @@ bench: setup
 	$(BIN)/python bench/planner.py
 	$(BIN)/python bench/pipeline.py
 	@if [ "$$(id -u)" -eq 0 ]; then \
-	  $(BIN)/python bench/forwarding.py --size 132 \
-	    --processor bench.p4_processors:l2 --processor bench.p4_processors:agg32; \
+	  mkdir -p results/bench && $(BIN)/python bench/forwarding.py --json \
+	    > results/bench/forwarding-$$(date +%Y%m%d-%H%M%S).json; \
 	  $(BIN)/python bench/aggregation.py; \
 	  $(BIN)/python bench/busy.py --out results/bench/busy-$$(date +%Y%m%d-%H%M%S); \
 	else echo "bench/forwarding.py, aggregation.py and busy.py skipped: they need root"; fi

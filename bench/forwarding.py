@@ -1,19 +1,25 @@
 """Forwarding benchmark for the p4switch process: prints figures, not a pass/fail test (root).
 
-In three fresh network namespaces (h1 -- switch -- h2, veth pairs), in one run:
+In three fresh network namespaces (h1 -- switch -- h2, veth pairs, `bench.vethnet`), in one run:
 
-- packets/s through a plain Python AF_PACKET forwarder (a minimal recv->send loop: the
-  reference) and through `p4switch.dataplane.Switch` with a processor, under the same traffic: a
-  UDP sender in h1 blasting small frames as fast as it can. Delivered packets are counted by h2's
-  kernel interface counter over a steady-state window, so no receiver competes for the CPU;
+- frames/s through a running switch for each program (`--program`: l2, agg32) on the native
+  back end and on the python one, each in the native I/O loop (`p4switch.nativeio.NativeSwitch`)
+  and in the python one (`p4switch.dataplane.Switch`); beside them the limits: the
+  sender into a sink that only counts, a minimal C forwarder with batched I/O
+  (bench/native/forwarder.c), a plain Python AF_PACKET forwarder, and BMv2 where installed. A
+  row that cannot run says why instead of giving a figure (`bench.forwarding_rows`);
 - shaping accuracy: 50 ms one-way delay on both switch ports -> ping RTT against 100 ms, and a
   10 Mb/s rate on the port toward h2 -> throughput measured at h2 under twice that offered load.
 
-The processor is pluggable: `--processor module:callable` names a callable that takes no
-arguments and returns a PacketProcessor for ports 1 (toward h1) and 2 (toward h2); by default a
-two-port forwarder (1 <-> 2) defined here. The namespaces are deleted on the way out.
+Traffic comes from a C sender in h1 (bench/native/sender.c: sendmmsg of pre-built frames) so the
+sender is not the bottleneck; with `--size` 132 and more the frames carry agg32.p4's header on
+1024 slots, so the aggregation program aggregates every one of them. Delivered frames are counted
+by h2's kernel interface counter over a steady-state window, so no receiver competes for the CPU.
+`--processor module:callable` adds a row for any PacketProcessor factory (python I/O loop).
+`--json` prints one JSON document (every figure, its unit, the machine) on stdout and the table
+on stderr. The namespaces are deleted on the way out.
 
-    python bench/forwarding.py [--duration 3] [--size 18] [--processor pkg.mod:make]
+    python bench/forwarding.py [--duration 3] [--size 132] [--program l2] [--json]
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ import json
 import os
 import select
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,23 +37,28 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TextIO
 
-from p4switch.control import ControlServer, control_request
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from bench import forwarding_rows as rows
+from bench.native_tools import (
+    ForwardingBenchError,
+    Traffic,
+    build_tool,
+    last_json_line,
+    sender_command,
+)
+from bench.vethnet import H1_IP, H1_MAC, H2_IP, H2_MAC, Net, build, destroy, run, rx_packets
 from p4switch.dataplane import PacketProcessor, Switch
-from p4switch.exceptions import ControlError
 from p4switch.ports import PACKET_OUTGOING, open_port
 from p4switch.shaping import parse_shape
 
-SCRIPT = Path(__file__).resolve()
-REPO = SCRIPT.parents[1]
-H1_IP, H2_IP = "10.0.0.1", "10.0.0.2"
-H1_MAC, H2_MAC = "02:00:0a:00:00:01", "02:00:0a:00:00:02"
-UDP_PORT = 0x4000  # the aggregation program's port (p4_processors.agg32 parses it)
-HEADERS = 14 + 20 + 8  # Ethernet, IPv4, UDP
+REPO = Path(__file__).resolve().parents[1]
+WARMUP_S = 0.5
+AGG_SLOTS = 1024  # agg32.p4's SLOTS
 
 
 class TwoPortForwarder:
@@ -63,23 +73,14 @@ def load_processor(spec: str | None) -> PacketProcessor:
         return TwoPortForwarder()
     module, sep, name = spec.partition(":")
     if not sep:
-        raise SystemExit(f"--processor {spec!r}: write module:callable")
+        raise ForwardingBenchError(f"--processor {spec!r}: write module:callable")
     sys.path.insert(0, os.getcwd())
     factory = getattr(importlib.import_module(module), name)
-    return factory()
+    processor: PacketProcessor = factory()
+    return processor
 
 
-# -- roles run inside the namespaces ------------------------------------------------------------
-
-
-def _stop_on_signals(stop: threading.Event, wake_fd: int | None = None) -> None:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-        if wake_fd is not None:
-            os.write(wake_fd, b"\0")
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
+# -- roles run inside the switch namespace -------------------------------------------------------
 
 
 def role_plain(if1: str, if2: str) -> None:
@@ -88,7 +89,13 @@ def role_plain(if1: str, if2: str) -> None:
     other = {a.fileno(): (a, b), b.fileno(): (b, a)}
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK)
     stop = threading.Event()
-    _stop_on_signals(stop, wake_w)
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        os.write(wake_w, b"\0")
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
     poller = select.poll()
     for fd in (a.fileno(), b.fileno(), wake_r):
         poller.register(fd, select.POLLIN)
@@ -114,12 +121,16 @@ def role_plain(if1: str, if2: str) -> None:
     print(json.dumps({"forwarded": forwarded}), flush=True)
 
 
-def role_switch(
-    if1: str, if2: str, control: Path, processor: str | None, shapes: list[str]
-) -> None:
+def role_switch(if1: str, if2: str, io: str, processor: str | None, shapes: list[str]) -> None:
+    """A switch on ports 1 and 2 in the `io` loop; prints "ready", then its stats when stopped."""
     shaping = dict(parse_shape(text) for text in shapes)
+    loop: Any = Switch
+    if io == "native":
+        from p4switch.nativeio import NativeSwitch
+
+        loop = NativeSwitch
     stop = threading.Event()
-    with Switch({1: if1, 2: if2}, load_processor(processor), shaping=shaping) as switch:
+    with loop({1: if1, 2: if2}, load_processor(processor), shaping=shaping) as switch:
 
         def handler(signum: int, frame: FrameType | None) -> None:
             stop.set()
@@ -127,170 +138,92 @@ def role_switch(
 
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
-        with ControlServer(control, switch):
-            switch.run(stop)
-
-
-def role_blast(dest: str, size: int, seconds: float, pps: float | None) -> None:
-    """UDP to `dest` for `seconds`: as fast as possible, or paced at `pps`."""
-    data = bytes(size)
-    sent = 0
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        target = (dest, UDP_PORT)  # not connected: h2's port-unreachable replies are ignored
-        sendto = sock.sendto
-        start = time.monotonic()
-        end = start + seconds
-        if pps is None:
-            while time.monotonic() < end:
-                for _ in range(256):
-                    sendto(data, target)
-                sent += 256
-        else:
-            while True:
-                now = time.monotonic()
-                if now >= end:
-                    break
-                due = start + sent / pps
-                if due > now:
-                    time.sleep(due - now)  # pacing
-                sendto(data, target)
-                sent += 1
-        elapsed = time.monotonic() - start
-    print(json.dumps({"sent": sent, "seconds": elapsed}), flush=True)
+        print("ready", flush=True)
+        switch.run(stop)
+        stats = switch.stats()
+    print(json.dumps({"stats": stats}, default=str), flush=True)
 
 
 # -- the orchestrator ---------------------------------------------------------------------------
 
 
-def run(args: Sequence[str], timeout: float = 15.0) -> str:
-    done = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: {done.stderr.strip()}")
-    return done.stdout
-
-
-@dataclass(frozen=True)
-class Net:
-    h1: str
-    h2: str
-    sw: str
-
-    @property
-    def namespaces(self) -> tuple[str, str, str]:
-        return (self.h1, self.h2, self.sw)
-
-
-def build(prefix: str, created: list[str]) -> Net:
-    net = Net(f"{prefix}-h1", f"{prefix}-h2", f"{prefix}-sw")
-    for ns in net.namespaces:
-        run(["ip", "netns", "add", ns])
-        created.append(ns)
-        for key in ("all", "default"):
-            run(["ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1"])
-        run(["ip", "-n", ns, "link", "set", "lo", "up"])
-    hosts = (
-        (net.h1, "h1-eth0", H1_IP, H1_MAC, "s1-eth1"),
-        (net.h2, "h2-eth0", H2_IP, H2_MAC, "s1-eth2"),
-    )
-    for ns, ifname, ip, mac, port in hosts:
-        veth = ("type", "veth", "peer", "name", port, "netns", net.sw)
-        run(["ip", "link", "add", ifname, "netns", ns, "address", mac, *veth])
-        run(["ip", "-n", net.sw, "link", "set", port, "up"])
-        run(["ip", "-n", ns, "link", "set", ifname, "up"])
-        run(["ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", ifname])
-        run(["ip", "netns", "exec", ns, "ethtool", "-K", ifname, "tx", "off", "rx", "off"])
-    for ns, ifname, ip, mac in (
-        (net.h1, "h1-eth0", H2_IP, H2_MAC),
-        (net.h2, "h2-eth0", H1_IP, H1_MAC),
-    ):
-        static = ("lladdr", mac, "dev", ifname, "nud", "permanent")
-        run(["ip", "-n", ns, "neigh", "replace", ip, *static])
-    return net
-
-
-def destroy(created: list[str]) -> None:
-    for ns in created:
-        subprocess.run(["ip", "netns", "delete", ns], capture_output=True, check=False)
-
-
-def in_ns(ns: str, *args: str) -> list[str]:
-    return ["ip", "netns", "exec", ns, sys.executable, str(SCRIPT), *args]
-
-
-def rx_packets(ns: str, ifname: str) -> tuple[float, int]:
-    """(when, count) of the kernel's receive counter; `when` is the middle of the reading."""
-    before = time.monotonic()
-    counter = f"/sys/class/net/{ifname}/statistics/rx_packets"
-    count = int(run(["ip", "netns", "exec", ns, "cat", counter]))
-    return (before + time.monotonic()) / 2, count
-
-
 class Forwarder:
-    """A forwarder process in the switch namespace; stopped by its own PID with SIGTERM."""
+    """A forwarder process in the switch namespace, ready once it prints "ready"; stopped by
+    its own PID with SIGTERM, after which it prints its totals (one JSON line)."""
 
-    def __init__(self, args: list[str], control: Path | None) -> None:
-        self.control = control
-        pipe = subprocess.PIPE
+    def __init__(self, ns: str, command: Sequence[str]) -> None:
+        args = ["ip", "netns", "exec", ns, *command]
+        # stderr to a file, not a pipe, so logging never blocks it; closed by stop()
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115
         self.proc = subprocess.Popen(
-            args, cwd=REPO, stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe
-        )
-        deadline = time.monotonic() + 15
-        while not self._ready():
+            args, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=self.errors,
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + 30
+        while True:
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"forwarder did not start: {self.stop()}")
-            time.sleep(0.02)  # polling readiness with a deadline
-
-    def _ready(self) -> bool:
-        if self.control is None:
-            assert self.proc.stdout is not None
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.05)
-            return bool(ready) and self.proc.stdout.readline().strip() == b"ready"
-        try:
-            return bool(control_request(self.control, {"cmd": "ping"})["ok"])
-        except ControlError:
-            return False
-
-    def stats(self) -> dict[str, Any]:
-        assert self.control is not None
-        return control_request(self.control, {"cmd": "stats"})["stats"]
+                raise ForwardingBenchError(f"the forwarder did not start: {self.stop()}")
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.05)  # readiness, polled
+            if ready and self.proc.stdout.readline().strip() == b"ready":
+                return
 
     def stop(self) -> str:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            out, err = self.proc.communicate(timeout=5)
+            out, _ = self.proc.communicate(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            out, err = self.proc.communicate()
+            out, _ = self.proc.communicate()
+        self.errors.seek(0)
+        err = self.errors.read()
+        self.errors.close()
         return (out + err).decode(errors="replace")
+
+    def totals(self) -> dict[str, Any]:
+        """Stop the forwarder and return the totals it printed."""
+        return last_json_line(self.stop(), "the forwarder")
 
 
 def blast_rate(
-    net: Net, size: int, seconds: float, pps: float | None = None
+    net: Net, traffic: Traffic, seconds: float, count_at: tuple[str, str], rate: float | None
 ) -> tuple[float, float]:
-    """(offered, delivered) packets/s: delivered counted at h2 over the middle of the blast."""
-    warmup = 0.5
-    sender = subprocess.Popen(
-        in_ns(net.h1, "_blast", H2_IP, str(size), str(seconds + 2 * warmup), str(pps or 0)),
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    """(offered, delivered) frames/s: delivered counted at `count_at` (namespace, interface)
+    over the middle of the sender's run, offered as the sender reports it."""
+    sender = build_tool("sender")
+    command = sender_command(sender, traffic, "h1-eth0", seconds + 2 * WARMUP_S, rate)
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(["ip", "netns", "exec", net.h1, *command], stdout=pipe, stderr=pipe)
     try:
-        time.sleep(warmup)  # measurement window, not readiness
-        t0, c0 = rx_packets(net.h2, "h2-eth0")
+        time.sleep(WARMUP_S)  # measurement window, not readiness
+        t0, c0 = rx_packets(*count_at)
         time.sleep(seconds)
-        t1, c1 = rx_packets(net.h2, "h2-eth0")
-        out, err = sender.communicate(timeout=seconds + 30)
-        if sender.returncode != 0:
-            raise RuntimeError(f"sender failed: {err.decode(errors='replace')}")
+        t1, c1 = rx_packets(*count_at)
+        out, err = proc.communicate(timeout=seconds + 30)
     finally:
-        if sender.poll() is None:
-            sender.kill()
-            sender.communicate()
-    sent = json.loads(out)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    if proc.returncode != 0:
+        raise ForwardingBenchError(f"the sender failed: {err.decode(errors='replace').strip()}")
+    sent = last_json_line(out.decode(), "the sender")
     return sent["sent"] / sent["seconds"], (c1 - c0) / (t1 - t0)
+
+
+def measure(
+    net: Net, plan: rows.ForwardingRow, traffic: Traffic, seconds: float, rate: float | None
+) -> dict[str, Any]:
+    """One row's figures: the forwarder started, traffic blasted through it, then stopped."""
+    if plan.command is None:  # the sink: nothing forwards, s1-eth1's counter counts
+        offered, delivered = blast_rate(net, traffic, seconds, (net.sw, "s1-eth1"), rate)
+        return rows.figures(offered, delivered, None)
+    forwarder = Forwarder(net.sw, plan.command)
+    try:
+        offered, delivered = blast_rate(net, traffic, seconds, (net.h2, "h2-eth0"), rate)
+    finally:
+        totals = forwarder.totals()
+    return rows.figures(offered, delivered, totals)
 
 
 def ping_rtts(net: Net, count: int) -> list[float]:
@@ -299,70 +232,91 @@ def ping_rtts(net: Net, count: int) -> list[float]:
     return [float(part.split("=")[1]) for part in out.split() if part.startswith("time=")]
 
 
-def bench(options: argparse.Namespace) -> None:
-    created: list[str] = []
-    workdir = Path(tempfile.mkdtemp(prefix="p4b"))
-    control = workdir / "ctl.sock"
+def switch_ports(totals: dict[str, Any]) -> dict[str, Any]:
+    """The per-port stats a stopped switch printed (port numbers as strings)."""
+    ports = totals.get("stats", {}).get("ports")
+    if not isinstance(ports, dict):
+        raise ForwardingBenchError(f"the switch printed no per-port stats: {totals}")
+    return ports
+
+
+def shaping_accuracy(net: Net, loop: rows.ShapingLoop, seconds: float) -> dict[str, Any]:
+    """Delay (ping RTT against 100 ms) and rate (Mb/s at h2 against 10) through `loop`."""
+    switch = Forwarder(net.sw, loop.command("1:delay=50ms", "2:delay=50ms"))
     try:
-        net = build(f"p4b{os.getpid()}", created)
+        rtts = ping_rtts(net, 40)
+    finally:
+        ports = switch_ports(switch.totals())
+    if not rtts:
+        raise ForwardingBenchError("no ping replies came back through the delayed switch")
+    late = max(port.get("lateness_max_s", 0.0) for port in ports.values())
+    size = 1000
+    traffic = Traffic(H1_MAC, H2_MAC, H1_IP, H2_IP, payload=size)
+    frame_bits = traffic.frame_bytes * 8
+    switch = Forwarder(net.sw, loop.command("2:rate=10Mbit"))
+    try:
+        count_at = (net.h2, "h2-eth0")
+        _, fps = blast_rate(net, traffic, seconds, count_at, rate=2 * 10e6 / frame_bits)
+    finally:
+        port2 = switch_ports(switch.totals()).get("2", {})
+    queue_full = port2.get("drops", {}).get("queue_full")
+    return {
+        "loop": loop.label,
+        "delay_rtt_ms": {
+            "goal": 100.0, "median": statistics.median(rtts), "mean": statistics.mean(rtts),
+            "min": min(rtts), "max": max(rtts), "replies": len(rtts), "sent": 40,
+            "worst_lateness_ms": late * 1e3, "unit": "ms",
+        },
+        "rate_mbps": {
+            "goal": 10.0, "delivered": fps * frame_bits / 1e6, "offered": 20.0,
+            "frame_bytes": traffic.frame_bytes, "queue_full_drops": queue_full,
+            "unit": "Mb/s",
+        },
+    }  # fmt: skip
 
-        def start_switch(*shapes: str, processor: str | None = None) -> Forwarder:
-            chosen = ["--processor", processor] if processor else []
-            role = ("_switch", "s1-eth1", "s1-eth2", str(control), *chosen, *shapes)
-            return Forwarder(in_ns(net.sw, *role), control)
 
-        print(f"frames of {options.size + HEADERS} B, {options.duration:g} s windows")
-        plain = Forwarder(in_ns(net.sw, "_plain", "s1-eth1", "s1-eth2"), None)
-        try:
-            offered, plain_pps = blast_rate(net, options.size, options.duration)
-        finally:
-            plain.stop()
-        print(
-            f"  plain AF_PACKET forwarder (reference): {plain_pps:10,.0f} packets/s "
-            f"(offered {offered:,.0f})"
+def bench(options: argparse.Namespace, table: TextIO) -> dict[str, Any]:
+    agg_slots = AGG_SLOTS if options.size >= rows.AGG_PAYLOAD else 0
+    if "agg32" in options.program and not agg_slots:
+        raise ForwardingBenchError(
+            f"agg32 needs aggregation frames: use --size {rows.AGG_PAYLOAD} or more"
         )
-        for processor in options.processor or [None]:
-            switch = start_switch(processor=processor)
-            try:
-                offered2, switch_pps = blast_rate(net, options.size, options.duration)
-                drops = {k: v for k, v in switch.stats()["ports"]["1"]["drops"].items() if v}
-            finally:
-                switch.stop()
-            name = processor or "two-port forwarder"
-            print(
-                f"  Switch, {name}: {switch_pps:10,.0f} packets/s (offered {offered2:,.0f}), "
-                f"{switch_pps / plain_pps:.0%} of plain; drops {drops}"
-            )
-        if options.skip_shaping:
-            return
-        switch = start_switch("1:delay=50ms", "2:delay=50ms")
-        try:
-            rtts = ping_rtts(net, 40)
-            late = max(p["lateness_max_s"] for p in switch.stats()["ports"].values())
-        finally:
-            switch.stop()
-        print(
-            f"  delay 50 ms each way      : RTT median {statistics.median(rtts):.2f} ms, "
-            f"mean {statistics.mean(rtts):.2f}, min {min(rtts):.2f}, max {max(rtts):.2f} "
-            f"(goal 100; {len(rtts)}/40 replies; worst lateness {late * 1e3:.2f} ms)"
-        )
-        size = 1000
-        frame_bits = (size + HEADERS) * 8
-        switch = start_switch("2:rate=10Mbit")
-        try:
-            _, pps = blast_rate(net, size, options.duration, pps=2 * 10e6 / frame_bits)
-            port2 = switch.stats()["ports"]["2"]
-        finally:
-            switch.stop()
-        print(
-            f"  rate 10 Mb/s              : {pps * frame_bits / 1e6:.2f} Mb/s delivered "
-            f"({size + HEADERS} B frames offered at 20 Mb/s; "
-            f"queue_full drops {port2['drops']['queue_full']})"
-        )
+    traffic = Traffic(H1_MAC, H2_MAC, H1_IP, H2_IP, payload=options.size, agg_slots=agg_slots)
+    build_tool("sender")
+    forwarder = build_tool("forwarder")
+    report: dict[str, Any] = {"machine": rows.machine(), "frame_bytes": traffic.frame_bytes}
+    report |= {"window_s": options.duration, "aggregation_frames": bool(agg_slots)}
+    report |= {"sender_cap_fps": options.rate, "rows": []}
+    print(rows.heading(report), file=table, flush=True)
+    created: list[str] = []
+    try:
+        net = build(options.netns_prefix or f"p4b{os.getpid()}", created)
+        for plan in rows.planned(options.program, options.processor or [], forwarder):
+            row = plan.describe()
+            if plan.unavailable is None:
+                try:
+                    row |= measure(net, plan, traffic, options.duration, options.rate)
+                except ForwardingBenchError as err:
+                    row["error"] = str(err)
+            print(rows.table_row(row, report["rows"]), file=table, flush=True)
+            report["rows"].append(row)
+        report["shaping"] = []
+        if not options.skip_shaping:
+            for loop in rows.shaping_loops():
+                if loop.unavailable:
+                    shaped = {"loop": loop.label, "unavailable": loop.unavailable}
+                else:
+                    try:
+                        shaped = shaping_accuracy(net, loop, options.duration)
+                    except ForwardingBenchError as err:
+                        shaped = {"loop": loop.label, "error": str(err)}
+                report["shaping"].append(shaped)
+                print(rows.shaping_lines(shaped), file=table, flush=True)
     finally:
         destroy(created)
-        control.unlink(missing_ok=True)
-        workdir.rmdir()
+    report["machine"]["load_after"] = list(os.getloadavg())
+    print(f"load average after: {rows.load_text(report['machine']['load_after'])}", file=table)
+    return report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -371,31 +325,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         role_plain(argv[1], argv[2])
         return 0
     if argv and argv[0] == "_switch":
-        processor = None
-        rest = argv[4:]
+        processor, rest = None, argv[4:]
         if rest[:1] == ["--processor"]:
             processor, rest = rest[1], rest[2:]
-        role_switch(argv[1], argv[2], Path(argv[3]), processor, rest)
-        return 0
-    if argv and argv[0] == "_blast":
-        pps = float(argv[4]) or None
-        role_blast(argv[1], int(argv[2]), float(argv[3]), pps)
+        role_switch(argv[1], argv[2], argv[3], processor, rest)
         return 0
     parser = argparse.ArgumentParser(
         prog="bench/forwarding.py", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per measurement")
-    parser.add_argument("--size", type=int, default=18, help="UDP payload bytes (18: 60 B frames)")
     parser.add_argument(
-        "--processor",
-        action="append",
-        help="module:callable returning a PacketProcessor (repeatable: each is measured)",
+        "--size", type=int, default=rows.AGG_PAYLOAD,
+        help=f"UDP payload bytes ({rows.AGG_PAYLOAD}: agg32 frames of 174 B; 18: 60 B frames)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--program", action="append", choices=rows.PROGRAMS,
+        help="a program measured on each back end and loop (repeatable; default: all)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--processor", action="append",
+        help="module:callable returning a PacketProcessor: one more row (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rate", type=float, help="cap the sender at RATE frames/s (default: as fast as it can)"
     )
     parser.add_argument("--skip-shaping", action="store_true", help="forwarding rate only")
+    parser.add_argument("--json", action="store_true", help="JSON on stdout, the table on stderr")
+    parser.add_argument("--netns-prefix", help="name the namespaces PREFIX-h1, -h2, -sw")
     options = parser.parse_args(argv)
+    options.program = options.program or list(rows.PROGRAMS)
+    if options.duration <= 0 or (options.rate is not None and options.rate < 1):
+        parser.error("--duration must be above 0 s and --rate at least 1 frame/s")
     if os.geteuid() != 0:
         parser.exit(2, "bench/forwarding.py: error: needs root (network namespaces, raw sockets)\n")
-    bench(options)
+    try:
+        report = bench(options, sys.stderr if options.json else sys.stdout)
+    except ForwardingBenchError as err:
+        parser.exit(1, f"bench/forwarding.py: error: {err}\n")
+    if options.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
     return 0
 
 

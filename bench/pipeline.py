@@ -1,61 +1,113 @@
-"""p4switch pipeline benchmarks: packets/s of `Pipeline.process`, in process (no sockets).
+"""p4switch pipeline benchmarks: frames/s through the pipeline alone, in process (no sockets), on
+both back ends, side by side in one run.
 
-- (a) L2 forwarding: parse Ethernet, one exact-match table, deparse.
+- (a) L2 forwarding: parse Ethernet, one exact-match table, deparse (tests' l2.p4).
 - (b) The aggregation shape: Ethernet/IPv4/UDP plus a header of 32 int32 values, each added
-  into its own register lane, the sums written back, a contribution count and a counter.
-  Goal: well over 50k packets/s, so that the switch keeps up with a ~90k packets/s socket
-  forwarder at half its rate or better.
+  into its own register lane, the sums written back, a contribution count (tests' agg32.p4).
+- (c) innet.p4 at a member edge, as the testbed programs it (the machine check's entries): all
+  nine islands' contributions to each chunk, the last one completing the slot and sending the
+  sum to the hosts.
 
-Also the one-off costs: compiling each program, and building a pipeline from it.
-Figures vary with the machine's load; they are not pass/fail tests.
+Each row: the python back end (`Pipeline.process`), the native back end called from Python
+(`NativePipeline.process`, through ctypes), and the native back end called from C with no
+Python between frames (`p4s_process` in a loop, `bench/native/pipeline_loop.c`): the ceiling of
+any I/O loop around it. Also the one-off costs: compiling the program, building the native
+library (cached afterwards). Figures vary with the machine's load; they are not pass/fail
+tests (`--json` prints them as one JSON document).
+
+    python bench/pipeline.py [--seconds 2] [--json]
 """
 
 from __future__ import annotations
 
+import argparse
+import ctypes
+import json
+import os
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+from controller.runner import calibration as cal
+from controller.runner.emulation import resolve
+from controller.runner.scenario import parse_scenario
+from p4switch import native
 from p4switch import runtime as rt
+from p4switch.cbuild import compile_library
 from p4switch.program import CompiledProgram, compile_file
+from topo.local_switch import LocalSwitch
 
-PROGRAMS = Path(__file__).resolve().parent.parent / "tests" / "unit" / "p4switch" / "programs"
-SECONDS = 2.0
+HERE = Path(__file__).resolve().parent
+PROGRAMS = HERE.parent / "tests" / "unit" / "p4switch" / "programs"
+LOOP_SOURCE = HERE / "native" / "pipeline_loop.c"
+BUILD_DIR = HERE.parent / "build" / "bench"
+ABI_DIR = HERE.parent / "p4switch" / "native"
+MEMBER_SCENARIO = "name: bench\nscale: 100000\nmemory: [1.6GB]\nhosts: 2\n"
+
+Frames = list[tuple[int, bytes]]  # (ingress port, frame)
 
 
-def rate(process: Callable[[int, bytes], list], frames: list[bytes]) -> float:
-    """Packets per second over about SECONDS of back-to-back calls."""
-    for f in frames[:100]:
-        process(1, f)  # warm up
+def rate(process: Callable[[int, bytes], list], frames: Frames, seconds: float) -> float:
+    """Frames per second over about `seconds` of back-to-back calls."""
+    for port, f in frames[:100]:
+        process(port, f)  # warm up
     count, start = 0, time.perf_counter()
     while True:
-        for f in frames:
-            process(1, f)
+        for port, f in frames:
+            process(port, f)
         count += len(frames)
         elapsed = time.perf_counter() - start
-        if elapsed >= SECONDS:
+        if elapsed >= seconds:
             return count / elapsed
 
 
-def compiled(name: str) -> tuple[float, CompiledProgram]:
-    start = time.perf_counter()
-    program = compile_file(PROGRAMS / name)
-    return time.perf_counter() - start, program
+def loop_library() -> ctypes.CDLL:
+    """bench/native/pipeline_loop.c, built into build/bench/ when its source is newer."""
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    library = BUILD_DIR / "pipeline_loop.so"
+    if not library.exists() or library.stat().st_mtime < LOOP_SOURCE.stat().st_mtime:
+        flags = ("-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", f"-I{ABI_DIR}")
+        compile_library([LOOP_SOURCE], library, flags, native.NativeBuildError, "the C loop")
+    lib = ctypes.CDLL(str(library))
+    u32, u64, p = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
+    lib.p4s_bench_loop.restype = ctypes.c_double
+    lib.p4s_bench_loop.argtypes = [p, p, ctypes.c_char_p, p, p, u32, u32, u64, p]
+    return lib
 
 
-def bench_l2() -> None:
-    secs, program = compiled("l2.p4")
-    state = program.new_state()
-    table = state.table("L2Ingress.dmac")
-    for host in range(64):
-        entry = rt.TableEntry((rt.exact(host, 48),), rt.ActionCall("L2Ingress.forward", (host,)))
-        table.insert(entry)
-    pipe = program.pipeline(state)
-    frames = [host.to_bytes(6, "big") + bytes(6) + b"\x08\x00" + bytes(50) for host in range(64)]
-    assert pipe.process(1, frames[5])[0][0] == 5
-    print(f"(a) L2 forwarding, 64-byte frames   {rate(pipe.process, frames):10,.0f} packets/s")
-    print(f"    compile {secs * 1000:.0f} ms")
+def c_loop_rate(entry: tuple[int, int], frames: Frames, seconds: float) -> float:
+    """Frames per second of `p4s_process` called from C, back to back over `frames`."""
+    lib = loop_library()
+    stride = max(len(f) for _, f in frames)
+    blob = b"".join(f.ljust(stride, b"\0") for _, f in frames)
+    lens = (ctypes.c_uint32 * len(frames))(*(len(f) for _, f in frames))
+    ports = (ctypes.c_uint32 * len(frames))(*(port for port, _ in frames))
+    emitted = ctypes.c_uint64()
+    fn, ctx = entry
+    total = len(frames)
+    while True:  # grow the run until it lasts long enough to time
+        elapsed = lib.p4s_bench_loop(fn, ctx, blob, lens, ports, stride, len(frames), total,
+                                     ctypes.byref(emitted))  # fmt: skip
+        if elapsed < 0:
+            raise native.NativeBuildError("the C loop could not allocate its output buffer")
+        if elapsed >= seconds / 4:
+            return total / elapsed
+        total *= 4
+
+
+def l2_case() -> tuple[CompiledProgram, Callable[[rt.SwitchState], None], Frames]:
+    program = compile_file(PROGRAMS / "l2.p4")
+
+    def setup(state: rt.SwitchState) -> None:
+        table = state.table("L2Ingress.dmac")
+        for host in range(64):
+            call = rt.ActionCall("L2Ingress.forward", (host,))
+            table.insert(rt.TableEntry((rt.exact(host, 48),), call))
+
+    frames = [(1, h.to_bytes(6, "big") + bytes(6) + b"\x08\x00" + bytes(50)) for h in range(64)]
+    return program, setup, frames
 
 
 def agg_frame(slot: int, values: list[int]) -> bytes:
@@ -65,25 +117,85 @@ def agg_frame(slot: int, values: list[int]) -> bytes:
     return bytes(6) + bytes(6) + b"\x08\x00" + ip + udp + agg
 
 
-def bench_aggregation() -> None:
-    secs, program = compiled("agg32.p4")
-    state = program.new_state()
-    route = rt.TableEntry((rt.exact(0x0A000002, 32),), rt.ActionCall("AggIngress.forward", (2,)))
-    state.table("AggIngress.route").insert(route)
+def agg32_case() -> tuple[CompiledProgram, Callable[[rt.SwitchState], None], Frames]:
+    program = compile_file(PROGRAMS / "agg32.p4")
+
+    def setup(state: rt.SwitchState) -> None:
+        call = rt.ActionCall("AggIngress.forward", (2,))
+        state.table("AggIngress.route").insert(rt.TableEntry((rt.exact(0x0A000002, 32),), call))
+
+    frames = [(1, agg_frame(slot, list(range(slot, slot + 32)))) for slot in range(256)]
+    return program, setup, frames
+
+
+def measure_program(name: str, case: Callable[[], Any], seconds: float) -> dict[str, Any]:
     start = time.perf_counter()
-    pipe = program.pipeline(state)
-    build = time.perf_counter() - start
-    frames = [agg_frame(slot, list(range(slot, slot + 32))) for slot in range(256)]
-    assert pipe.process(1, frames[0])[0][0] == 2
-    pps = rate(pipe.process, frames)
-    print(f"(b) 32 x int32 register add, {len(frames[0])} B  {pps:10,.0f} packets/s (goal > 50k)")
-    print(f"    compile {secs * 1000:.0f} ms, pipeline built in {build * 1000:.1f} ms")
+    program, setup, frames = case()
+    compile_s = time.perf_counter() - start
+    row: dict[str, Any] = {"program": name, "frame_bytes": len(frames[0][1])}
+    row["compile_s"] = compile_s
+    py_state, nat_state = program.new_state(), program.new_state()
+    setup(py_state)
+    setup(nat_state)
+    python = program.pipeline(py_state)
+    row["python_fps"] = rate(python.process, frames, seconds)
+    start = time.perf_counter()
+    pipe = program.pipeline(nat_state, backend="native")
+    row["native_build_s"] = time.perf_counter() - start
+    row["native_fps"] = rate(pipe.process, frames, seconds)
+    row["native_c_loop_fps"] = c_loop_rate(pipe.native_entry, frames, seconds)
+    return row
 
 
-def main() -> None:
-    bench_l2()
-    bench_aggregation()
+def measure_innet(seconds: float) -> dict[str, Any]:
+    """innet.p4 at Tokyo's edge in an all-to-all round of nine islands (1024 chunks)."""
+    em = resolve(parse_scenario(MEMBER_SCENARIO))
+    frames = [f for chunk in range(1024) for f in cal.chunk_frames(em, chunk)]
+    row: dict[str, Any] = {"program": "innet.p4 member edge", "frame_bytes": len(frames[0][1])}
+    switches: dict[str, LocalSwitch] = {}
+    for backend in ("python", "native"):
+        start = time.perf_counter()
+        switches[backend] = cal.member_switch(em, backend=backend)
+        row[f"{backend}_setup_s"] = time.perf_counter() - start
+    row["python_fps"] = rate(switches["python"].process, frames, seconds)
+    row["native_fps"] = rate(switches["native"].process, frames, seconds)
+    entry = switches["native"].pipeline.native_entry
+    row["native_c_loop_fps"] = c_loop_rate(entry, frames, seconds)
+    return row
+
+
+def table(rows: Sequence[dict[str, Any]]) -> str:
+    head = f"{'':34}{'python':>12}{'native':>12}{'native, C':>12}{'C / python':>12}"
+    lines = [head, f"{'':34}{'process()':>12}{'process()':>12}{'loop':>12}"]
+    for r in rows:
+        name = f"{r['program']} ({r['frame_bytes']} B)"
+        gain = r["native_c_loop_fps"] / r["python_fps"]
+        lines.append(f"{name:34}{r['python_fps']:12,.0f}{r['native_fps']:12,.0f}"
+                     f"{r['native_c_loop_fps']:12,.0f}{gain:11,.0f}x")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
+    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    args = parser.parse_args(argv)
+    reason = native.available()
+    if reason is not None:
+        print(f"pipeline benchmark: the native back end cannot run here: {reason}")
+        return 1
+    load = os.getloadavg()
+    rows = [measure_program("l2.p4", l2_case, args.seconds),
+            measure_program("agg32.p4", agg32_case, args.seconds),
+            measure_innet(args.seconds)]  # fmt: skip
+    if args.json:
+        print(json.dumps({"unit": "frames/s", "load_before": load, "load_after": os.getloadavg(),
+                          "cores": os.cpu_count(), "rows": rows}, indent=2))  # fmt: skip
+    else:
+        print(f"frames/s through the pipeline alone (load average before {load[0]:.2f})")
+        print(table(rows))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
