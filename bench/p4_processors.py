@@ -12,16 +12,12 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
+from bench.native_tools import build_library
 from p4switch import runtime as rt
-from p4switch.cbuild import compile_library
 from p4switch.dataplane import PacketProcessor
-from p4switch.exceptions import NativeBuildError
 from p4switch.program import CompiledProgram, compile_file
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "tests" / "unit" / "p4switch" / "programs"
-PORTSWAP_SOURCE = Path(__file__).resolve().parent / "native" / "portswap.c"
-BUILD_DIR = Path(__file__).resolve().parents[1] / "build" / "bench"
-ABI_DIR = Path(__file__).resolve().parents[1] / "p4switch" / "native"
 HOSTS = {1: ("02:00:0a:00:00:01", "10.0.0.1"), 2: ("02:00:0a:00:00:02", "10.0.0.2")}
 
 
@@ -90,9 +86,4 @@ class PortSwap:
 
 def portswap_c() -> PortSwap:
     """bench/native/portswap.c, built into build/bench/ when its source is newer."""
-    BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    library = BUILD_DIR / "portswap.so"
-    if not library.exists() or library.stat().st_mtime < PORTSWAP_SOURCE.stat().st_mtime:
-        flags = ("-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", f"-I{ABI_DIR}")
-        compile_library([PORTSWAP_SOURCE], library, flags, NativeBuildError, "the port swap")
-    return PortSwap(library)
+    return PortSwap(build_library("portswap"))

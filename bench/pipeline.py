@@ -25,25 +25,25 @@ import ctypes
 import json
 import os
 import struct
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from bench.native_tools import build_library
 from controller.runner import calibration as cal
 from controller.runner.emulation import resolve
 from controller.runner.scenario import parse_scenario
 from p4switch import native
 from p4switch import runtime as rt
-from p4switch.cbuild import compile_library
 from p4switch.program import CompiledProgram, compile_file
 from topo.local_switch import LocalSwitch
 
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE.parent / "tests" / "unit" / "p4switch" / "programs"
-LOOP_SOURCE = HERE / "native" / "pipeline_loop.c"
-BUILD_DIR = HERE.parent / "build" / "bench"
-ABI_DIR = HERE.parent / "p4switch" / "native"
 MEMBER_SCENARIO = "name: bench\nscale: 100000\nmemory: [1.6GB]\nhosts: 2\n"
 
 Frames = list[tuple[int, bytes]]  # (ingress port, frame)
@@ -65,11 +65,7 @@ def rate(process: Callable[[int, bytes], list], frames: Frames, seconds: float) 
 
 def loop_library() -> ctypes.CDLL:
     """bench/native/pipeline_loop.c, built into build/bench/ when its source is newer."""
-    BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    library = BUILD_DIR / "pipeline_loop.so"
-    if not library.exists() or library.stat().st_mtime < LOOP_SOURCE.stat().st_mtime:
-        flags = ("-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", f"-I{ABI_DIR}")
-        compile_library([LOOP_SOURCE], library, flags, native.NativeBuildError, "the C loop")
+    library = build_library("pipeline_loop")
     lib = ctypes.CDLL(str(library))
     u32, u64, p = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
     lib.p4s_bench_loop.restype = ctypes.c_double

@@ -36,7 +36,7 @@ from p4switch.ports import (
     take_kernel_drops,
 )
 from p4switch.shaping import ShapeSpec, Verdict
-from p4switch.switchports import PortCounters, SwitchPort, SwitchPorts
+from p4switch.switchports import PortCounters, SwitchPort, SwitchPorts, ThrottledWarnings
 from p4switch.vlan import AUXDATA_SPACE, as_on_wire
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,6 @@ log = logging.getLogger(__name__)
 RX_BATCH = 64  # frames received from one port before looking at the others and the clock
 MAX_WAIT_S = 0.25  # the longest wait: how late `run` may notice a stop without `wake`
 FD_SETSIZE = 1024  # select() handles descriptors below this
-LOG_INTERVAL_S = 10.0  # the same kind of error on the same port is logged at most this often
 ANCILLARY_SPACE = AUXDATA_SPACE + STAMP_SPACE  # recvmsg's room for a VLAN tag and a receive time
 
 
@@ -104,7 +103,7 @@ class Switch:
         self._lock = threading.Lock()  # guards _pending and _running
         self._pending: dict[int, ShapeSpec] = {}
         self._running = False
-        self._next_log: dict[tuple[int, str], float] = {}
+        self._warn = ThrottledWarnings(log)
         self._closed = False
 
     # -- public interface, safe from any thread ---------------------------------------------
@@ -382,20 +381,6 @@ class Switch:
                 pass
         except BlockingIOError:
             pass
-
-    def _warn(self, port: int, kind: str, message: str, *args: Any, exc_info: bool = False) -> None:
-        """Log `message`, but the same kind on the same port at most every LOG_INTERVAL_S."""
-        now = time.monotonic()
-        key = (port, kind)
-        if now < self._next_log.get(key, 0.0):
-            return
-        self._next_log[key] = now + LOG_INTERVAL_S
-        log.warning(
-            message + " (further ones counted, logged at most every %.0f s)",
-            *args,
-            LOG_INTERVAL_S,
-            exc_info=exc_info,
-        )
 
     # -- shutdown ----------------------------------------------------------------------------
 

@@ -8,7 +8,9 @@ port up once per frame, by number or by socket descriptor, and finds everything 
 
 from __future__ import annotations
 
+import logging
 import random
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -148,3 +150,30 @@ class SwitchPorts:
         for port in self._owned:
             port.close()
         self._owned.clear()
+
+
+LOG_INTERVAL_S = 10.0  # the same kind of error on the same port is logged at most this often
+
+
+class ThrottledWarnings:
+    """Warnings of an I/O loop: the same kind on the same port at most every LOG_INTERVAL_S
+    (the loop counts every one; the log says so)."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._log = logger
+        self._next: dict[tuple[int, str], float] = {}
+
+    def __call__(
+        self, port: int, kind: str, message: str, *args: Any, exc_info: bool = False
+    ) -> None:
+        now = time.monotonic()
+        key = (port, kind)
+        if now < self._next.get(key, 0.0):
+            return
+        self._next[key] = now + LOG_INTERVAL_S
+        self._log.warning(
+            message + " (further ones counted, logged at most every %.0f s)",
+            *args,
+            LOG_INTERVAL_S,
+            exc_info=exc_info,
+        )

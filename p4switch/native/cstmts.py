@@ -10,22 +10,15 @@ from typing import Any
 from p4switch import ir
 from p4switch.compiler.layout import CLONE, CLONE_FIELD_LIST, CLONE_SESSION, TRUNCATE, leaves
 from p4switch.compiler.layout import path_of as _path_of
+from p4switch.compiler.source import Source
 from p4switch.compiler.stmts import _flatten_slice
 from p4switch.exceptions import CompilerBug, NativeUnsupported
 from p4switch.native.cbits import pack, serialise, unpack
 from p4switch.native.cexprs import CExprCompiler, literal
 
 
-class CSource:
-    """Lines of C with indentation, and fresh temporary names."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self._depth = 0
-        self._temps = 0
-
-    def line(self, text: str) -> None:
-        self.lines.append("    " * self._depth + text)
+class CSource(Source):
+    """Lines of C with indentation, and fresh temporary names: `Source` with C's blocks."""
 
     @contextmanager
     def block(self, header: str) -> Iterator[None]:
@@ -36,10 +29,6 @@ class CSource:
         finally:
             self._depth -= 1
             self.line("}")
-
-    def temp(self, prefix: str = "_t") -> str:
-        self._temps += 1
-        return f"{prefix}{self._temps}"
 
 
 @dataclass

@@ -18,13 +18,12 @@ import ctypes
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from p4switch.dataplane import LOG_INTERVAL_S, MAX_WAIT_S, PacketProcessor
+from p4switch.dataplane import MAX_WAIT_S, PacketProcessor
 from p4switch.exceptions import UnknownPortError
 from p4switch.nativeio.clib import (
     CPU_DELIVERED,
@@ -45,7 +44,7 @@ from p4switch.nativeio.errors import NativeIOError, NativeSwitchArgumentError
 from p4switch.pcap import capture_path
 from p4switch.ports import Port, take_kernel_drops
 from p4switch.shaping import ShapeSpec
-from p4switch.switchports import SwitchPorts
+from p4switch.switchports import SwitchPorts, ThrottledWarnings
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +113,7 @@ class NativeSwitch:
         self._lib = library()
         self._cpu_port = cpu_port
         self.on_cpu_packet = on_cpu_packet
-        self._next_log: dict[tuple[int, str], float] = {}
+        self._warn = ThrottledWarnings(log)
         self._port_set = SwitchPorts(ports, {}, seed, None)
         self._ports = self._port_set.by_number
         self._index = {number: i for i, number in enumerate(self._ports)}
@@ -367,20 +366,6 @@ class NativeSwitch:
             self._warn(self._cpu_port or 0, "cpu", "the CPU-port listener failed", exc_info=True)
             return CPU_LISTENER_FAILED
         return CPU_DELIVERED
-
-    def _warn(self, port: int, kind: str, message: str, *args: Any, exc_info: bool = False) -> None:
-        """Log `message`, but the same kind on the same port at most every LOG_INTERVAL_S."""
-        now = time.monotonic()
-        key = (port, kind)
-        if now < self._next_log.get(key, 0.0):
-            return
-        self._next_log[key] = now + LOG_INTERVAL_S
-        log.warning(
-            message + " (further ones counted, logged at most every %.0f s)",
-            *args,
-            LOG_INTERVAL_S,
-            exc_info=exc_info,
-        )
 
     # -- shutdown ----------------------------------------------------------------------------
 
