@@ -207,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif command in SERVICE_COMMANDS:
             run_service_command(command, args)
         elif command == "run":
+            args.relaunch = argv is None  # the process's own command line: it may exec again
             return run_experiment(args)
     except InnetError as err:
         print(f"innet: error: {one_line(err)}", file=sys.stderr)

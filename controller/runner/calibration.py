@@ -57,7 +57,7 @@ from controller.round_entries import round_entries
 from controller.rounds import Addressing, base_entries, install_changes, to_updates
 from controller.runner.emulation import Emulation, resolve
 from controller.runner.exceptions import ExperimentError
-from controller.runner.scenario import load_scenario
+from controller.runner.relaunch import load_relaunching
 from innet.exceptions import InnetError, InputError, one_line
 from innet.jsontypes import JSONObject
 from innet.paths import INNET_P4
@@ -407,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("scenario", type=Path, help="scenario YAML")
     args = parser.parse_args(argv)
     try:
-        calibration = calibrate(resolve(load_scenario(args.scenario)))
+        calibration = calibrate(resolve(load_relaunching(args.scenario, argv is None)))
     except InnetError as err:
         print(f"calibration: error: {one_line(err)}", file=sys.stderr)
         return err.exit_status

@@ -105,14 +105,15 @@ def run(args: argparse.Namespace) -> int:
     """`innet run`; errors of the input raise (the CLI prints them), the run's own end here."""
     # imported here: the runner loads torch (seconds), which no other command needs
     from controller.runner.emulation import resolve
+    from controller.runner.relaunch import load_relaunching
     from controller.runner.results import format_table
     from controller.runner.run import Run, built_testbeds
-    from controller.runner.scenario import load_scenario
     from topo.mininet_net import preflight
 
     if args.out is not None:
         _check_out(args.out)
-    emulation = resolve(load_scenario(args.scenario))  # refused here, before anything starts
+    # refused here, before anything starts; other lanes than this process's start it again
+    emulation = resolve(load_relaunching(args.scenario, getattr(args, "relaunch", False)))
     last_port = args.grpc_base_port + len(emulation.scenario.islands) - 1
     if last_port > MAX_PORT:
         raise CommandLineError(

@@ -1,8 +1,8 @@
 """A scenario resolved once, at the emulation's scale: what `innet run` builds, sends and expects.
 
-    >>> from controller.runner.scenario import load_scenario
-    >>> from innet.paths import SCENARIOS
-    >>> emulation = resolve(load_scenario(SCENARIOS / "nine-cities.yaml"))
+    >>> from controller.runner.scenario import parse_scenario
+    >>> emulation = resolve(parse_scenario("name: nine-cities\\nmemory: [25.6MB, 1.6GB]\\n"
+    ...     "schedules: [all-to-all, cliques-3]\\nnetworks: [plain, inna]"))  # at scale 100000
     >>> print(emulation.points[0].pool)
     25.6 MB (1 slot/bank)
     >>> [play.label for play in emulation.points[0].plays]  # plain once, at the first point

@@ -5,6 +5,7 @@
                                       # WAN file, relative to the scenario file
     hosts: 2                          # hosts per island (a leader and workers), 1..8
     scale: 100000                     # the emulation divides rates, memory and the update by it
+    lanes: 32                         # int32 values per innet packet: 32, 64, 128 or 256
     bandwidth: 10Gbps                 # each island's access rate
     wan_bandwidth: null               # overrides every WAN link's capacity when given
     wan_jitter: null                  # overrides every WAN link's jitter (e.g. 2ms) when given;
@@ -29,9 +30,13 @@ knows for the topology. Every mistake raises `ScenarioError`: "file:line: key: w
 Every (network, schedule) is played at every memory point for `inna`, and once (at the first
 memory point) for the other networks, whose edges hold no partial sums.
 
+`lanes` is fixed for a whole process (`topo.siteplan.LANES`, from `INNET_LANES`): a scenario
+asking for other lanes than the process has is refused with `LanesMismatch`, which `innet run`
+answers by starting itself again with `INNET_LANES` set (`controller/runner/relaunch.py`).
+
 Memory maps to innet.p4's slot pool (`topo.siteplan.SlotPool`): two banks of SLOTS slots of
-128 bytes, SLOTS a power of two with 2 x SLOTS x 128 B <= memory / scale. `Scenario.pool`
-gives the pool for one memory point, and the full-scale memory its slots stand for.
+4 x lanes bytes, SLOTS a power of two with 2 x SLOTS x 4 x lanes B <= memory / scale.
+`Scenario.pool` gives the pool for one memory point, and the full-scale memory its slots stand for.
 """
 
 from __future__ import annotations
@@ -49,13 +54,13 @@ import yaml
 
 from controller.planner.exceptions import PlanError
 from controller.planner.optimise import Planner
-from controller.runner.exceptions import ScenarioError
+from controller.runner.exceptions import LanesMismatch, ScenarioError
 from controller.runner.yamlnodes import NodeReader
 from innet.jsontypes import JSONObject
 from innet.units import format_size, parse_duration, parse_rate, parse_size
 from topo.exceptions import SlotPoolError, TopologyError, YamlLimitError
 from topo.loader import load_wan, parse_wan
-from topo.siteplan import SlotPool
+from topo.siteplan import LANE_CHOICES, LANES, LANES_ENV, SlotPool
 from topo.wan import Wan
 from topo.yamlfile import read_text
 
@@ -68,7 +73,7 @@ DEFAULT_TOPOLOGY = "nine-cities"
 _KEYS = (
     "name", "topology", "hosts", "scale", "bandwidth", "wan_bandwidth", "memory",
     "update_size", "schedules", "training", "round_deadline", "seed", "wan_loss", "networks",
-    "wan_jitter",
+    "wan_jitter", "lanes",
 )  # fmt: skip
 NETWORKS = ("plain", "multicast", "inna", "gloo")  # the planner's three, and the gloo baseline
 
@@ -110,6 +115,7 @@ class Scenario:
     # key path ("update_size", "schedules[1]", ...) -> its line in the file, for later checks
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
     wan_jitter_s: float | None = None  # every WAN link's jitter; None: the WAN file's own
+    lanes: int = LANES  # int32 values per packet: always this process's (topo.siteplan.LANES)
 
     @property
     def jitter_s(self) -> float:
@@ -162,6 +168,7 @@ class Scenario:
             "wan_loss": self.wan_loss,
             "networks": list(self.networks),
             "wan_jitter": None if self.wan_jitter_s is None else f"{self.wan_jitter_s:.15g}s",
+            "lanes": self.lanes,
         }
 
 
@@ -196,6 +203,7 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     name = doc.text(top["name"], "name")
     if not NAME_PATTERN.fullmatch(name):
         raise doc.fail(top["name"], "name", f"{name!r} may only use a-z, 0-9 and '-'")
+    _lanes(doc, top.get("lanes"), path)  # first: the slot size every later check uses
     topology, wan = _topology(doc, top.get("topology"), path)
     hosts = doc.integer(top.get("hosts"), "hosts", 2, low=1, high=MAX_HOSTS)
     scale = doc.number(top.get("scale"), "scale", 100000.0, low=1.0)
@@ -225,6 +233,19 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
         name, topology, hosts, scale, bandwidth, wan_bandwidth, memory, update, schedules,
         training, deadline, seed, wan, Path(path), loss, networks, _lines(top), jitter,
     )  # fmt: skip
+
+
+def _lanes(doc: NodeReader, node: yaml.Node | None, path: Path | str) -> None:
+    """Refuses a lane count innet.p4 is not built with, or one other than this process's."""
+    lanes = doc.integer(node, "lanes", 32, low=1)
+    if lanes not in LANE_CHOICES:
+        choices = ", ".join(map(str, LANE_CHOICES))
+        raise doc.fail(node, "lanes", f"{lanes}: innet.p4 is built with {choices} lanes per packet")
+    if lanes != LANES:
+        line = None if node is None else node.start_mark.line + 1
+        raise LanesMismatch(path, line, lanes, f"{lanes} lanes per packet, but this process "
+                            f"runs {LANES} ({LANES_ENV}); innet run starts again with "
+                            f"{LANES_ENV}={lanes}")  # fmt: skip
 
 
 def _jitter(doc: NodeReader, node: yaml.Node | None) -> float | None:

@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from controller.cli import main
-from innet.paths import DEFAULT_SCENARIO
 from topo.bmv2 import missing_tools
 from topo.shaping import netem_available
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="innet net up and run need root")
+
+
+SCENARIO = "SCENARIO"  # a 32-lane scenario in the test's folder: this process has 32 lanes
 
 
 def one_line_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -27,12 +29,19 @@ def one_line_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return lines[0]
 
 
+def scenario(folder: Path) -> str:
+    path = folder / "s.yaml"
+    path.write_text("name: preflight\nmemory: [25.6MB, 1.6GB]\nschedules: [all-to-all]\n")
+    return str(path)
+
+
 @pytest.mark.skipif(not missing_tools(), reason="BMv2 is installed here: nothing to refuse")
-@pytest.mark.parametrize("command", [["net", "up"], ["run", str(DEFAULT_SCENARIO)]])
+@pytest.mark.parametrize("command", [["net", "up"], ["run", SCENARIO]])
 def test_bmv2_without_its_tools_says_what_to_install(
     command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = tmp_path / "run"
+    command = [scenario(tmp_path) if word == SCENARIO else word for word in command]
     line = one_line_error(capsys, *command, "--target", "bmv2", "--run-dir", str(run_dir))
     for missing in missing_tools():
         assert missing in line
@@ -41,11 +50,12 @@ def test_bmv2_without_its_tools_says_what_to_install(
 
 
 @pytest.mark.skipif(netem_available(), reason="this kernel has netem: kernel shaping works")
-@pytest.mark.parametrize("command", [["net", "up"], ["run", str(DEFAULT_SCENARIO)]])
+@pytest.mark.parametrize("command", [["net", "up"], ["run", SCENARIO]])
 def test_kernel_shaping_without_netem_is_refused_before_anything_starts(
     command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = tmp_path / "run"
+    command = [scenario(tmp_path) if word == SCENARIO else word for word in command]
     line = one_line_error(capsys, *command, "--shaping", "kernel", "--run-dir", str(run_dir))
     assert "needs netem" in line and "--shaping links" in line
     assert not run_dir.exists()

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import math
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +18,14 @@ from controller.runner.emulation import resolve
 from controller.runner.exceptions import ExperimentError, ScenarioError
 from controller.runner.leaders import local_lag, send_policy
 from controller.runner.play import install_round
-from controller.runner.scenario import load_scenario, parse_scenario
+from controller.runner.scenario import parse_scenario
 from controller.testbed import InstalledRound
 from topo.siteplan import FRAME_BITS
 from workers.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[4]
 DEFAULT = REPO / "scenarios" / "nine-cities.yaml"
+CLI = "import sys; from controller.cli import main; sys.exit(main())"
 
 
 def scenario(extra: str = ""):
@@ -75,26 +79,35 @@ def test_the_training_section_becomes_the_trainers_config() -> None:
     assert em.island.update_floats == em.update_floats and em.island.islands == 9
 
 
+def default_check() -> dict[tuple[str, str, str], float]:
+    """`innet run --check` of the default scenario (started again with its 256 lanes): the
+    predicted consensus per (network, memory, family)."""
+    proc = subprocess.run([sys.executable, "-c", CLI, "run", str(DEFAULT), "--check"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("scenario nine-cities: 9 islands x 2 hosts, scale 10000"), lines
+    assert "inna, memory 25.6 MB -> pool 20.5 MB (1 slot/bank)" in proc.stdout  # 1 KB slots
+    found = re.findall(r"^  (\w+), (any memory|memory [\d.]+ [MG]B)[^:]*: ([\w-]+): "
+                       r"consensus in \d+ round\(s\), ([\d.]+) s predicted", proc.stdout,
+                       re.MULTILINE)  # fmt: skip
+    assert len(found) == len(lines) - 1 == 6, proc.stdout
+    return {(net, mem, family): float(t) for net, mem, family, t in found}
+
+
 def test_the_default_scenario_predicts_the_crossover() -> None:
     """What the emulation must reproduce: triples first at 25.6 MB, all-to-all at 1.6 GB."""
-    em = resolve(load_scenario(DEFAULT))
-    times = {
-        (p.memory_bytes, play.network, play.plan.family): play.plan.time_s
-        for p in em.points
-        for play in p.plays
-    }
-    small, large = em.scenario.memory_bytes
-    assert times[small, "inna", "cliques-3"] < times[small, "inna", "all-to-all"]
-    assert times[large, "inna", "all-to-all"] < times[large, "inna", "cliques-3"]
+    times = default_check()
+    small, large = "memory 25.6 MB", "memory 1.6 GB"
+    assert times["inna", small, "cliques-3"] < times["inna", small, "all-to-all"]
+    assert times["inna", large, "all-to-all"] < times["inna", large, "cliques-3"]
     # beside a plain WAN, played once (its edges hold nothing): one ring of nine is faster
     # than inna's starved aggregators, slower than its generous ones
-    assert times[small, "plain", "all-to-all"] < times[small, "inna", "cliques-3"]
-    assert times[large, "inna", "all-to-all"] < times[small, "plain", "all-to-all"]
-    assert (large, "plain", "all-to-all") not in times
-    lines = em.predictions()
-    assert len(lines) == 1 + 3 * len(em.scenario.schedules)
-    assert "plain, any memory: all-to-all" in lines[1]
-    assert "inna, memory 25.6 MB -> pool 25.6 MB (1 slot/bank)" in lines[3]
+    plain = times["plain", "any memory", "all-to-all"]
+    assert plain < times["inna", small, "cliques-3"]
+    assert times["inna", large, "all-to-all"] < plain
+    # the same scenario at scale 100000 with 32 lanes, in process
+    em = resolve(scenario("networks: [plain, inna]\nschedules: [all-to-all, cliques-3]\n"))
     assert em.rounds == 3 * 2 * em.scenario.training.rounds
 
 
@@ -121,8 +134,10 @@ def test_a_leader_paces_frames_at_the_planned_update_rate() -> None:
     assert em.slots_needed(128 * 100_000 * 3.5) == 4
 
 
-def test_run_check_prints_the_plan_without_building(capsys) -> None:
-    assert main(["run", str(DEFAULT), "--check"]) == 0
+def test_run_check_prints_the_plan_without_building(capsys, tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: c\nschedules: [all-to-all, cliques-3]\n")
+    assert main(["run", str(path), "--check"]) == 0
     out = capsys.readouterr().out
     assert "all-to-all" in out and "cliques-3" in out and "predicted" in out
 
