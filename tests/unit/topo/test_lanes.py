@@ -87,7 +87,7 @@ from controller.runner.emulation import resolve
 from controller.runner.scenario import parse_scenario
 from topo import siteplan
 from workers.packets import InnetPacket
-em = resolve(parse_scenario("name: t\\nscale: 100000\\nmemory: [1.6GB]\\nhosts: 2\\n"))
+em = resolve(parse_scenario("name: t\\nlanes: 256\\nscale: 100000\\nmemory: [1.6GB]\\nhosts: 2\\n"))
 switch = cal.member_switch(em)
 n = em.scenario.wan.n
 out = []
