@@ -247,9 +247,8 @@ class Aggregator:
         if own is None:  # not sent yet: the NACKing member will get it with the stream
             return
         g = self.group
-        lanes = tuple(own.tolist())
-        recover = InnetPacket(
-            PacketType.RECOVER, Flag.WAN, g.job, g.round, g.group, g.me, nack.chunk, 0, lanes
+        recover = InnetPacket.of(
+            PacketType.RECOVER, Flag.WAN, g.job, g.round, g.group, g.me, nack.chunk, 0, own
         )
         self.transport.send(recover.encode())
         self.stats.recovers_sent += 1

@@ -36,7 +36,7 @@ from typing import Protocol
 
 import numpy as np
 
-from topo.siteplan import FRAME_BITS, LANES
+from topo.siteplan import FRAME_BITS
 from workers.aggregate import MAX_DRAIN, MAX_WAIT_S
 from workers.exceptions import AggregationError, PacketError, QuantiseError
 from workers.group import (
@@ -64,8 +64,7 @@ Answer = tuple[Hashable, Outgoing]  # an answer to a NACK, named so it is queued
 def make_packet(g: GroupSpec, kind: PacketType, flags: Flag, chunk: int, bitmap: int = 0,
                 values: np.ndarray | None = None) -> InnetPacket:  # fmt: skip
     """A packet of the group from this member (a NACK's values are 0)."""
-    lanes = tuple(values.tolist()) if values is not None else (0,) * LANES
-    return InnetPacket(kind, flags, g.job, g.round, g.group, g.me, chunk, bitmap, lanes)
+    return InnetPacket.of(kind, flags, g.job, g.round, g.group, g.me, chunk, bitmap, values)
 
 
 class CollectiveRun(Protocol):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,8 +36,13 @@ class Flag(enum.IntFlag):
     REMOTE = 8  # merge at the members' edges but the source's own (its copy comes just in time)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InnetPacket:
+    """One innet packet. Its values are kept as they travel, LANES big-endian int32 (`lanes`):
+    a leader builds packets from numpy chunks (`of`) and reads sums into numpy (`array`)
+    without turning 256 values into Python ints and back on every frame; `values` gives them
+    as a tuple where one is wanted."""
+
     type: PacketType
     flags: Flag
     job: int
@@ -45,7 +51,7 @@ class InnetPacket:
     src: int
     chunk: int
     bitmap: int
-    values: tuple[int, ...]
+    lanes: bytes
 
     def __post_init__(self) -> None:
         for name, value, bits in (
@@ -59,8 +65,28 @@ class InnetPacket:
                 raise PacketError(f"{name} {value} does not fit in {bits} bits")
         if not 0 <= self.src < MAX_ISLANDS:
             raise PacketError(f"src {self.src} outside 0..{MAX_ISLANDS - 1}")
-        if len(self.values) != LANES:
-            raise PacketError(f"{len(self.values)} values, a packet carries {LANES}")
+        if len(self.lanes) != VALUES.size:
+            raise PacketError(f"{len(self.lanes) // 4} values, a packet carries {LANES}")
+
+    @classmethod
+    def of(
+        cls,
+        type: PacketType,
+        flags: Flag,
+        job: int,
+        round: int,
+        group: int,
+        src: int,
+        chunk: int,
+        bitmap: int,
+        values: Sequence[int] | np.ndarray | None = None,
+    ) -> InnetPacket:
+        """A packet carrying `values` (LANES int32, an array or a sequence; None: zeros)."""
+        return cls(type, flags, job, round, group, src, chunk, bitmap, lanes_of(values))
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        return VALUES.unpack(self.lanes)
 
     def encode(self) -> bytes:
         head = HEADER.pack(
@@ -73,7 +99,7 @@ class InnetPacket:
             self.chunk,
             self.bitmap,
         )
-        return head + VALUES.pack(*self.values)
+        return head + self.lanes
 
     @classmethod
     def decode(cls, data: bytes) -> InnetPacket:
@@ -86,8 +112,36 @@ class InnetPacket:
             kind = PacketType(vt & 0xF)
         except ValueError:
             raise PacketError(f"unknown packet type {vt & 0xF}") from None
-        values = VALUES.unpack_from(data, HEADER.size)
-        return cls(kind, Flag(flags), job, rnd, group, src, chunk, bitmap, values)
+        lanes = bytes(data[HEADER.size : PACKET_BYTES])
+        return cls(kind, Flag(flags), job, rnd, group, src, chunk, bitmap, lanes)
 
     def array(self) -> np.ndarray:
-        return np.array(self.values, dtype=np.int32)
+        """The values as int32 (a copy, in native byte order)."""
+        return np.frombuffer(self.lanes, dtype=_WIRE).astype(np.int32)
+
+
+_WIRE = np.dtype(">i4")
+ZERO_LANES = bytes(VALUES.size)
+
+
+def lanes_of(values: Sequence[int] | np.ndarray | None) -> bytes:
+    """LANES int32 values as they travel (None: zeros); PacketError for another count, or a
+    value outside int32."""
+    if values is None:
+        return ZERO_LANES
+    if isinstance(values, np.ndarray):
+        if values.shape != (LANES,):
+            raise PacketError(f"{values.size} values, a packet carries {LANES}")
+        if (
+            values.dtype != np.int32
+            and values.size
+            and (values.min() < -(2**31) or values.max() >= 2**31)
+        ):
+            raise PacketError("values outside int32")
+        return values.astype(_WIRE).tobytes()
+    if len(values) != LANES:
+        raise PacketError(f"{len(values)} values, a packet carries {LANES}")
+    try:
+        return VALUES.pack(*values)
+    except struct.error as err:
+        raise PacketError(f"values outside int32: {err}") from None

@@ -202,9 +202,9 @@ class ChunkStream:
     def _packet(
         self, kind: PacketType, flags: Flag, src: int, index: int, values: np.ndarray | None
     ) -> InnetPacket:
-        lanes = tuple(values.tolist()) if values is not None else (0,) * LANES
         g = self.group
-        return InnetPacket(kind, flags, g.job, g.round, g.group, src, self.first + index, 0, lanes)
+        return InnetPacket.of(kind, flags, g.job, g.round, g.group, src, self.first + index, 0,
+                              values)  # fmt: skip
 
     def pump(self, now: float) -> list[InnetPacket]:
         """Resends and NACKs that are due, then new chunks as the window and rate allow."""

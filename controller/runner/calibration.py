@@ -337,7 +337,7 @@ def chunk_frames(em: Emulation, chunk: int, island: int = 0) -> list[tuple[int, 
 
     def packet(src: int, flags: Flag) -> InnetPacket:
         kind = PacketType.CONTRIBUTION
-        return InnetPacket(kind, flags, site.JOB, _ROUND_NUMBER, 0, src, chunk, 0, values)
+        return InnetPacket.of(kind, flags, site.JOB, _ROUND_NUMBER, 0, src, chunk, 0, values)
 
     remote = Flag.WAN | Flag.REMOTE
     frames = [(1, contribution_frame(packet(island, remote), island, island))]

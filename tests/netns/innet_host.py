@@ -45,7 +45,7 @@ def main() -> int:
         while sent < chunks and sent - len(done) < window:
             lanes = tuple(int(v) for v in values(island, sent))
             kind, flags = PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL
-            msg = InnetPacket(kind, flags, JOB, ROUND, GROUP, island, sent, 0, lanes)
+            msg = InnetPacket.of(kind, flags, JOB, ROUND, GROUP, island, sent, 0, lanes)
             sock.sendto(msg.encode(), gateway)
             sent += 1
         try:

@@ -21,13 +21,13 @@ from workers.packets import Flag, InnetPacket, PacketType
 
 def main() -> int:
     island, count = int(sys.argv[1]), int(sys.argv[2])
-    good = InnetPacket(PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL, 1, 1, 0, island, 5, 0,
+    good = InnetPacket.of(PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL, 1, 1, 0, island, 5, 0,
                        (7,) * 32).encode()  # fmt: skip
     kinds = {
         "truncated": good[:20],
         "version2": bytes([0x21]) + good[1:],
         "src40": good[:7] + bytes([40]) + good[8:],
-        "unknown_group": InnetPacket(
+        "unknown_group": InnetPacket.of(
             PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL, 1, 1, 9, island, 5, 0, (7,) * 32
         ).encode(),
         "spoofed": good[:7] + bytes([(island + 1) % 3]) + good[8:],

@@ -172,6 +172,9 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
     rounds = records(out)
     assert len(rounds) == 2 * 2 * 6
     assert_on_time_or_flagged(rounds, stdout)
+    for r in rounds:  # where the lag was seen: the switches, and each city's leader
+        assert set(r["lag_ms"]) == {"switches", *(c.name for c in default_wan().cities)}, r
+        assert r["cpu_lag_ms"] == pytest.approx(max(r["lag_ms"].values())), r
     rows = list(csv.DictReader((out / "summary.csv").open()))
     # measured: from the rounds that measure the network (a row's unflagged rounds)
     consensus = {(int(row["memory"]), row["schedule"]): row["consensus_unflagged_s"]

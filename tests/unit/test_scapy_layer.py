@@ -32,7 +32,7 @@ ADDRESSED = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:fe") / IP(
 @st.composite
 def packets(draw: st.DrawFn) -> codec.InnetPacket:
     """Any message the worker library can encode."""
-    return codec.InnetPacket(
+    return codec.InnetPacket.of(
         draw(st.sampled_from(codec.PacketType)),
         codec.Flag(draw(st.integers(0, 15))),
         draw(st.integers(0, 2**16 - 1)),

@@ -54,7 +54,7 @@ def test_the_innet_layer_is_the_workers_encoding() -> None:
         }
     }
     frame = build([ETH, {"ipv4": IP["ipv4"]}, {"udp": {"sport": 40000}}, layer])
-    expected = InnetPacket(
+    expected = InnetPacket.of(
         PacketType.RECOVER, Flag.WAN | Flag.RETRANSMIT, 1, 7, 2, 3, 9, 0, (1, -1, *[0] * 30)
     )
     assert frame[36:38] == (20041).to_bytes(2, "big") and frame[42:] == expected.encode()

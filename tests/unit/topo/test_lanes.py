@@ -46,7 +46,8 @@ from topo import siteplan
 from workers import packets
 from controller.planner.params import CostParams
 values = tuple(range(-128, 128))
-p = packets.InnetPacket(packets.PacketType.CONTRIBUTION, packets.Flag.WAN, 1, 2, 3, 4, 5, 6, values)
+kind, flag = packets.PacketType.CONTRIBUTION, packets.Flag.WAN
+p = packets.InnetPacket.of(kind, flag, 1, 2, 3, 4, 5, 6, values)
 back = packets.InnetPacket.decode(p.encode())
 print(json.dumps({
     "lanes": siteplan.LANES, "slot": siteplan.SLOT_BYTES, "frame": siteplan.FRAME_BYTES,

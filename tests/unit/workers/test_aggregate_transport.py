@@ -12,7 +12,7 @@ from workers.transport import UdpTransport
 
 
 def packet(chunk: int) -> bytes:
-    return InnetPacket(
+    return InnetPacket.of(
         PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL, 7, 1, 3, 0, chunk, 0, (chunk,) * 32
     ).encode()
 

@@ -44,7 +44,7 @@ FAULTS = {
 def packet(kind: PacketType, src: int, chunk: int, *, rnd: int = 2, bitmap: int = 0,
            flags: int = 0, value: int = 0) -> bytes:  # fmt: skip
     """An innet packet of the test group (round `rnd`) from `src`."""
-    return InnetPacket(kind, Flag(flags), 7, rnd, 1, src, chunk, bitmap, (value,) * 32).encode()
+    return InnetPacket.of(kind, Flag(flags), 7, rnd, 1, src, chunk, bitmap, (value,) * 32).encode()
 
 
 def assert_exact(members: dict, values: dict) -> None:

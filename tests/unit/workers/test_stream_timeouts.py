@@ -26,7 +26,7 @@ def _policy(window: int) -> SendPolicy:
 
 
 def _result(chunk: int) -> InnetPacket:
-    return InnetPacket(PacketType.RESULT, Flag(0), GROUP.job, GROUP.round, GROUP.group, 0, chunk,
+    return InnetPacket.of(PacketType.RESULT, Flag(0), GROUP.job, GROUP.round, GROUP.group, 0, chunk,
                        GROUP.bitmap, (chunk,) * LANES)  # fmt: skip
 
 
