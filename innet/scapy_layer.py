@@ -55,7 +55,7 @@ VERSION = 1
 LANES = 32
 HEADER_BYTES = 16
 PAYLOAD_BYTES = HEADER_BYTES + 4 * LANES  # 144: one innet message, the UDP payload
-TYPES = {1: "CONTRIBUTION", 2: "RESULT", 3: "NACK", 4: "RECOVER"}
+TYPES = {1: "CONTRIBUTION", 2: "RESULT", 3: "NACK", 4: "RECOVER", 5: "BOUNCE"}
 FLAGS = ["WAN", "LOCAL", "RETRANSMIT", "REMOTE"]  # bits 0..3 of `flags`
 
 _INT32 = struct.Struct("!i")

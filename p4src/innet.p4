@@ -382,7 +382,10 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
             } else if (free || complete) {
                 claim = true;
             } else {
-                stats.count(STAT_SLOT_CONFLICT);  /* busy with another chunk: never mixed */
+                /* Busy with another chunk: never mixed. The contribution goes back to the
+                 * island's hosts as a BOUNCE, for its leader to replay once the slot is free. */
+                stats.count(STAT_SLOT_CONFLICT);
+                meta.bounce = 1;
             }
             if (claim) {
                 update = true;
@@ -409,9 +412,10 @@ control InnetIngress(inout headers_t hdr, inout metadata_t meta,
             meta.seen = s_seen;
         }
 
+        bool host_copies = meta.emit == 1 || meta.bounce == 1;
         if (meta.on_tree == 1) {
-            standard_metadata.mcast_grp = meta.emit == 1 ? meta.wan_local_grp : meta.wan_grp;
-        } else if (meta.emit == 1) {
+            standard_metadata.mcast_grp = host_copies ? meta.wan_local_grp : meta.wan_grp;
+        } else if (host_copies) {
             standard_metadata.mcast_grp = meta.local_grp;
         } else if (!accounted) {
             stats.count(STAT_DROPPED_OTHER);  /* neither merged nor replicated here */
@@ -460,6 +464,8 @@ control InnetEgress(inout headers_t hdr, inout metadata_t meta,
             hdr.innet.flags = meta.resent == 1 ? FLAG_RETRANSMIT : 8w0;
             hdr.innet.bitmap = meta.seen;
             FOR_EACH_LANE(RESULT_LANE)
+        } else if (meta.bounce == 1 && hdr.innet.type == TYPE_CONTRIBUTION) {
+            hdr.innet.type = TYPE_BOUNCE;  /* src, chunk and values as they came */
         }
     }
 }

@@ -227,6 +227,8 @@ class Aggregator:
             self.stats.foreign += 1
         elif packet.type == PacketType.RESULT:
             stream.on_result(packet, self.clock())
+        elif packet.type == PacketType.BOUNCE:
+            stream.on_bounce(packet, self.clock())
         else:  # RECOVER
             for replay in stream.on_recover(packet, self.clock()):
                 self.transport.send(replay.encode())

@@ -128,6 +128,7 @@ class AggregatorStats:
     recovers_sent: int = 0  # RECOVER copies of the own contribution, answering NACKs
     heals_sent: int = 0  # contributions replayed to the own edge after a recovery
     recovered_chunks: int = 0  # chunks summed in software from RECOVER copies
+    bounced: int = 0  # contributions the own edge's busy slot sent back (BOUNCE), replayed
     duplicates_ignored: int = 0  # RESULTs or RECOVERs for chunks already done
     results: int = 0  # RESULTs that completed a chunk
     foreign: int = 0  # packets of another job, round or group, or not for a host

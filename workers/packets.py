@@ -27,6 +27,7 @@ class PacketType(enum.IntEnum):
     RESULT = 2
     NACK = 3
     RECOVER = 4
+    BOUNCE = 5  # from a switch to its island's hosts: a contribution a busy slot refused
 
 
 class Flag(enum.IntFlag):

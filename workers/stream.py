@@ -45,6 +45,13 @@ that arrived, and answers with the packets to send. The rules it follows (docs/p
   contribution is replayed too (first, so that it is a silent duplicate while the slot is busy)
   which also completes a slot whose own contribution was lost on the host link. The RESULT the
   healed slot emits is then a duplicate; it is checked against the software sum.
+- **Bounces.** A contribution the own edge's busy slot refused comes back as a BOUNCE; the
+  leader replays it to the own edge only (LOCAL|RETRANSMIT, under its member's `src`) after
+  the waits `workers.bounces` gives: a frame time of the schedule (`BOUNCE_WAIT_S` unpaced),
+  doubling up to `timeout_s`. Replays leave when due, off the WAN schedule (they never cross
+  the WAN). A slot held a little late by timing noise then costs the chunks that meet it a
+  frame time or two, not a timeout and a NACK (docs/protocol.md, "Bounces"). Once the chunk
+  has its sum its bounces are forgotten, and later ones ignored.
 - **Exactness.** A RESULT must carry the group's bitmap, and a second RESULT for a chunk must
   equal the first: anything else raises `ResultMismatch`. The own contribution is only ever
   added once (RECOVERs naming the own island or a non-member are refused).
@@ -58,11 +65,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topo.siteplan import FRAME_BITS, LANES
+from workers.bounces import Bounces
 from workers.exceptions import ResultMismatch
 from workers.group import AggregatorStats, GroupSpec, SendPolicy, describe_ranges
+from workers.latency import Latency
 from workers.packets import Flag, InnetPacket, PacketType
 
-LOCAL_REPLAY = Flag.LOCAL | Flag.RETRANSMIT  # healing: to the own edge only
+LOCAL_REPLAY = Flag.LOCAL | Flag.RETRANSMIT  # healing, bounces: to the own edge only
+BOUNCE_WAIT_S = 0.001  # an unpaced stream's first wait before replaying a bounced contribution
 
 
 @dataclass
@@ -81,52 +91,6 @@ class _Pending:
     @property
     def retried(self) -> bool:
         return bool(self.resends or self.nacks)
-
-
-class _Latency:
-    """Smoothed latency from a chunk's first copy to its sum, and its deviation (RFC 6298), with
-    the back-off that stands in for a measurement while no sum comes in."""
-
-    def __init__(
-        self, floor: float, ceiling: float, backoff: float, now: float, measures: bool
-    ) -> None:
-        self.floor, self.ceiling, self.factor = floor, ceiling, backoff
-        self.measures = measures  # False: the floor always (an unpaced stream)
-        self.srtt: float | None = None
-        self.rttvar = 0.0
-        self.backoff = 1.0
-        self.last_sum = now
-
-    def summed(self, now: float) -> None:
-        """A sum came in (of any chunk): the network answers, the back-off grows no more."""
-        self.last_sum = max(self.last_sum, now)
-
-    def sample(self, seconds: float) -> None:
-        """A chunk's latency: measured again, so the back-off ends."""
-        if not self.measures:
-            return
-        self.backoff = 1.0
-        if self.srtt is None:
-            self.srtt, self.rttvar = seconds, seconds / 2
-            return
-        self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - seconds)
-        self.srtt = 0.875 * self.srtt + 0.125 * seconds
-
-    def measured(self) -> float:
-        """The floor, or what the measured latency asks for if that is longer."""
-        if self.srtt is None:
-            return self.floor
-        return max(self.floor, 2 * self.srtt, self.srtt + 4 * self.rttvar)
-
-    def timeout(self) -> float:
-        """A chunk's first timeout: `measured`, backed off while no sum comes in."""
-        return max(self.measured(), min(self.measured() * self.backoff, self.ceiling))
-
-    def timed_out(self, now: float) -> None:
-        """A first timeout fired: before anything is measured, if no sum came for a whole
-        timeout, back off the others'."""
-        if self.measures and self.srtt is None and now - self.last_sum >= self.measured():
-            self.backoff *= self.factor
 
 
 class ChunkStream:
@@ -163,9 +127,10 @@ class ChunkStream:
         self._earliest_due = float("inf")
         self._retries: deque[int] = deque()  # timed-out chunks, in order, for paced sends
         self._retry_at = now
-        self.latency = _Latency(policy.timeout_s, policy.deadline_s / 4, policy.backoff, now,
+        self.latency = Latency(policy.timeout_s, policy.deadline_s / 4, policy.backoff, now,
                                 measures=bool(self._interval))  # fmt: skip
         self.pacing_lag_s = 0.0  # the most a fresh copy left after its paced time (a busy CPU)
+        self.bounces = Bounces(self._interval or BOUNCE_WAIT_S, policy.timeout_s)
 
     # --- queries
 
@@ -195,7 +160,7 @@ class ChunkStream:
             wake = min(wake, max(self._next_send_at, self._retry_at))
         if self._split and self.next_local < end:
             wake = min(wake, self._local_at)
-        return wake
+        return min(wake, self.bounces.next_due())
 
     # --- packets out
 
@@ -210,7 +175,8 @@ class ChunkStream:
         """Resends and NACKs that are due, then new chunks as the window and rate allow."""
         if now >= self._earliest_due:
             self._timeouts(now)
-        out = self._send_retries(now)
+        out = self._replay_bounced(now) if self.bounces else []
+        out += self._send_retries(now)
         window_end = min(self.size, self.low + self.policy.window)
         while True:
             wan_open = self.next < window_end
@@ -321,6 +287,13 @@ class ChunkStream:
             self._retry_at = now + self._interval  # and never caught up: no burst after a stall
         return out
 
+    def _replay_bounced(self, now: float) -> list[InnetPacket]:
+        """Bounced contributions whose wait is over, to the own edge (off the WAN schedule)."""
+        g = self.group
+        return [InnetPacket(PacketType.CONTRIBUTION, LOCAL_REPLAY, g.job, g.round, g.group, src,
+                            self.first + i, 0, lanes)
+                for i, src, lanes in self.bounces.due(now)]  # fmt: skip
+
     # --- packets in
 
     def on_result(self, packet: InnetPacket, now: float | None = None) -> None:
@@ -349,6 +322,19 @@ class ChunkStream:
                 self._earliest_due = now
             self.latency.sample(now - (p.last_copy_at if p.retried else p.sent_at))
         self._complete(i, values, now)
+
+    def on_bounce(self, packet: InnetPacket, now: float) -> None:
+        """A BOUNCE from the own edge: replay that contribution after a wait (see the module's
+        rules); ignored once the chunk has its sum."""
+        i = packet.chunk - self.first
+        if packet.src not in self.group.members:
+            self.stats.foreign += 1
+            return
+        if self.done_mask[i]:
+            self.stats.duplicates_ignored += 1
+            return
+        self.stats.bounced += 1
+        self.bounces.bounced(i, packet.src, packet.lanes, now)
 
     def on_recover(self, packet: InnetPacket, now: float | None = None) -> list[InnetPacket]:
         """A RECOVER copy from another member; returns the healing replays once all are in."""
@@ -394,6 +380,7 @@ class ChunkStream:
         self.sums[i] = values
         self.done_mask[i] = True
         del self.pending[i]
+        self.bounces.forget(i)
         while self.low < self.size and self.done_mask[self.low]:
             self.low += 1
 

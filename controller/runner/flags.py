@@ -11,16 +11,23 @@ flag per reason, each with a sentence that says what was seen:
 - `loss`: the scenario loses frames on its WAN links, which the planner does not model;
 - `jitter`: the round's timing noise (the worst switch or leader lag) exceeded the planned
   headroom of its slot pools (`RoundCost.headroom_s`: the misalignment a pool absorbs beyond
-  the planned skew and WAN jitter) and contributions found the pool full (slot conflicts).
+  the planned skew and WAN jitter), contributions found the pool full (slot conflicts), and that
+  cost the round: retransmissions the plan does not explain, or a time off its prediction.
   Noise beyond the headroom that caused no conflict is not flagged: the round still measured
   the network (a memory-bound plan has no headroom at all, and a lag peak of one frame need
-  not misalign a whole stream).
+  not misalign a whole stream). Nor are conflicts whose contributions the edges bounced and the
+  leaders replayed, on time and without a retransmission (docs/protocol.md, "Bounces"): each
+  cost its chunk a frame time or two, and the round's time says they cost it no more; they are
+  counted in the record (`slot_conflicts`).
 
     >>> seen = RoundSeen(time_s=6.34, predicted_s=1.77, slot_conflicts=1800, retransmissions=830,
     ...                  lag_s=0.03, headroom_s=0.01)
     >>> sorted(flag_round(seen))
     ['jitter', 'timing']
     >>> flag_round(RoundSeen(time_s=1.8, predicted_s=1.77, lag_s=0.001))
+    {}
+    >>> flag_round(RoundSeen(time_s=3.604, predicted_s=3.597, slot_conflicts=76, lag_s=0.006,
+    ...                      headroom_s=0.0))  # bounced and replayed: on time, no resend
     {}
 """
 
@@ -73,7 +80,8 @@ def flag_round(seen: RoundSeen) -> dict[str, str]:
             f"every WAN link loses {100 * seen.wan_loss:.3g}% of frames, which the plan does "
             "not model"
         )
-    if seen.lag_s > seen.headroom_s and seen.slot_conflicts:
+    costly = off is not None or (seen.retransmissions and not seen.wan_loss)
+    if seen.lag_s > seen.headroom_s and seen.slot_conflicts and costly:
         flags["jitter"] = (
             f"timing noise of {format_duration(seen.lag_s)} exceeded the slot pools' planned "
             f"headroom of {format_duration(max(0.0, seen.headroom_s))}: "

@@ -16,6 +16,7 @@ const bit<4> TYPE_CONTRIBUTION = 1;
 const bit<4> TYPE_RESULT       = 2;
 const bit<4> TYPE_NACK         = 3;
 const bit<4> TYPE_RECOVER      = 4;
+const bit<4> TYPE_BOUNCE       = 5;  /* switch to own hosts: a contribution a busy slot refused */
 
 /* innet header `flags` bits */
 const bit<8> FLAG_WAN        = 0x01;  /* replicate along the source's tree */
@@ -167,6 +168,7 @@ struct metadata_t {
     bit<16> wan_local_grp;
     bit<1>  emit;           /* the host copies (replica id 1) become a RESULT */
     bit<1>  resent;         /* ... emitted again for a leader that missed it */
+    bit<1>  bounce;         /* the host copies (replica id 1) become a BOUNCE: slot busy */
     bit<32> seen;           /* the RESULT's bitmap */
     FOR_EACH_LANE(INNET_SUM)
 }

@@ -44,7 +44,7 @@ STALE_US = 60_000_000  # a member's slots are claimed over after 60 s incomplete
 
 UDP_PORT = 0x4E49
 N = 32
-CONTRIBUTION, RESULT, NACK, RECOVER = 1, 2, 3, 4
+CONTRIBUTION, RESULT, NACK, RECOVER, BOUNCE = 1, 2, 3, 4, 5
 WAN, LOCAL, RETRANSMIT, REMOTE = 0x01, 0x02, 0x04, 0x08
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from p4switch.compiler import v1model
 from tests.unit.dataplane.harness import (
+    BOUNCE,
     CONTRIBUTION,
     ISLANDS,
     LOCAL,
@@ -96,7 +97,10 @@ def test_a_stray_for_a_future_round_wedges_its_slot_only_until_the_bound(clock: 
     for i in ISLANDS:  # resends within the bound: still refused
         net.contribute(i, msg(i, 0, value=i + 1, flags=WAN | LOCAL | RETRANSMIT))
     assert [net.stats(i)["slot_conflict"] for i in ISLANDS] == [6, 6, 6]
-    assert all(net.take(i) == [] for i in ISLANDS)
+    for i in ISLANDS:  # refused, never merged: each comes back to the edge's hosts
+        assert sorted((d.msg.type, d.msg.round, d.msg.src) for d in net.take(i)) == sorted(
+            (BOUNCE, ROUND, src) for src in ISLANDS for _ in range(2)
+        )
 
     clock.advance(BOUND_S)  # the stray's claim is now older than its group's bound
     for i in ISLANDS:
@@ -136,8 +140,9 @@ def test_a_slot_within_its_bound_and_a_complete_one_are_never_claimed_over(
     for i in (A, B):
         net.contribute(i, msg(i, 0))  # chunk 0 waits for C at every edge
     clock.advance(BOUND_S * 0.9)
-    net.contribute(A, msg(A, 8))  # another chunk, inside the bound: refused
+    net.contribute(A, msg(A, 8))  # another chunk, inside the bound: refused (bounced)
     assert [net.stats(i)["slot_conflict"] for i in ISLANDS] == [1, 1, 1]
+    assert all([(d.msg.type, d.msg.chunk) for d in net.take(i)] == [(BOUNCE, 8)] for i in ISLANDS)
     clock.advance(BOUND_S)
     net.contribute(C, msg(C, 0))  # the late member's own chunk still merges: same tag
     assert all(sums(net, i) == {(ROUND, 0): (3, ALL)} for i in ISLANDS)
@@ -192,9 +197,11 @@ def test_a_partly_merged_slot_claimed_over_is_recovered_by_nack_and_recover(
     net.contribute(B, contribution(B, 0, rnd=ROUND + 1))  # the stray; only A's slot was busy
     assert [net.stats(i)["stale"] for i in ISLANDS] == [1, 0, 0]
 
-    # A's leader: its resend is refused now (the stray's claim is fresh), so it NACKs ...
+    # A's leader: its resend is refused now, at every edge (the stray's claim is fresh: at B
+    # and C it took the complete slot), and bounced; so it NACKs ...
     net.contribute(A, contribution(A, 0, WAN | LOCAL | RETRANSMIT))
-    assert net.take(A) == [] and net.stats(A)["slot_conflict"] == 1
+    assert [(d.msg.type, d.msg.src) for i in ISLANDS for d in net.take(i)] == [(BOUNCE, A)] * 3
+    assert net.stats(A)["slot_conflict"] == 1
     net.contribute(A, Innet(NACK, WAN, JOB, ROUND, GROUP, A, 0))
     assert [d.msg.type for i in (B, C) for d in net.take(i)] == [NACK, NACK]
     # ... B and C answer, and A's hosts add the RECOVERs to their own contribution.
@@ -208,7 +215,8 @@ def test_a_partly_merged_slot_claimed_over_is_recovered_by_nack_and_recover(
     # Healing (own contribution first, then the recovered ones) meets the stray's claim: refused.
     for src in (A, B, C):
         net.contribute(A, contribution(src, 0, LOCAL | RETRANSMIT))
-    assert net.take(A) == [] and net.stats(A)["slot_conflict"] == 4
+    assert [(d.msg.type, d.msg.src) for d in net.take(A)] == [(BOUNCE, A), (BOUNCE, B), (BOUNCE, C)]
+    assert net.stats(A)["slot_conflict"] == 4
 
     # The next use of the cell (chunk 0 + 2 * SLOTS) after the stray's bound claims it over.
     clock.advance(2 * BOUND_S)

@@ -230,3 +230,49 @@ def test_a_just_in_time_copy_needs_a_paced_schedule() -> None:
         fast_policy(window=4, local_lag_s=0.01)
     with pytest.raises(PolicyError, match="start_s"):
         fast_policy(window=4, start_s=-1.0)
+
+
+class Stalled:
+    """An island whose host runs nothing from `start` to `end` (fake-clock seconds)."""
+
+    def __init__(self, session: Aggregator, clock: FakeClock, start: float, end: float) -> None:
+        self.session, self.clock, self.start, self.end = session, clock, start, end
+
+    def step(self, wait: float = 0.0) -> bool:
+        if self.start <= self.clock() < self.end:
+            return False
+        return self.session.step(wait)
+
+
+def test_a_member_that_stalls_costs_bounces_not_resends() -> None:
+    """Two slots a bank, one chunk a 1 ms tick, and island C's host stalls for 6 ms (a busy
+    CPU), then catches up. Meanwhile A's and B's chunk c + 4 reach slots still waiting for C's
+    chunk c: every edge bounces them to its leader, which replays them once the slot is free.
+    Every sum is exact, with no resend and no NACK (before bounces, each refusal waited for a
+    timeout, resends and a NACK, and the slots it left half merged refused the chunks after)."""
+    n = 40  # chunks
+    rng = np.random.default_rng(5)
+    values = rng.integers(-1000, 1000, size=(len(MEMBERS), n * 32), dtype=np.int32)
+    net = HarnessNetwork(2, JOB, ROUND, GROUP)
+    clock = FakeClock()
+    policy = fast_policy(window=n, rate_bps=186 * 8 * 1000, timeout_s=0.05, max_timeout_s=0.2)
+    aggs = {
+        i: Aggregator(net.transport(i), GroupSpec(JOB, ROUND, GROUP, i, MEMBERS), policy, clock)
+        for i in MEMBERS
+    }
+    for i, agg in aggs.items():
+        agg.begin(values[i])
+    late = MEMBERS[2]
+    sessions = {i: Stalled(agg, clock, 0.0025, 0.0085) if i == late else agg
+                for i, agg in aggs.items()}  # fmt: skip
+    run = run_round_robin(sessions, clock)
+    assert run.errors == {}
+    total = values.astype(np.int64).sum(axis=0).astype(np.int32)
+    for i, agg in aggs.items():
+        assert np.array_equal(agg.result(), total), i
+        assert agg.stats.retransmitted == agg.stats.nacks_sent == 0, agg.stats
+        edge = net.stats(i)
+        assert edge["contribution"] == 3 * n and edge["completed"] == n, edge
+    bounced = {i: agg.stats.bounced for i, agg in aggs.items()}
+    conflicts = {i: net.stats(i)["slot_conflict"] for i in MEMBERS}
+    assert all(conflicts.values()) and bounced == conflicts, (bounced, conflicts)

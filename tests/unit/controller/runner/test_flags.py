@@ -62,10 +62,18 @@ def test_cpu_bound_above_five_percent_of_the_round_or_five_ms() -> None:
     assert list(flag_round(seen(predicted_s=2.0, time_s=2.0, lag_s=0.101))) == ["cpu_bound"]
 
 
-def test_noise_beyond_the_headroom_is_jitter_only_when_slots_ran_out() -> None:
+def test_noise_beyond_the_headroom_is_jitter_only_when_slots_ran_out_at_a_cost() -> None:
     assert flag_round(seen(lag_s=0.004, headroom_s=0.0)) == {}  # memory-bound, no conflict
-    assert list(flag_round(seen(lag_s=0.004, headroom_s=0.0, slot_conflicts=3))) == ["jitter"]
-    assert flag_round(seen(lag_s=0.004, headroom_s=math.inf, slot_conflicts=3)) == {}
+    conflicts = {"lag_s": 0.004, "headroom_s": 0.0, "slot_conflicts": 3}
+    resent = seen(**conflicts, retransmissions=2)
+    assert list(flag_round(resent)) == ["jitter"]
+    assert list(flag_round(seen(**conflicts, time_s=1.3))) == ["timing", "jitter"]
+    # bounced, replayed, on time, nothing resent: counted, not flagged
+    assert flag_round(seen(**conflicts)) == {}
+    # with a lossy WAN, retransmissions are the loss's: the conflicts cost the round nothing
+    assert list(flag_round(seen(**conflicts, retransmissions=2, wan_loss=0.01))) == ["loss"]
+    assert flag_round(seen(lag_s=0.004, headroom_s=math.inf, slot_conflicts=3,
+                           retransmissions=2)) == {}  # fmt: skip
 
 
 def test_a_round_that_did_not_finish_has_no_timing_flag() -> None:
