@@ -217,7 +217,7 @@ class Leader:
         if self.proposal is None:
             raise AggregationError("'go' before 'prepare': no proposal to send")
         k = len(command.members)
-        clipped, lag, stats = 0, 0.0, AggregatorStats()
+        clipped, lag, stats, cpu = 0, 0.0, AggregatorStats(), 0.0
         if k == 1 or command.policy is None:
             mean = self.proposal
             done_at = command.start_at
@@ -239,8 +239,9 @@ class Leader:
             _drain(self.transport)
             _drain(self.peers)
             sleep_until(command.start_at)
+            cpu = time.thread_time()
             int_sum = exchange.allreduce_sum(values, scale_for(cfg.bound_exponent, k))
-            done_at = time.time()
+            done_at, cpu = time.time(), time.thread_time() - cpu
             mean = self.train.decode(
                 int_sum[: encoded.size], self.training.theta0, cfg.bound_exponent, k, k
             )
@@ -262,6 +263,7 @@ class Leader:
             clipped=int(clipped),
             pacing_lag_s=lag,
             stats=stats,
+            exchange_cpu_s=cpu,
         )
 
     def join(self, command: Join) -> Joined:

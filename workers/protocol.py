@@ -145,6 +145,7 @@ class Done:
     clipped: int = 0  # values clipped to the encoding's bound
     pacing_lag_s: float = 0.0  # the worst a paced send fell behind its schedule
     stats: AggregatorStats = field(default_factory=AggregatorStats)
+    exchange_cpu_s: float = 0.0  # the leader thread's CPU time in the exchange
     tag: ClassVar[str] = "done"
 
 

@@ -11,25 +11,40 @@
     the plan needs at most 2,100 frames/s per switch, 9,800 in all on 2 cores: fits
     >>> judge(machine, Need(2_100, 20_000, 0.01, "Tokyo")).verdict  # over half of 2 cores
     'tight'
+    >>> from dataclasses import replace
+    >>> leaders = replace(machine, leader_frames_per_cpu_s=15_000)  # 9,000 frames: 0.36 core
+    >>> checked = judge(leaders, Need(2_100, 9_800, 0.01, "Tokyo", leader_fps=9_000))
+    >>> print(checked.summary)  # doctest: +NORMALIZE_WHITESPACE
+    calibration: timer p99 0.3 ms, CPU share 0.98, switch pipeline (python) 14,200 frames/s/core,
+    leaders 15,000 frames/s/core; the plan needs at most 2,100 frames/s per switch, 9,800 in all
+    and 9,000 through the leaders: 1.05 of 2 cores: tight (the switches and leaders need 54% of
+    the machine)
 
 Measured (`measure`): how late `TIMER_SLEEP_S` sleeps wake over `TIMER_SPAN_S` (p50, p99, max),
-the share of a core a busy loop gets, and innet.p4's frames per CPU second in this process,
-built as the switches build it (their back end; native is called through ctypes) and programmed
-as a member of an all-to-all round, fed each member's contributions to one chunk after another.
+the share of a core a busy loop gets, innet.p4's frames per CPU second in this process, built as
+the switches build it (their back end; native is called through ctypes) and programmed as a
+member of an all-to-all round, fed each member's contributions to one chunk after another; and
+a leader's frames per CPU second, an `Aggregator` paced at the busiest leader's rate against an
+edge on loopback (controller/runner/leaderload.py), counted at `LEADER_UNDER_LOAD` of that: alone
+it wakes for every frame, beside the run's other processes it finds several at a wake.
 
-What the plan needs (`plan_need`, pure): the frames per second the switches must process in
-the busiest round of any (network, schedule, memory) the run plays. A stream at the group's rate
-is `Emulation.frame_rate_bps(rate) / FRAME_BITS` frames/s, counted once at each switch it enters:
-its source's edge (an inna leader sends two copies, WAN|REMOTE and the just-in-time LOCAL one;
-direct exchange k - 1 streams) and every switch on its multicast tree or unicast path.
+What the plan needs (`plan_need`, pure: controller/runner/need.py): the frames per second the
+switches and the leaders must process in the busiest round of any (network, schedule, memory)
+the run plays.
 
 The verdict (`judge`, pure), one core's rate now being frames per CPU second x CPU share: "does
-not fit" when the switches together need more than the machine's cores, or one switch more than
-one core; "tight" when they need more than `TIGHT_SHARE` of either, or timer lateness p99 exceeds
+not fit" when the switches and the leaders together need more than `OVER_MARGIN` times the
+cores free now (the
+machine's, fewer where another job holds the CPU: a busy loop's share shows it on the check's
+own core, /proc/stat's count of other processes' CPU time on the rest), or one switch more than
+one core; "tight" when they need more than `TIGHT_SHARE` of either (the
+switches' figure leaves out the kernel's work of moving their frames, about as much again on
+this machine: a plan the check calls tight may keep the CPU busy), or timer lateness p99 exceeds
 the smallest planned timing headroom of any round (slot conflicts likely); else "fits". A round
 whose rate is bound by its memory has no headroom by construction (the planner fills the pool):
 it does not enter the check, which would otherwise call every such plan tight; its rounds are
-judged after the fact, by their slot conflicts (the `jitter` and `timing` flags).
+judged after the fact (the `jitter` and `timing` flags), and the edges' bounces absorb what
+timing noise costs them (docs/protocol.md, "Bounces").
 """
 
 from __future__ import annotations
@@ -42,7 +57,6 @@ import math
 import os
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,20 +64,19 @@ from pathlib import Path
 import numpy as np
 
 from controller.p4rt.schema import Schema
-from controller.planner.collectives import direct, ring
-from controller.planner.cost import GroupCost, RoundCost
 from controller.planner.schedule import Round
 from controller.round_entries import round_entries
 from controller.rounds import Addressing, base_entries, install_changes, to_updates
 from controller.runner.emulation import Emulation, resolve
 from controller.runner.exceptions import ExperimentError
+from controller.runner.leaderload import leader_rate
+from controller.runner.need import Need, plan_need
 from controller.runner.relaunch import load_relaunching
 from innet.exceptions import InnetError, InputError, one_line
 from innet.jsontypes import JSONObject
 from innet.paths import INNET_P4
 from topo import siteplan as site
 from topo.local_switch import LocalSwitch, udp_frame
-from topo.wan import Wan
 from workers.packets import Flag, InnetPacket, PacketType
 
 log = logging.getLogger(__name__)
@@ -71,8 +84,17 @@ log = logging.getLogger(__name__)
 TIMER_SLEEP_S = 0.001  # one short sleep, as a paced sender's
 TIMER_SPAN_S = 0.3  # sleeping that long in all
 CPU_SPAN_S = 0.15  # the busy loop
-PIPELINE_SPAN_S = 0.3  # frames through innet.p4 for that long
+PIPELINE_SPAN_S = 0.1  # frames through innet.p4 for that long, ...
+REPEATS = 3  # ... that many times, and a leader's frames as often: the best of them counts
 TIGHT_SHARE = 0.5  # a plan needing more than this share of the machine's frame rate is tight
+# ... and one needing more than this many times the cores free does not fit: the estimate varies
+# by about a fifth from run to run here, and a plan near the free cores may well run (the demo
+# beside a busy loop, estimated at 0.73-1.02 of the one core left, ran 47 of 48 rounds on time)
+OVER_MARGIN = 1.25
+# A leader measured alone wakes for every frame; beside the run's other processes it finds
+# several at a wake: nine leaders at 1 GB, scale 1000, took 37.5 us a frame in the run, one
+# alone at the same rate 60-70 us (the best of three; controller/runner/leaderload.py)
+LEADER_UNDER_LOAD = 0.6
 # Another job holds the CPU below this share (the timer check misses it: a woken sleeper runs
 # first); then rounds with less headroom than BUSY_HEADROOM_S are at risk (docs/experiment.md)
 BUSY_SHARE, BUSY_HEADROOM_S = 0.9, 0.05
@@ -102,6 +124,14 @@ class Machine:
     frames_per_cpu_s: float  # innet.p4 on p4switch's pipeline, per second of CPU
     cores: int  # the cores this process may run on
     backend: str = "python"  # the back end that ran innet.p4 (the switches' own choice)
+    leader_frames_per_cpu_s: float = math.inf  # a paced leader's, sent and received (inf: none)
+    others_cores: float = 0.0  # cores other processes kept busy while the check ran
+
+    @property
+    def free_cores(self) -> float:
+        """The cores a run may have now: fewer where another job holds the CPU. A busy loop
+        shows it on its own core (`cpu_share`), /proc/stat on the others (`others_cores`)."""
+        return min(self.cores * min(1.0, self.cpu_share), max(0.0, self.cores - self.others_cores))
 
     @property
     def core_fps(self) -> float:
@@ -112,17 +142,6 @@ class Machine:
     def machine_fps(self) -> float:
         """Frames per second every core together processes now: all switches' ceiling."""
         return self.core_fps * self.cores
-
-
-@dataclass(frozen=True, slots=True)
-class Need:
-    """What the plan asks of the switches at its busiest."""
-
-    switch_fps: float  # the busiest switch of any round
-    total_fps: float  # all switches together, in the busiest round
-    headroom_s: float  # the smallest planned timing headroom of any round (inf: none planned)
-    busiest: str  # where the busiest switch is: "inna all-to-all at 1.6 GB, round 0, Tokyo"
-    tightest: str = ""  # the round with the least headroom: "inna cliques-3 at 25.6 MB, round 1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +158,19 @@ class Calibration:
         """One line: the figures and the verdict (with its reasons)."""
         m, n = self.machine, self.need
         cores = f"{m.cores} core{'' if m.cores == 1 else 's'}"
+        leaders, through, on = "", "", f" on {cores}"
+        if n.leader_fps and math.isfinite(m.leader_frames_per_cpu_s):
+            leaders = f", leaders {m.leader_frames_per_cpu_s:,.0f} frames/s/core"
+            through = f" and {n.leader_fps:,.0f} through the leaders"
+            busy = m.free_cores < 0.95 * m.cores  # another job holds the CPU: say what is left
+            free = f"{m.free_cores:.2f} free of {cores}" if busy else cores
+            on = f": {cores_needed(m, n):.2f} of {free}"
+        others = f", other work {m.others_cores:.2f} cores" if m.others_cores >= 0.05 else ""
         line = (
-            f"calibration: timer p99 {_ms(m.timer_p99_s)} ms, CPU share {m.cpu_share:.2f}, "
-            f"switch pipeline ({m.backend}) {m.frames_per_cpu_s:,.0f} frames/s/core; the plan "
-            "needs at most "
-            f"{n.switch_fps:,.0f} frames/s per switch, {n.total_fps:,.0f} in all on {cores}: "
-            f"{self.verdict}"
+            f"calibration: timer p99 {_ms(m.timer_p99_s)} ms, CPU share {m.cpu_share:.2f}{others}, "
+            f"switch pipeline ({m.backend}) {m.frames_per_cpu_s:,.0f} frames/s/core{leaders}; "
+            f"the plan needs at most {n.switch_fps:,.0f} frames/s per switch, "
+            f"{n.total_fps:,.0f} in all{through}{on}: {self.verdict}"
         )
         return f"{line} ({'; '.join(self.reasons)})" if self.reasons else line
 
@@ -152,9 +178,10 @@ class Calibration:
         """calibration.json: the figures, the verdict, its reasons and the mode it ran in."""
         m = self.machine
         need = {k: None if v == math.inf else v for k, v in asdict(self.need).items()}
-        machine = {**asdict(m), "core_fps": m.core_fps, "machine_fps": m.machine_fps}
+        machine = {k: None if v == math.inf else v for k, v in asdict(m).items()}
+        machine.update(core_fps=m.core_fps, machine_fps=m.machine_fps)
         return {"mode": mode, "verdict": self.verdict, "summary": self.summary,
-                "reasons": list(self.reasons),
+                "reasons": list(self.reasons), "cores_needed": cores_needed(m, self.need),
                 "machine": machine, "need": need,
                 "thresholds": {"tight_share": TIGHT_SHARE}}  # fmt: skip
 
@@ -162,25 +189,38 @@ class Calibration:
 # --- the verdict (pure) ------------------------------------------------------------------------
 
 
+def cores_needed(machine: Machine, need: Need) -> float:
+    """The cores the switches' pipelines and the leaders need at the busiest round, at full
+    speed (a core's CPU seconds per second)."""
+    return (need.total_fps / machine.frames_per_cpu_s
+            + LEADER_UNDER_LOAD * need.leader_fps / machine.leader_frames_per_cpu_s)  # fmt: skip
+
+
 def judge(machine: Machine, need: Need) -> Calibration:
     """The verdict on `need` for `machine`, with a reason for each limit it meets."""
-    core, whole = machine.core_fps, machine.machine_fps
+    core = machine.core_fps
+    have, want = machine.free_cores, cores_needed(machine, need)
+    with_leaders = need.leader_fps > 0 and math.isfinite(machine.leader_frames_per_cpu_s)
     over: list[str] = []
     if need.switch_fps > core:
         over.append(
             f"one switch ({need.busiest}) needs {need.switch_fps:,.0f} frames/s, more "
             f"than one core's {core:,.0f}"
         )
-    if need.total_fps > whole:
+    if want > OVER_MARGIN * have:
+        leaders = f" and the leaders {need.leader_fps:,.0f} ({want:.2f} cores)"
         over.append(
-            f"the switches need {need.total_fps:,.0f} frames/s in all, more than the "
-            f"{whole:,.0f} of {machine.cores} cores at CPU share {machine.cpu_share:.2f}"
+            f"the switches need {need.total_fps:,.0f} frames/s in all"
+            f"{leaders if with_leaders else ''}, more than the {have:.2f} of "
+            f"{machine.cores} cores free now (CPU share {machine.cpu_share:.2f}, other work "
+            f"{machine.others_cores:.2f} cores)"
         )
     near: list[str] = []
     if not over and need.switch_fps > TIGHT_SHARE * core:
         near.append(f"one switch ({need.busiest}) needs {need.switch_fps / core:.0%} of a core")
-    if not over and need.total_fps > TIGHT_SHARE * whole:
-        near.append(f"the switches need {need.total_fps / whole:.0%} of the machine")
+    if not over and want > TIGHT_SHARE * have:
+        who = "the switches and leaders" if with_leaders else "the switches"
+        near.append(f"{who} need {want / have:.0%} of the machine")
     where = f" ({need.tightest})" if need.tightest else ""
     if machine.timer_p99_s > need.headroom_s:
         near.append(
@@ -223,66 +263,6 @@ def check_mode(mode: str) -> None:
     """CalibrationModeError unless `mode` is one of MODES."""
     if mode not in MODES:
         raise CalibrationModeError(f"calibration mode {mode!r}: give one of {', '.join(MODES)}")
-
-
-# --- what the plan needs (pure) ----------------------------------------------------------------
-
-
-def group_streams(wan: Wan, group: GroupCost) -> tuple[Counter[int], Counter[tuple[int, int]]]:
-    """The streams of one group's exchange at the group's rate: how many each member sends into
-    its edge, and how many cross each directed WAN link (u, v), entering v's switch."""
-    members = tuple(group.members)
-    sent: Counter[int] = Counter()
-    links: Counter[tuple[int, int]] = Counter()
-    if len(members) < 2 or group.collective == "local":
-        return sent, links
-    if group.collective == "ring":
-        links.update(ring(wan, members).loads)
-        sent.update(members)
-    elif group.collective == "direct":
-        links.update(direct(wan, members).loads)
-        sent.update({m: len(members) - 1 for m in members})
-    else:  # inna, multicast: one stream per member down its multicast tree
-        for src in members:
-            links.update(wan.tree(src, [d for d in members if d != src]))
-        copies = 2 if group.collective == "inna" else 1  # inna: WAN|REMOTE, then LOCAL
-        sent.update({m: copies for m in members})
-    return sent, links
-
-
-def round_rates(em: Emulation, wan: Wan, cost: RoundCost) -> dict[int, float]:
-    """Frames per second entering each city's switch in this round."""
-    rates: dict[int, float] = dict.fromkeys(range(wan.n), 0.0)
-    for group in cost.groups:
-        if not math.isfinite(group.rate_bps):
-            continue  # a group of one: nothing on the wire
-        fps = em.frame_rate_bps(group.rate_bps) / site.FRAME_BITS
-        sent, links = group_streams(wan, group)
-        for m, streams in sent.items():
-            rates[m] += streams * fps
-        for (_, v), streams in links.items():
-            rates[v] += streams * fps
-    return rates
-
-
-def plan_need(em: Emulation) -> Need:
-    """The busiest switch and the busiest round of every play at every memory point."""
-    wan = em.scenario.wan
-    switch, total, headroom, busiest, tightest = 0.0, 0.0, math.inf, "no round", ""
-    for point in em.points:
-        for play in point.plays:
-            for r, cost in enumerate(play.plan.costs):
-                rates = round_rates(em, wan, cost)
-                city = max(rates, key=rates.__getitem__)
-                if rates[city] > switch:
-                    switch = rates[city]
-                    busiest = f"{play.label} at {point.label}, round {r}, {wan.names[city]}"
-                total = max(total, sum(rates.values()))
-                # RoundCost.headroom_s is the planner's; a plan without it claims none
-                least = float(getattr(cost, "headroom_s", math.inf))
-                if 0 < least < headroom:
-                    headroom, tightest = least, f"{play.label} at {point.label}, round {r}"
-    return Need(switch, total, headroom, busiest, tightest)
 
 
 # --- what the machine gives (impure) -----------------------------------------------------------
@@ -378,18 +358,39 @@ def cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def measure(em: Emulation, backend: str | None = None) -> Machine:
-    """Timer lateness, CPU share and innet.p4's frame rate now, on the switches' back end."""
+def cpu_seconds() -> tuple[float, float]:
+    """(CPU seconds every process has used on this machine, those this process and its waited
+    children have), since boot: their difference over an interval is the other work's."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    everyone = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    own = os.times()
+    return everyone, own.user + own.system + own.children_user + own.children_system
+
+
+def measure(em: Emulation, backend: str | None = None, leader_fps: float = 0.0) -> Machine:
+    """Timer lateness, CPU share and innet.p4's frame rate now, on the switches' back end, a
+    leader's handling `leader_fps` frames a second (none measured for 0), and the cores other
+    work kept busy meanwhile."""
+    wall, (everyone, own) = time.monotonic(), cpu_seconds()
     late = timer_lateness()
     share = cpu_share()
-    rate, ran_on = pipeline_rate(em, backend=backend)
+    # the best of a few short runs: this machine's figure when nothing else got in the way
+    # (the CPU share says how much gets in the way now)
+    rate, ran_on = max(pipeline_rate(em, backend=backend) for _ in range(REPEATS))
+    leader = math.inf
+    if leader_fps > 0:  # half of it sent (the other half the sums), for a short while
+        leader = max(leader_rate(leader_fps / 2, PIPELINE_SPAN_S) for _ in range(REPEATS))
     p50, p99, top = (float(x) for x in np.percentile(late or [0.0], [50, 99, 100]))
-    return Machine(p50, p99, top, share, rate, cores(), ran_on)
+    everyone_after, own_after = cpu_seconds()
+    others = max(0.0, (everyone_after - everyone) - (own_after - own)) / (time.monotonic() - wall)
+    return Machine(p50, p99, top, share, rate, cores(), ran_on, leader, others)
 
 
 def calibrate(em: Emulation, backend: str | None = None) -> Calibration:
     """The machine check of a run of `em` (about a second) on the switches' back end."""
-    return judge(measure(em, backend), plan_need(em))
+    need = plan_need(em)
+    return judge(measure(em, backend, need.leader_peak_fps), need)
 
 
 def write(calibration: Calibration, mode: str, folder: Path) -> Path:

@@ -153,9 +153,9 @@ def _record(
     finished = max((e.done_at for e in ok), default=time.time())
     diff = counted(before, after)
     lag = max([after.lag_s, *(e.pacing_lag_s for e in ok)])
+    by_city = {wan.names[u]: e for u, e in sorted(done.items()) if isinstance(e, Done)}
     lags = {"switches": after.lag_s * 1e3}
-    lags.update({wan.names[u]: e.pacing_lag_s * 1e3 for u, e in sorted(done.items())
-                 if isinstance(e, Done)})  # fmt: skip
+    lags.update({city: e.pacing_lag_s * 1e3 for city, e in by_city.items()})
     cost = ctx.cost(r)
     n = len(ok) or 1
     failed = [
@@ -195,6 +195,7 @@ def _record(
         accuracy=sum(e.accuracy for e in ok) / n,
         cpu_lag_ms=lag * 1e3,
         lag_ms=lags,
+        leader_cpu_ms={city: e.exchange_cpu_s * 1e3 for city, e in by_city.items()},
         cpu_bound=lag > cpu_threshold_s(cost.time_s),
         status="ok" if not failed else f"failed: {'; '.join(failed)}",
         network=ctx.network,

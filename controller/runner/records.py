@@ -23,7 +23,8 @@ from innet.jsontypes import JSONObject, JSONValue
 Groups = tuple[tuple[str, ...], ...]
 # fields records written before the network modes do not have (they were all inna)
 _LATER = ("network", "sent_bytes", "received_bytes", "predicted_wan_bytes",
-          "predicted_sent_bytes", "predicted_received_bytes", "flags", "lag_ms")  # fmt: skip
+          "predicted_sent_bytes", "predicted_received_bytes", "flags", "lag_ms",
+          "leader_cpu_ms")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,8 @@ class RoundRecord:
     flags: Mapping[str, str] = field(default_factory=dict)
     # where that lag was seen, ms: "switches" (the worst shaped port) and each city's leader
     lag_ms: Mapping[str, float] = field(default_factory=dict)
+    # each city's leader: its thread's CPU time in the exchange, ms (the machine check's load)
+    leader_cpu_ms: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not (self.status == "ok" or self.status.startswith("failed: ")):
@@ -132,7 +135,8 @@ class RoundRecord:
         values["flags"] = {str(k): str(v) for k, v in (data.get("flags") or {}).items()}
         for key in ("sent_bytes", "received_bytes"):
             values[key] = {str(k): int(v) for k, v in (data.get(key) or {}).items()}
-        values["lag_ms"] = {str(k): float(v) for k, v in (data.get("lag_ms") or {}).items()}
+        for key in ("lag_ms", "leader_cpu_ms"):
+            values[key] = {str(k): float(v) for k, v in (data.get(key) or {}).items()}
         try:
             return cls(**values)
         except TypeError as err:

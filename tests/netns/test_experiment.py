@@ -175,6 +175,8 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
     for r in rounds:  # where the lag was seen: the switches, and each city's leader
         assert set(r["lag_ms"]) == {"switches", *(c.name for c in default_wan().cities)}, r
         assert r["cpu_lag_ms"] == pytest.approx(max(r["lag_ms"].values())), r
+        cities = {c.name for c in default_wan().cities}
+        assert set(r["leader_cpu_ms"]) == cities and all(v > 0 for v in r["leader_cpu_ms"].values())
     rows = list(csv.DictReader((out / "summary.csv").open()))
     # measured: from the rounds that measure the network (a row's unflagged rounds)
     consensus = {(int(row["memory"]), row["schedule"]): row["consensus_unflagged_s"]

@@ -57,6 +57,7 @@ def rec(memory: int, schedule: str, index: int, time_s: float | None, **over: An
         "cpu_bound": False,
         "status": "ok",
         "lag_ms": {"switches": 0.4, "Tokyo": 1.5},
+        "leader_cpu_ms": {"Tokyo": 120.0},
     }
     base.update(over)
     return RoundRecord(**base)
@@ -318,7 +319,7 @@ def test_collect_versions_without_git(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_record_is_written_with_every_field_as_a_key() -> None:
     written = rec(1, "x", 0, 1.0).to_json()
     assert list(written) == [f.name for f in dataclasses.fields(RoundRecord)]
-    assert len(written) == 29
+    assert len(written) == 30
     assert written["groups"] == [["Tokyo", "London"], ["New York"]]
     assert RoundRecord.from_json(json.loads(json.dumps(written))) == rec(1, "x", 0, 1.0)
 
