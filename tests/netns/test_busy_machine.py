@@ -32,11 +32,11 @@ if _REASON is not None:
     pytest.skip(f"busy-machine test skipped: {_REASON}", allow_module_level=True)
 
 
-def run(tmp_path: Path, scenario: Path, timeout: float) -> tuple[str, Path]:
+def run(tmp_path: Path, scenario: Path, timeout: float, *options: str) -> tuple[str, Path]:
     out, run_dir = tmp_path / "out", tmp_path / "run"
     argv = [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())",
             "run", str(scenario), "--out", str(out), "--run-dir", str(run_dir),
-            "--grpc-base-port", str(GRPC_BASE), "--no-progress"]  # fmt: skip
+            "--grpc-base-port", str(GRPC_BASE), "--no-progress", *options]  # fmt: skip
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)  # fmt: skip
     code, stdout, stderr = finish(proc, timeout)
@@ -48,7 +48,9 @@ def run(tmp_path: Path, scenario: Path, timeout: float) -> tuple[str, Path]:
 def test_the_demo_beside_a_busy_loop_reports_the_network_or_flags_the_round(
     tmp_path: Path,
 ) -> None:
-    """scenarios/nine-cities.yaml as `make demo` runs it, one core taken by another job."""
+    """scenarios/nine-cities.yaml as `make demo` runs it, one core taken by another job. The
+    demo needs most of one core, which is about what the busy loop leaves: the machine check
+    sees the loop and calls the plan tight, and the rounds must say what they measured."""
     with CpuHogs(1):
         stdout, out = run(tmp_path, DEMO, 1800)
     rounds = records(out)
@@ -56,7 +58,8 @@ def test_the_demo_beside_a_busy_loop_reports_the_network_or_flags_the_round(
     assert len(rounds) == demo["training"]["rounds"] * 6  # plain x 2 schedules, inna x 2 x 2
     assert_on_time_or_flagged(rounds, stdout)
     calibration = json.loads((out / "calibration.json").read_text())
-    assert calibration["verdict"] in ("fits", "tight"), calibration
+    assert calibration["verdict"] == "tight", calibration  # not "fits": the loop was seen
+    assert calibration["machine"]["others_cores"] > 0.5, calibration  # the loop, seen
     print(stdout)
 
 

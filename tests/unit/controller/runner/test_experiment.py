@@ -86,8 +86,8 @@ def default_check() -> dict[tuple[str, str, str], float]:
                           capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("scenario nine-cities: 9 islands x 2 hosts, scale 10000"), lines
-    assert "inna, memory 25.6 MB -> pool 20.5 MB (1 slot/bank)" in proc.stdout  # 1 KB slots
+    assert lines[0].startswith("scenario nine-cities: 9 islands x 2 hosts, scale 2000"), lines
+    assert "inna, memory 25.6 MB -> pool 16.4 MB (4 slots/bank)" in proc.stdout  # 1 KB slots
     found = re.findall(r"^  (\w+), (any memory|memory [\d.]+ [MG]B)[^:]*: ([\w-]+): "
                        r"consensus in \d+ round\(s\), ([\d.]+) s predicted", proc.stdout,
                        re.MULTILINE)  # fmt: skip

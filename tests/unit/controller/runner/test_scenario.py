@@ -51,19 +51,23 @@ def test_shipped_scenario_loads_and_says_what_it_shows(path: Path) -> None:
 
 def test_the_default_scenario_is_quick() -> None:
     doc = yaml.safe_load((REPO / "scenarios" / "nine-cities.yaml").read_text())
-    assert (doc["scale"], doc["lanes"], doc["training"]["rounds"]) == (10000, 256, 8)
-    assert doc["memory"] == ["25.6MB", "1.6GB"]  # 1 and 64 slots per bank of 1 KB at 10000
+    assert (doc["scale"], doc["lanes"], doc["training"]["rounds"]) == (2000, 256, 8)
+    assert doc["memory"] == ["25.6MB", "1.6GB"]  # 4 and 256 slots per bank of 1 KB at 2000
     assert doc["schedules"] == ["all-to-all", "cliques-3"]
-    assert doc["training"]["hidden"] == 333  # 25,318 parameters: a 1 GB update at full scale
+    assert doc["training"]["hidden"] == 1666  # 124,960 parameters: a 1 GB update at full scale
 
 
 def test_memory_sweep_and_schedule_comparison_cover_what_they_say() -> None:
-    sweep = load_scenario(REPO / "scenarios" / "memory-sweep.yaml")
-    assert [m / 1e6 for m in sweep.memory_bytes] == [25.6, 51.2, 102.4, 204.8, 409.6, 1600]
-    assert sweep.schedules == ("all-to-all", "cliques-3")
-    comparison = load_scenario(REPO / "scenarios" / "schedule-comparison.yaml")
-    assert comparison.memory_bytes == (1_600_000_000,)
-    assert comparison.schedules == ("all-to-all", "cliques-3", "ring-pairs", "exponential-pairs")
+    """As written (their 256 lanes are another process's: the shipped-scenario test loads them
+    there): the memory points and families they name, at the demo's scale and model."""
+    sweep = yaml.safe_load((REPO / "scenarios" / "memory-sweep.yaml").read_text())
+    assert sweep["memory"] == ["25.6MB", "51.2MB", "102.4MB", "204.8MB", "409.6MB", "1.6GB"]
+    assert sweep["schedules"] == ["all-to-all", "cliques-3"]
+    comparison = yaml.safe_load((REPO / "scenarios" / "schedule-comparison.yaml").read_text())
+    assert comparison["memory"] == "1.6GB"
+    assert comparison["schedules"] == ["all-to-all", "cliques-3", "ring-pairs", "exponential-pairs"]
+    for doc in (sweep, comparison):
+        assert (doc["scale"], doc["lanes"], doc["training"]["hidden"]) == (2000, 256, 1666)
 
 
 def test_defaults_resolve(tmp_path: Path) -> None:
