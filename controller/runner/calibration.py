@@ -20,13 +20,14 @@
     and 9,000 through the leaders: 1.05 of 2 cores: tight (the switches and leaders need 54% of
     the machine)
 
-Measured (`measure`): how late `TIMER_SLEEP_S` sleeps wake over `TIMER_SPAN_S` (p50, p99, max),
-the share of a core a busy loop gets, innet.p4's frames per CPU second in this process, built as
-the switches build it (their back end; native is called through ctypes) and programmed as a
-member of an all-to-all round, fed each member's contributions to one chunk after another; and
-a leader's frames per CPU second, an `Aggregator` paced at the busiest leader's rate against an
-edge on loopback (controller/runner/leaderload.py), counted at `LEADER_UNDER_LOAD` of that: alone
-it wakes for every frame, beside the run's other processes it finds several at a wake.
+Measured (`measure`; the probes are in controller/runner/probes.py): how late 1 ms sleeps
+wake (p50, p99, max), the share of a core a busy loop gets, the cores other processes keep busy
+meanwhile, innet.p4's frames per CPU second in this process, built as the switches build it
+(their back end; native is called through ctypes) and programmed as a member of an all-to-all
+round, fed each member's contributions to one chunk after another; and a leader's frames per CPU
+second, an `Aggregator` paced at the busiest leader's rate against an edge on loopback
+(controller/runner/leaderload.py), counted at `LEADER_UNDER_LOAD` of that: alone it wakes for
+every frame, beside the run's other processes it finds several at a wake.
 
 What the plan needs (`plan_need`, pure: controller/runner/need.py): the frames per second the
 switches and the leaders must process in the busiest round of any (network, schedule, memory)
@@ -54,7 +55,6 @@ import itertools
 import json
 import logging
 import math
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -71,6 +71,7 @@ from controller.runner.emulation import Emulation, resolve
 from controller.runner.exceptions import ExperimentError
 from controller.runner.leaderload import leader_rate
 from controller.runner.need import Need, plan_need
+from controller.runner.probes import cores, cpu_seconds, cpu_share, timer_lateness
 from controller.runner.relaunch import load_relaunching
 from innet.exceptions import InnetError, InputError, one_line
 from innet.jsontypes import JSONObject
@@ -81,9 +82,6 @@ from workers.packets import Flag, InnetPacket, PacketType
 
 log = logging.getLogger(__name__)
 
-TIMER_SLEEP_S = 0.001  # one short sleep, as a paced sender's
-TIMER_SPAN_S = 0.3  # sleeping that long in all
-CPU_SPAN_S = 0.15  # the busy loop
 PIPELINE_SPAN_S = 0.1  # frames through innet.p4 for that long, ...
 REPEATS = 3  # ... that many times, and a leader's frames as often: the best of them counts
 TIGHT_SHARE = 0.5  # a plan needing more than this share of the machine's frame rate is tight
@@ -268,24 +266,6 @@ def check_mode(mode: str) -> None:
 # --- what the machine gives (impure) -----------------------------------------------------------
 
 
-def timer_lateness(span_s: float = TIMER_SPAN_S, sleep_s: float = TIMER_SLEEP_S) -> list[float]:
-    """How late each of many `sleep_s` sleeps woke, in seconds, over `span_s`."""
-    late: list[float] = []
-    end = time.perf_counter() + span_s
-    while (start := time.perf_counter()) < end:
-        time.sleep(sleep_s)
-        late.append(max(0.0, time.perf_counter() - start - sleep_s))
-    return late
-
-
-def cpu_share(span_s: float = CPU_SPAN_S) -> float:
-    """This thread's CPU time over wall time in a busy loop of `span_s`."""
-    wall, cpu = time.perf_counter(), time.thread_time()
-    while time.perf_counter() - wall < span_s:
-        pass
-    return (time.thread_time() - cpu) / (time.perf_counter() - wall)
-
-
 def member_switch(em: Emulation, island: int = 0, backend: str | None = None) -> LocalSwitch:
     """innet.p4 compiled as the run's switches are (first memory point's pool, their back end),
     with the entries the controller installs at `island`'s edge for an all-to-all round."""
@@ -351,21 +331,6 @@ def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S,
             "the check's entries or frames do not match the program"
         )
     return frames / cpu, pipe.backend
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0))
-
-
-def cpu_seconds() -> tuple[float, float]:
-    """(CPU seconds every process has used on this machine, those this process and its waited
-    children have), since boot: their difference over an interval is the other work's."""
-    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
-    everyone = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-    own = os.times()
-    return everyone, own.user + own.system + own.children_user + own.children_system
 
 
 def measure(em: Emulation, backend: str | None = None, leader_fps: float = 0.0) -> Machine:
