@@ -22,7 +22,7 @@ def timer_lateness(span_s: float = TIMER_SPAN_S, sleep_s: float = TIMER_SLEEP_S)
     late: list[float] = []
     end = time.perf_counter() + span_s
     while (start := time.perf_counter()) < end:
-        time.sleep(sleep_s)
+        time.sleep(sleep_s)  # the sleep whose lateness is measured
         late.append(max(0.0, time.perf_counter() - start - sleep_s))
     return late
 
