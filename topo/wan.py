@@ -25,6 +25,13 @@ from topo.exceptions import NotAdjacentError, UnknownCityError, WanError
 
 EARTH_RADIUS_KM = 6371.0
 FIBRE_S_PER_KM = 4.9e-6  # one-way delay of light in glass (refractive index ~1.47)
+BUILDING_DELAY_S = 10e-6  # one-way, island to island through one data centre's fabric
+BUILDING_SOURCE = "one-building"
+BUILDING_WHY = (
+    "Model value, not a measurement: the islands in one data centre, each pair one hop of "
+    "about 10 us through its fabric (a few switch hops and tens of metres of fibre), and the "
+    "fabric non-blocking, so only the islands' access links limit an exchange."
+)
 
 
 @dataclass(frozen=True)
@@ -314,6 +321,19 @@ class Wan:
     def with_jitter(self, seconds: float) -> Wan:
         """A copy with every link's jitter set to `seconds`."""
         return replace(self, links=tuple(replace(link, jitter_s=seconds) for link in self.links))
+
+    def in_one_building(self, capacity_bps: float, delay_s: float = BUILDING_DELAY_S) -> Wan:
+        """The same islands in one data centre: every pair joined by one link of `delay_s`
+        (about 10 us through a building's fabric) and `capacity_bps`, without jitter; what
+        limits an exchange is then the islands' access links, when `capacity_bps` is at least
+        their sum (a non-blocking fabric). No measured RTTs: there is no WAN to fit."""
+        links = tuple(
+            WanLink(a.name, b.name, delay_s, capacity_bps, BUILDING_SOURCE)
+            for i, a in enumerate(self.cities)
+            for b in self.cities[i + 1 :]
+        )
+        sources = {BUILDING_SOURCE: BUILDING_WHY}
+        return Wan(f"{self.name}-one-dc", self.cities, links, sources=sources)
 
     def rtt_fit(self) -> RttFit:
         """Shortest-path round-trip times against every measured pair, in city-index order."""
