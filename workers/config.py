@@ -30,13 +30,19 @@ class TrainConfig:
     outer_lr: float = 0.7
     outer_momentum: float = 0.9
     seed: int = 0
+    overlap: bool = False  # the exchange overlaps the next round: outer update one round late
+    model: str = "mlp"  # mlp (digits) or transformer (characters; hidden is its width)
+    layers: int = 4  # transformer blocks
+    context: int = 64  # characters per sequence
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise TrainingConfigError(f"{f.name} must be finite, got {value}")
-        for name in ("hidden", "inner_steps", "batch_size"):
+        if self.model not in ("mlp", "transformer"):
+            raise TrainingConfigError(f"model must be mlp or transformer, got {self.model!r}")
+        for name in ("hidden", "inner_steps", "batch_size", "layers", "context"):
             if getattr(self, name) < 1:
                 raise TrainingConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("inner_lr", "outer_lr"):

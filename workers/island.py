@@ -106,8 +106,8 @@ class IslandTraining:
     def __init__(self, config: IslandConfig, island: int, host: int) -> None:
         self.train = train
         self.cfg = config.training
-        self.split = train.split_digits(config.islands, config.hosts, config.seed)
-        self.theta0 = train.flatten(train.make_model(self.cfg.hidden, config.seed))
+        self.split = train.split_for(self.cfg, config.islands, config.hosts)
+        self.theta0 = train.flatten(train.model_for(self.cfg))
         self.shard = self.split.islands[island][host - 1]
         self.worker_seed = train.worker_seed(config.seed, island, host - 1)
         self.reset()
@@ -196,7 +196,7 @@ class Leader:
     def prepare(self, command: Prepare) -> Prepared:
         """Every worker's local phase from the island's model; the island's proposal."""
         began = time.time()
-        theta = self.state.theta
+        theta = self.state.start  # with overlap, the island's own last proposal
         for sock in self.workers:
             _send_frame(sock, b"T", np.asarray(theta, np.float32).tobytes())
         own, loss = self.training.trainer.local_phase(theta)

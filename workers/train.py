@@ -1,7 +1,10 @@
-"""The training side of the experiment: a small MLP on scikit-learn's digits, DiLoCo-style rounds.
+"""The training side of the experiment: DiLoCo-style rounds of a small model.
 
-Pure computation, no network and no processes: island processes call it between aggregation
-rounds, and `run_in_process` plays a whole experiment in one process as the reference.
+The model (`TrainConfig.model`) is an MLP on scikit-learn's digits, or a character-level
+transformer on Python's own source (workers/textlm.py); both go through `model_for`,
+`split_for` and the same trainer. Pure computation, no network and no processes: island
+processes call it between aggregation rounds, and workers/inprocess.py plays a whole experiment
+in one process as the reference.
 
 **One round.** Every worker starts from its island's parameters `theta`, takes H AdamW steps on
 its shard (`WorkerTrainer.local_phase`; the inner optimiser keeps its state across rounds, as in
@@ -10,6 +13,12 @@ then takes its own outer step (`IslandState.propose`): pseudo-gradient `delta = 
 theta_local_mean`, Nesterov momentum `m = mu * m + delta`, proposal `x = theta - lr * (delta + mu
 * m)`. The islands of a group average their proposals, and each accepts the mean as its new
 `theta` (`IslandState.accept`).
+
+**Overlap** (`TrainConfig.overlap`, streaming DiLoCo). The exchange runs beside the next round's
+inner steps, which therefore start from the island's own proposal, not the group's mean
+(`IslandState.start`). When the mean arrives it becomes the base of the next proposal: the
+pseudo-gradient of round r + 1 (its inner steps from the own proposal x_r) is applied to the
+mean of round r, so the outer update lands one round late and no island waits for the WAN.
 
 **Why the group averages proposals, not pseudo-gradients.** With all islands in one group
 (all-to-all) this is exactly DiLoCo's outer step on the averaged pseudo-gradient: every island
@@ -28,8 +37,6 @@ group's size (`encode`, `decode`).
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +46,6 @@ from torch import nn
 
 from workers.config import TrainConfig
 from workers.quantise import quantise, scale_for
-
-log = logging.getLogger(__name__)
 
 FEATURES = 64  # 8 x 8 pixels
 CLASSES = 10
@@ -132,6 +137,25 @@ def make_model(hidden: int, seed: int) -> nn.Module:
         return nn.Sequential(nn.Linear(FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, CLASSES))
 
 
+def model_for(config: TrainConfig) -> nn.Module:
+    """The configuration's model: the digits MLP, or the character transformer
+    (workers/textlm.py: `hidden` is its width), initialised from config.seed."""
+    if config.model == "mlp":
+        return make_model(config.hidden, config.seed)
+    from workers.textlm import make_transformer
+
+    return make_transformer(config.hidden, config.layers, config.context, config.seed)
+
+
+def split_for(config: TrainConfig, islands: int, workers_per_island: int) -> DigitsSplit:
+    """The test set and the shards of the configuration's task, deterministic in its seed."""
+    if config.model == "mlp":
+        return split_digits(islands, workers_per_island, config.seed)
+    from workers.textlm import split_text
+
+    return split_text(islands, workers_per_island, config.seed, config.context)
+
+
 def flatten(model: nn.Module) -> np.ndarray:
     """All parameters as one flat float32 vector (a copy)."""
     with torch.no_grad():
@@ -168,7 +192,7 @@ class WorkerTrainer:
         torch.set_num_threads(1)  # many small processes share two cores
         self.shard = shard
         self.config = config
-        self.model = make_model(config.hidden, config.seed)
+        self.model = model_for(config)
         self.optimiser = torch.optim.AdamW(
             self.model.parameters(), lr=config.inner_lr, weight_decay=config.weight_decay
         )
@@ -182,7 +206,8 @@ class WorkerTrainer:
         total = 0.0
         for _ in range(self.config.inner_steps):
             idx = torch.randperm(n, generator=self.generator)[:batch]
-            loss = nn.functional.cross_entropy(self.model(self.shard.x[idx]), self.shard.y[idx])
+            targets = self.shard.y[idx].reshape(-1)  # a sequence model predicts every position
+            loss = nn.functional.cross_entropy(self.model(self.shard.x[idx]), targets)
             self.optimiser.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]  # torch does not annotate it
             self.optimiser.step()
@@ -191,7 +216,8 @@ class WorkerTrainer:
 
 
 class IslandState:
-    """An island's outer state: its parameters and its Nesterov momentum buffer.
+    """An island's outer state: its parameters (the group's last mean), where its next inner
+    steps start (the same, or with overlap its own last proposal) and its momentum buffer.
 
     Each round: `propose` once, then `accept` the group's mean proposal (an island alone in a
     round accepts its own).
@@ -199,43 +225,49 @@ class IslandState:
 
     def __init__(self, theta0: np.ndarray, config: TrainConfig) -> None:
         self.theta = np.array(theta0, dtype=np.float32).ravel()
+        self.start = self.theta  # where the next inner steps start
         self.momentum = np.zeros(self.theta.shape, dtype=np.float64)
         self.config = config
-        self._proposed = False
+        self._proposal: np.ndarray | None = None
 
     def propose(self, theta_local_mean: np.ndarray) -> np.ndarray:
-        """Outer Nesterov step on delta = theta - theta_local_mean; `theta` does not change."""
-        if self._proposed:
+        """Outer Nesterov step on delta = start - theta_local_mean, taken from `theta`."""
+        if self._proposal is not None:
             raise RuntimeError("propose was called twice in one round; accept the group's mean")
         local = np.asarray(theta_local_mean, dtype=np.float64)
         if local.shape != self.theta.shape:
             raise ValueError(f"theta_local_mean has shape {local.shape}, theta {self.theta.shape}")
         mu = self.config.outer_momentum
-        delta = self.theta.astype(np.float64) - local
+        delta = self.start.astype(np.float64) - local
         self.momentum = mu * self.momentum + delta
         step = delta + mu * self.momentum
-        self._proposed = True
-        return (self.theta - self.config.outer_lr * step).astype(np.float32)
+        self._proposal = (self.theta - self.config.outer_lr * step).astype(np.float32)
+        return self._proposal
 
     def accept(self, x_group_mean: np.ndarray) -> None:
-        """The group's average proposal becomes this island's parameters."""
-        if not self._proposed:
+        """The group's average proposal becomes this island's parameters. Without overlap the
+        next inner steps start from them; with overlap they start from the island's own
+        proposal (the exchange runs beside them), and the mean is the base of the next
+        proposal: the outer update lands one round late."""
+        if self._proposal is None:
             raise RuntimeError("accept before propose: each round proposes first")
         x = np.asarray(x_group_mean, dtype=np.float32)
         if x.shape != self.theta.shape:
             raise ValueError(f"the group mean has shape {x.shape}, theta {self.theta.shape}")
         self.theta = x.copy()
-        self._proposed = False
+        self.start = self._proposal if self.config.overlap else self.theta
+        self._proposal = None
 
 
 def evaluate(theta: np.ndarray, config: TrainConfig, test: Dataset) -> tuple[float, float]:
     """(cross-entropy loss, accuracy) of the parameters `theta` on `test`."""
-    model = make_model(config.hidden, config.seed)
+    model = model_for(config)
     load_flat(model, theta)
+    targets = test.y.reshape(-1)
     with torch.no_grad():
         logits = model(test.x)
-        loss = float(nn.functional.cross_entropy(logits, test.y))
-        accuracy = float((logits.argmax(dim=1) == test.y).float().mean())
+        loss = float(nn.functional.cross_entropy(logits, targets))
+        accuracy = float((logits.argmax(dim=1) == targets).float().mean())
     return loss, accuracy
 
 
@@ -266,134 +298,3 @@ def decode(
     scale = scale_for(bound_exponent, contributors)
     mean_diff = np.asarray(int_sum, dtype=np.int64) / scale / group_size
     return (np.asarray(theta0, dtype=np.float64) + mean_diff).astype(np.float32)
-
-
-def check_groups(groups: Sequence[Sequence[int]], islands: int, index: int) -> None:
-    """Refuse a round whose groups name unknown islands or share one."""
-    seen: set[int] = set()
-    for group in groups:
-        if not group:
-            raise ValueError(f"round {index}: a group is empty; leave an idle island out instead")
-        for i in group:
-            if not 0 <= i < islands:
-                raise ValueError(f"round {index}: island {i} is not in 0..{islands - 1}")
-            if i in seen:
-                raise ValueError(f"round {index}: island {i} is in more than one group")
-            seen.add(i)
-
-
-def group_mean(
-    proposals: list[np.ndarray], theta0: np.ndarray, quantised: bool, bound_exponent: int
-) -> tuple[np.ndarray, int]:
-    """The mean of a group's proposals, exact or through int32 sums; and the clipped count."""
-    k = len(proposals)
-    if not quantised:
-        return np.mean(np.asarray(proposals, dtype=np.float64), axis=0).astype(np.float32), 0
-    total = np.zeros(theta0.shape, dtype=np.int32)
-    clipped = 0
-    for x in proposals:
-        q, c = encode(x, theta0, bound_exponent, k)
-        total += q  # int32 with wraparound, as the switch adds
-        clipped += c
-    return decode(total, theta0, bound_exponent, k, k), clipped
-
-
-def spread(thetas: Sequence[np.ndarray]) -> float:
-    """The largest L2 distance between two islands' parameters."""
-    stack = np.asarray(thetas, dtype=np.float64)
-    gaps = stack[:, None, :] - stack[None, :, :]
-    return float(np.sqrt((gaps**2).sum(axis=2)).max())
-
-
-def run_in_process(
-    split: DigitsSplit,
-    config: TrainConfig,
-    rounds: Sequence[Sequence[Sequence[int]]],
-    workers_per_island: int,
-    num_rounds: int,
-    quantised: bool = False,
-    bound_exponent: int = DEFAULT_BOUND_EXPONENT,
-) -> list[dict[str, float | int]]:
-    """The whole experiment in one process; one dict of figures per round (round 0 first).
-
-    `rounds` lists each round's groups of island indices and is cycled for `num_rounds`; an
-    island in no group of a round keeps its own proposal. Groups average exactly, or with
-    `quantised` through encode, an int32 sum and decode, as the network does. Figures: the
-    islands' mean training loss, the test loss and accuracy of the islands' average model, the
-    worst island's accuracy, the spread between islands and how many values were clipped.
-    """
-    history, _ = run_with_models(
-        split, config, rounds, workers_per_island, num_rounds, quantised, bound_exponent
-    )
-    return history
-
-
-def run_with_models(
-    split: DigitsSplit,
-    config: TrainConfig,
-    rounds: Sequence[Sequence[Sequence[int]]],
-    workers_per_island: int,
-    num_rounds: int,
-    quantised: bool = False,
-    bound_exponent: int = DEFAULT_BOUND_EXPONENT,
-) -> tuple[list[dict[str, float | int]], list[np.ndarray]]:
-    """`run_in_process`, also returning every island's final parameters."""
-    n = len(split.islands)
-    if num_rounds < 1:
-        raise ValueError(f"num_rounds must be >= 1, got {num_rounds}")
-    if not rounds:
-        raise ValueError("rounds is empty: give at least one round of groups")
-    for i, shards in enumerate(split.islands):
-        if len(shards) != workers_per_island:
-            raise ValueError(
-                f"island {i} has {len(shards)} shards in the split, not {workers_per_island}"
-            )
-    for index, groups in enumerate(rounds):
-        check_groups(groups, n, index)
-    theta0 = flatten(make_model(config.hidden, config.seed))
-    trainers = [
-        [WorkerTrainer(shard, config, worker_seed(config.seed, i, w)) for w, shard in enumerate(s)]
-        for i, s in enumerate(split.islands)
-    ]
-    states = [IslandState(theta0, config) for _ in range(n)]
-    history: list[dict[str, float | int]] = []
-    for r in range(num_rounds):
-        proposals: list[np.ndarray] = []
-        losses: list[float] = []
-        for state, workers in zip(states, trainers, strict=True):
-            results = [w.local_phase(state.theta) for w in workers]
-            local_mean = np.mean(np.asarray([t for t, _ in results], dtype=np.float64), axis=0)
-            losses.append(float(np.mean([loss for _, loss in results])))
-            proposals.append(state.propose(local_mean))
-        accepted = list(proposals)  # an island in no group keeps its own
-        clipped = 0
-        for group in rounds[r % len(rounds)]:
-            mean, c = group_mean([proposals[i] for i in group], theta0, quantised, bound_exponent)
-            clipped += c
-            for i in group:
-                accepted[i] = mean
-        for state, x in zip(states, accepted, strict=True):
-            state.accept(x)
-        thetas = [s.theta for s in states]
-        average = np.mean(np.asarray(thetas, dtype=np.float64), axis=0).astype(np.float32)
-        test_loss, accuracy = evaluate(average, config, split.test)
-        figures = {
-            "round": r,
-            "train_loss": float(np.mean(losses)),
-            "test_loss": test_loss,
-            "accuracy": accuracy,
-            "accuracy_min": min(evaluate(t, config, split.test)[1] for t in thetas),
-            "spread": spread(thetas),
-            "clipped": clipped,
-        }
-        log.info("round %d: %s", r, figures)
-        history.append(figures)
-    return history, [s.theta.copy() for s in states]
-
-
-def baseline(
-    split: DigitsSplit, config: TrainConfig, num_rounds: int, workers_per_island: int
-) -> list[dict[str, float | int]]:
-    """What the experiment compares with: DiLoCo, all islands in one group, exact averaging."""
-    everyone = [list(range(len(split.islands)))]
-    return run_in_process(split, config, [everyone], workers_per_island, num_rounds)

@@ -169,9 +169,16 @@ class Emulation:
         return [*lines, warning] if warning else lines
 
 
+def train_config(sc: Scenario) -> TrainConfig:
+    """What the island processes train with: the scenario's training section and its seed."""
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    values = {k: v for k, v in dataclasses.asdict(sc.training).items() if k in known}
+    return TrainConfig(**{**values, "seed": sc.seed})
+
+
 def model_size(sc: Scenario) -> int:
     """The parameter count of the scenario's model."""
-    model = train.make_model(sc.training.hidden, sc.seed)
+    model = train.model_for(train_config(sc))
     return sum(p.numel() for p in model.parameters())
 
 
@@ -184,12 +191,11 @@ def resolve(sc: Scenario, schedule: Schedule | None = None) -> Emulation:
     full = sc.update_bytes_for(math.ceil(params * VALUE_BYTES * sc.scale))
     floats = max(params, math.ceil(full / sc.scale / VALUE_BYTES))
     floats = math.ceil(floats / LANES) * LANES
-    training = {k: v for k, v in dataclasses.asdict(sc.training).items() if k != "rounds"}
     island = IslandConfig(
         islands=sc.wan.n,
         hosts=sc.hosts,
         seed=sc.seed,
-        training=TrainConfig(**training, seed=sc.seed),
+        training=train_config(sc),
         update_floats=floats,
         bound_exponent=BOUND_EXPONENT,
         job=JOB,

@@ -56,7 +56,7 @@ from topo.mininet_hosts import shape_uplink
 from topo.mininet_net import NetworkSpec
 from topo.shaping import switch_shape
 from topo.siteplan import GRPC_BASE_PORT
-from workers import train
+from workers import inprocess, train
 from workers.protocol import Failed, Join, Joined, Ready, Reset, ResetDone
 
 log = logging.getLogger(__name__)
@@ -249,8 +249,8 @@ def baseline(em: Emulation) -> Baseline:
     """The same training in one process, all islands averaged exactly every round."""
     sc = em.scenario
     cfg = em.island.training
-    split = train.split_digits(sc.wan.n, sc.hosts, sc.seed)
-    rows = train.baseline(split, cfg, sc.training.rounds, sc.hosts)
+    split = train.split_for(cfg, sc.wan.n, sc.hosts)
+    rows = inprocess.baseline(split, cfg, sc.training.rounds, sc.hosts)
     last = rows[-1]
     return Baseline(float(last["train_loss"]), float(last["test_loss"]),
                     float(last["accuracy"]), tuple(rows))  # fmt: skip

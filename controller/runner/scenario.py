@@ -20,6 +20,11 @@
                                       # gloo (torch.distributed over TCP through plain edges)
     training: {rounds: 12, inner_steps: 20, hidden: 32, batch_size: 32,
                inner_lr: 0.003, outer_lr: 0.7, outer_momentum: 0.9}
+                                      # and the model, overlap and targets (training_spec.py)
+    compute: {step_time: 450ms}       # the emulated system's compute per inner step, at full
+                                      # scale (or from FLOPs: training_spec.py); absent: none
+    one_dc: true                      # also play the islands in one building, the reference
+                                      # row (default: true when `compute` is given)
     round_deadline: 60s               # a round still running after this has failed
     seed: 1
 
@@ -48,13 +53,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from controller.planner.exceptions import PlanError
 from controller.planner.optimise import Planner
 from controller.runner.exceptions import LanesMismatch, ScenarioError
+from controller.runner.training_spec import (
+    TRAINING_FIELDS as TRAINING_FIELDS,  # re-exported: the scenario's sections live there
+)
+from controller.runner.training_spec import (
+    ComputeSpec,
+    Training,
+    boolean,
+    parse_compute,
+    parse_training,
+)
 from controller.runner.yamlnodes import NodeReader
 from innet.jsontypes import JSONObject
 from innet.units import format_size, parse_duration, parse_rate, parse_size
@@ -73,25 +87,9 @@ DEFAULT_TOPOLOGY = "nine-cities"
 _KEYS = (
     "name", "topology", "hosts", "scale", "bandwidth", "wan_bandwidth", "memory",
     "update_size", "schedules", "training", "round_deadline", "seed", "wan_loss", "networks",
-    "wan_jitter", "lanes",
+    "wan_jitter", "lanes", "compute", "one_dc",
 )  # fmt: skip
 NETWORKS = ("plain", "multicast", "inna", "gloo")  # the planner's three, and the gloo baseline
-
-
-@dataclass(frozen=True)
-class Training:
-    """The training run of each schedule: DiLoCo-style inner steps between outer rounds."""
-
-    rounds: int = 12
-    inner_steps: int = 20
-    hidden: int = 32
-    batch_size: int = 32
-    inner_lr: float = 0.003
-    outer_lr: float = 0.7
-    outer_momentum: float = 0.9
-
-
-TRAINING_FIELDS = dataclasses.fields(Training)
 
 
 @dataclass(frozen=True)
@@ -116,6 +114,8 @@ class Scenario:
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
     wan_jitter_s: float | None = None  # every WAN link's jitter; None: the WAN file's own
     lanes: int = LANES  # int32 values per packet: always this process's (topo.siteplan.LANES)
+    compute: ComputeSpec | None = None  # the emulated system's compute (training_spec.py)
+    one_dc: bool = False  # play the same islands in one building too: the reference row
 
     @property
     def jitter_s(self) -> float:
@@ -169,6 +169,8 @@ class Scenario:
             "networks": list(self.networks),
             "wan_jitter": None if self.wan_jitter_s is None else f"{self.wan_jitter_s:.15g}s",
             "lanes": self.lanes,
+            "compute": None if self.compute is None else self.compute.to_dict(),
+            "one_dc": self.one_dc,
         }
 
 
@@ -216,7 +218,9 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     if "update_size" in top and doc.scalar(top["update_size"]) != "model":
         update = doc.quantity(top["update_size"], "update_size", parse_size)
     schedules = _schedules(doc, top.get("schedules"), wan)
-    training = _training(doc, top.get("training"))
+    training = parse_training(doc, top.get("training"))
+    compute = parse_compute(doc, top.get("compute"))
+    one_dc = boolean(doc, top.get("one_dc"), "one_dc", default=compute is not None)
     deadline = doc.quantity(top.get("round_deadline"), "round_deadline", parse_duration, "60s")
     seed = doc.integer(top.get("seed"), "seed", 1, low=0)
     loss = doc.number(top.get("wan_loss"), "wan_loss", 0.0, low=0.0)
@@ -232,6 +236,7 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     return Scenario(
         name, topology, hosts, scale, bandwidth, wan_bandwidth, memory, update, schedules,
         training, deadline, seed, wan, Path(path), loss, networks, _lines(top), jitter,
+        compute=compute, one_dc=one_dc,
     )  # fmt: skip
 
 
@@ -356,26 +361,6 @@ def _gloo_missing() -> str | None:
     from workers.gloo import gloo_available  # torch: only when a scenario asks for gloo
 
     return gloo_available()
-
-
-def _training(doc: NodeReader, node: yaml.Node | None) -> Training:
-    if node is None:
-        return Training()
-    known = tuple(f.name for f in dataclasses.fields(Training))
-    items = doc.mapping(node, "training", known)
-    default = Training()
-    values: dict[str, Any] = {}
-    for key in ("rounds", "inner_steps", "hidden", "batch_size"):
-        values[key] = doc.integer(items.get(key), f"training.{key}", getattr(default, key), low=1)
-    for key in ("inner_lr", "outer_lr"):
-        values[key] = doc.number(
-            items.get(key), f"training.{key}", getattr(default, key), low=0.0, open_low=True
-        )
-    momentum = doc.number(items.get("outer_momentum"), "training.outer_momentum",
-                          default.outer_momentum, low=0.0)  # fmt: skip
-    if momentum >= 1.0:
-        raise doc.fail(items["outer_momentum"], "training.outer_momentum", "must be below 1")
-    return Training(**values, outer_momentum=momentum)
 
 
 def _size_text(n: int) -> str:

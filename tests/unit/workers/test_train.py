@@ -7,20 +7,18 @@ import pytest
 import torch
 
 from workers.config import TrainConfig
+from workers.inprocess import baseline, run_in_process, run_with_models
 from workers.quantise import INT32_MAX, scale_for
 from workers.train import (
     DigitsSplit,
     IslandState,
     WorkerTrainer,
-    baseline,
     decode,
     encode,
     evaluate,
     flatten,
     load_flat,
     make_model,
-    run_in_process,
-    run_with_models,
     split_digits,
     worker_seed,
 )

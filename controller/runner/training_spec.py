@@ -1,0 +1,218 @@
+"""A scenario's `training` and `compute` sections: what trains, and what compute it stands for.
+
+    training:
+      rounds: 8                 # outer rounds per schedule
+      inner_steps: 20           # H: inner (AdamW) steps per round
+      model: mlp                # mlp (digits) or transformer (characters of Python's own source)
+      hidden: 32                # the MLP's hidden units, or the transformer's width (32..1024)
+      layers: 4                 # transformer blocks (transformer only)
+      context: 64               # characters per sequence (transformer only)
+      batch_size: 32
+      inner_lr: 0.003
+      outer_lr: 0.7
+      outer_momentum: 0.9
+      overlap: false            # true: the exchange overlaps the next round's inner steps and
+                                # the outer update lands one round late (streaming DiLoCo)
+      target_accuracy: 0.9      # in (0, 1]: report the full-scale time the test accuracy first
+                                # reaches it (or that it never did)
+      target_loss: null         # > 0: the same for the test loss falling to it
+
+    compute:                    # the emulated system's compute at full scale; either
+      step_time: 450ms          # the time of one inner step, or
+      params: update            # the model's parameters (default: the update's values)
+      tokens_per_step: 4M       # tokens an island processes per inner step
+      accelerator: h100         # a100 or h100 (controller/planner/compute.py)
+      accelerators: 256         # per island
+      mfu: 0.4                  # the share of peak the model uses
+
+Without `compute` a run reports round times alone, as before; with it, every row of the summary
+also gives compute utilisation and the full-scale wall-clock (controller/planner/compute.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from controller.planner.compute import ACCELERATORS, Compute
+from controller.runner.yamlnodes import NodeReader
+from innet.jsontypes import JSONObject
+from innet.units import parse_duration
+
+MODELS = ("mlp", "transformer")
+MAX_WIDTH = 1024  # a transformer wider than this does not train on two cores
+_COUNT = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([kMBT]?)\s*")
+_COUNT_FACTORS = {"": 1.0, "k": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+
+
+@dataclass(frozen=True)
+class Training:
+    """The training run of each schedule: DiLoCo-style inner steps between outer rounds."""
+
+    rounds: int = 12
+    inner_steps: int = 20
+    hidden: int = 32
+    batch_size: int = 32
+    inner_lr: float = 0.003
+    outer_lr: float = 0.7
+    outer_momentum: float = 0.9
+    overlap: bool = False
+    target_accuracy: float | None = None
+    target_loss: float | None = None
+    model: str = "mlp"
+    layers: int = 4
+    context: int = 64
+
+
+TRAINING_FIELDS = dataclasses.fields(Training)
+
+
+@dataclass(frozen=True)
+class ComputeSpec:
+    """The `compute` section as written: a step time, or a dense model's FLOPs."""
+
+    step_time_s: float | None = None
+    params: float | None = None  # None: the full-scale update's values
+    tokens_per_step: float | None = None
+    accelerator: str = "h100"
+    accelerators: int = 1
+    mfu: float = 0.4
+
+    def resolve(self, update_values: float) -> Compute:
+        """The step time; `update_values` stands for the model when `params` is not given."""
+        if self.step_time_s is not None:
+            return Compute(self.step_time_s, "given")
+        assert self.tokens_per_step is not None  # parse_compute asks for one or the other
+        params = update_values if self.params is None else self.params
+        return Compute.from_flops(params, self.tokens_per_step, self.accelerator,
+                                  self.accelerators, self.mfu)  # fmt: skip
+
+    def to_dict(self) -> JSONObject:
+        if self.step_time_s is not None:
+            return {"step_time": f"{self.step_time_s:.15g}s"}
+        return {
+            "params": "update" if self.params is None else f"{self.params:.15g}",
+            "tokens_per_step": f"{self.tokens_per_step:.15g}",
+            "accelerator": self.accelerator,
+            "accelerators": self.accelerators,
+            "mfu": self.mfu,
+        }
+
+
+def parse_training(doc: NodeReader, node: yaml.Node | None) -> Training:
+    if node is None:
+        return Training()
+    known = tuple(f.name for f in TRAINING_FIELDS)
+    items = doc.mapping(node, "training", known)
+    default = Training()
+    values: dict[str, Any] = {}
+    for key in ("rounds", "inner_steps", "batch_size", "layers"):
+        values[key] = doc.integer(items.get(key), f"training.{key}", getattr(default, key), low=1)
+    values["hidden"] = doc.integer(items.get("hidden"), "training.hidden", default.hidden, low=1,
+                                   high=MAX_WIDTH * 64)  # fmt: skip
+    values["context"] = doc.integer(items.get("context"), "training.context", default.context,
+                                    low=2, high=1024)  # fmt: skip
+    for key in ("inner_lr", "outer_lr"):
+        values[key] = doc.number(
+            items.get(key), f"training.{key}", getattr(default, key), low=0.0, open_low=True
+        )
+    momentum = doc.number(items.get("outer_momentum"), "training.outer_momentum",
+                          default.outer_momentum, low=0.0)  # fmt: skip
+    if momentum >= 1.0:
+        raise doc.fail(items["outer_momentum"], "training.outer_momentum", "must be below 1")
+    values["overlap"] = boolean(doc, items.get("overlap"), "training.overlap")
+    if "target_accuracy" in items:
+        target = doc.number(items["target_accuracy"], "training.target_accuracy", 0.0, low=0.0,
+                            open_low=True)  # fmt: skip
+        if target > 1.0:
+            why = f"{target:g}: an accuracy is a share of the test set, in (0, 1]"
+            raise doc.fail(items["target_accuracy"], "training.target_accuracy", why)
+        values["target_accuracy"] = target
+    if "target_loss" in items:
+        values["target_loss"] = doc.number(items["target_loss"], "training.target_loss", 0.0,
+                                           low=0.0, open_low=True)  # fmt: skip
+    if "model" in items:
+        model = doc.text(items["model"], "training.model")
+        if model not in MODELS:
+            why = f"unknown model {model!r}; known: {', '.join(MODELS)}"
+            raise doc.fail(items["model"], "training.model", why)
+        values["model"] = model
+        if model == "transformer":
+            _transformer_checks(doc, items, values)
+    return Training(**values, outer_momentum=momentum)
+
+
+def _transformer_checks(
+    doc: NodeReader, items: dict[str, yaml.Node], values: dict[str, Any]
+) -> None:
+    """A width the heads divide (32 per head), and a corpus this Python has."""
+    width = values["hidden"]
+    if width % 32 or width > MAX_WIDTH:
+        why = f"{width}: a transformer's width is a multiple of 32 (a head each), <= {MAX_WIDTH}"
+        raise doc.fail(items.get("hidden"), "training.hidden", why)
+    from workers.textlm import CorpusError, load_corpus  # torch: only for the transformer
+
+    try:
+        load_corpus()
+    except CorpusError as err:
+        raise doc.fail(items["model"], "training.model", f"no corpus to train on: {err}") from None
+
+
+def parse_compute(doc: NodeReader, node: yaml.Node | None) -> ComputeSpec | None:
+    if node is None:
+        return None
+    keys = ("step_time", "params", "tokens_per_step", "accelerator", "accelerators", "mfu")
+    items = doc.mapping(node, "compute", keys)
+    if "step_time" in items:
+        others = sorted(set(items) - {"step_time"})
+        if others:
+            why = f"give step_time or the FLOPs figures ({', '.join(others)}), not both"
+            raise doc.fail(items[others[0]], f"compute.{others[0]}", why)
+        step = items["step_time"]
+        if isinstance(step, yaml.ScalarNode) and str(step.value).strip().startswith("-"):
+            raise doc.fail(step, "compute.step_time", f"{step.value}: a step takes a positive time")
+        return ComputeSpec(step_time_s=doc.quantity(step, "compute.step_time", parse_duration))
+    if "tokens_per_step" not in items:
+        why = "give step_time (e.g. 450ms), or tokens_per_step with params, accelerator, mfu"
+        raise doc.fail(node, "compute", why)
+    spec: dict[str, Any] = {"tokens_per_step": _count(doc, items["tokens_per_step"],
+                                                      "compute.tokens_per_step")}  # fmt: skip
+    if "params" in items and doc.scalar(items["params"]) != "update":
+        spec["params"] = _count(doc, items["params"], "compute.params")
+    if "accelerator" in items:
+        name = doc.text(items["accelerator"], "compute.accelerator")
+        if name not in ACCELERATORS:
+            why = f"unknown accelerator {name!r}; known: {', '.join(sorted(ACCELERATORS))}"
+            raise doc.fail(items["accelerator"], "compute.accelerator", why)
+        spec["accelerator"] = name
+    spec["accelerators"] = doc.integer(items.get("accelerators"), "compute.accelerators", 1, low=1)
+    mfu = doc.number(items.get("mfu"), "compute.mfu", 0.4, low=0.0, open_low=True)
+    if mfu > 1.0:
+        raise doc.fail(items["mfu"], "compute.mfu", f"{mfu:g}: MFU is a share of peak, in (0, 1]")
+    return ComputeSpec(**spec, mfu=mfu)
+
+
+def boolean(doc: NodeReader, node: yaml.Node | None, key: str, default: bool = False) -> bool:
+    if node is None:
+        return default
+    value = doc.scalar(node)
+    if not isinstance(value, bool):
+        raise doc.fail(node, key, f"must be true or false, got {node.value!r}")
+    return value
+
+
+def _count(doc: NodeReader, node: yaml.Node, key: str) -> float:
+    """A positive count such as 4096, 4M, 1.5B or 4e6."""
+    value = doc.scalar(node)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    match = _COUNT.fullmatch(str(value)) if isinstance(value, str) else None
+    if match is None or float(match[1]) <= 0:
+        raise doc.fail(
+            node, key, f"must be a positive count such as 4096, 4M or 1.5B, got {value!r}"
+        )
+    return float(match[1]) * _COUNT_FACTORS[match[2]]
