@@ -15,18 +15,15 @@ from typing import cast
 
 from controller.exceptions import CommandLineError
 from controller.flags import MAX_SIZE_BYTES, duration, number, rate_flag, size_flag, whole
+from controller.planner import utilisation
 from controller.planner.check import MAX_CHUNKS, MAX_SIM_EVENTS, check_family
 from controller.planner.collectives import NETWORKS
+from controller.planner.compute import Compute
 from controller.planner.cost import CostParams
 from controller.planner.margin import band_of, band_wans, plans_choice
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
 from controller.planner.plot import check_plot_path, plot_sweep
-from controller.planner.report import (
-    check_text,
-    networks_json,
-    networks_text,
-    topo_text,
-)
+from controller.planner.report import check_text, networks_json, networks_text, topo_text
 from controller.planner.schedule import Schedule
 from controller.planner.schedule_file import load_schedule
 from controller.planner.simulate import MAX_RATE_FACTOR, MIN_RATE_FACTOR, RATE_FACTOR_WHY
@@ -46,6 +43,10 @@ from topo.wan import Wan
 DEFAULT_PLOT = Path("results/plan-sweep.png")  # the one plot path whose directory innet makes
 MAX_JITTER_S = 1.0  # far above any WAN's delay variation; beyond it delays lose their meaning
 JITTER_WHY = "a WAN's delay variation, each way"
+# one inner step at full scale: from 1 ms (far below any large model's) to an hour
+MIN_STEP_S, MAX_STEP_S = 1e-3, 3600.0
+MAX_INNER_STEPS = 100_000  # far above DiLoCo's 500 inner steps a round
+PLAN_COMMANDS = ("sweep", "simulate", "bandwidth")  # `innet plan X` with parsers of their own
 
 
 def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
@@ -116,6 +117,32 @@ def _margin_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _targets(text: str) -> tuple[float, ...]:
+    """Comma-separated percentages, each in (0, 100), as shares in ascending order."""
+    share = number(0, 100, above=True, below=True, why="a share of the wall-clock, in percent")
+    return tuple(sorted({share(part.strip()) / 100 for part in text.split(",")}))
+
+
+def _compute_options(p: argparse.ArgumentParser, required: bool) -> None:
+    both = "required" if required else "give both, or neither"
+    p.add_argument(
+        "--compute",
+        type=duration(MIN_STEP_S, MAX_STEP_S, why="one inner step at full scale"),
+        metavar="STEP_TIME",
+        required=required,
+        help="full-scale time of one inner step of the emulated system (e.g. 450ms); with "
+        f"--inner-steps, each family's compute utilisation is printed ({both})",
+    )
+    p.add_argument(
+        "--inner-steps",
+        type=whole(1, MAX_INNER_STEPS, why="inner steps a round"),
+        metavar="H",
+        required=required,
+        help=f"inner steps a round, 1..{MAX_INNER_STEPS}: a round computes H x STEP_TIME, then "
+        f"exchanges ({both})",
+    )
+
+
 def build_parser() -> dict[str, argparse.ArgumentParser]:
     main = OneLineParser(prog="innet", description=__doc__)
     # the subcommands' parsers are Parsers too; the runner and service packages add theirs
@@ -127,11 +154,13 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     plan = sub.add_parser(
         "plan",
         help="choose a synchronisation schedule",
-        description="innet plan [sweep|simulate] ...: choose a schedule for a "
-        "topology, sweep memory sizes, or check the cost model by simulation",
+        description="innet plan [sweep|simulate|bandwidth] ...: choose a schedule for a "
+        "topology, sweep memory sizes, check the cost model by simulation, or find the "
+        "bandwidth that keeps the compute busy",
     )
     _plan_options(plan, "64MB")
     _margin_option(plan)
+    _compute_options(plan, required=False)
     plan.add_argument("--schedule", type=Path, help="evaluate the schedule in this YAML file")
     plan.add_argument(
         "--network",
@@ -177,18 +206,37 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     )
     sim.add_argument("--seed", type=whole(0, 2**32 - 1), default=0,
                      help="seed of the jitter draws (default 0)")  # fmt: skip
+    bandwidth = OneLineParser(
+        prog="innet plan bandwidth",
+        description="the least bandwidth at which each network keeps the compute busy 50, 90 "
+        "or 99% of the time, without and with overlap, and the same islands in one building. "
+        "The swept quantity is each island's access rate into the WAN; every WAN link's capacity "
+        "is scaled by the same factor, keeping the topology's backbone-to-access ratio (the nine "
+        "cities: 100 Gb/s links at 10 Gb/s access; --bandwidth and --wan-bandwidth set it)",
+    )
+    _plan_options(bandwidth, "64MB")
+    _compute_options(bandwidth, required=True)
+    bandwidth.add_argument(
+        "--targets",
+        type=_targets,
+        default=utilisation.DEFAULT_TARGETS,
+        metavar="PERCENTS",
+        help="utilisations to reach, in percent, comma-separated, each in (0, 100) (default "
+        + ",".join(f"{t:.0%}".rstrip("%") for t in utilisation.DEFAULT_TARGETS)
+        + ")",
+    )
     topo = sub.add_parser("topo", help="show a topology and how well it fits measured RTTs")
     topo.add_argument("topology", nargs="?", type=Path, help="topology YAML (default: nine cities)")
 
     add_commands(sub)
     add_run_command(sub)
-    return {"main": main, "sweep": sweep, "simulate": sim}
+    return {"main": main, "sweep": sweep, "simulate": sim, "bandwidth": bandwidth}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     parsers = build_parser()
-    if len(args_in) >= 2 and args_in[0] == "plan" and args_in[1] in ("sweep", "simulate"):
+    if len(args_in) >= 2 and args_in[0] == "plan" and args_in[1] in PLAN_COMMANDS:
         parser, command = parsers[args_in[1]], args_in[1]
         args = parser.parse_args(args_in[2:])
     else:
@@ -204,6 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _sweep(args)
         elif command == "simulate":
             _simulate(args)
+        elif command == "bandwidth":
+            _bandwidth(args)
         elif command in SERVICE_COMMANDS:
             run_service_command(command, args)
         elif command == "run":
@@ -243,15 +293,47 @@ def _setup(args: argparse.Namespace, memory: int) -> tuple[Wan, CostParams]:
 
 def _plan(args: argparse.Namespace) -> None:
     wan, base = _setup(args, size_flag("--memory", args.memory))
+    compute = _round_compute(args, wan, base)
     band = band_of(wan, args.margin)
     schedule = None if args.schedule is None else load_schedule(args.schedule, wan)
     points = [_plans(Planner(w), base, schedule, args) for w in band_wans(wan, band)]
     plans = points[band.shifts.index(0.0)]
     choice = plans_choice(points, band)
     if args.json:
-        print(json.dumps(networks_json(wan, plans, choice), indent=2))
+        print(json.dumps(networks_json(wan, plans, choice, compute), indent=2))
     else:
-        print(networks_text(wan, plans, choice))
+        print(networks_text(wan, plans, choice, compute))
+
+
+def _round_compute(
+    args: argparse.Namespace, wan: Wan, base: CostParams
+) -> utilisation.RoundCompute | None:
+    """A round's compute from --compute and --inner-steps (both or neither), and the
+    one-building reference it is compared with."""
+    given = {"--compute": args.compute, "--inner-steps": args.inner_steps}
+    missing = [flag for flag, value in given.items() if value is None]
+    if len(missing) == 2:
+        return None
+    if missing:
+        raise CommandLineError(
+            f"{missing[0]} is missing: --compute STEP_TIME and --inner-steps H go together "
+            "(a round computes H inner steps of STEP_TIME, then exchanges)"
+        )
+    compute = Compute(args.compute, "given")
+    return utilisation.RoundCompute.of(compute, args.inner_steps, wan, base, args.epsilon)
+
+
+def _bandwidth(args: argparse.Namespace) -> None:
+    wan, base = _setup(args, size_flag("--memory", args.memory))
+    compute = _round_compute(args, wan, base)
+    assert compute is not None  # the parser requires both flags
+    with _progress("searching bandwidths") as progress:
+        found = utilisation.search_bandwidth(wan, base, compute, args.targets, args.families,
+                                             progress=progress)  # fmt: skip
+    if args.json:
+        print(json.dumps(utilisation.bandwidth_json(found), indent=2))
+    else:
+        print(utilisation.bandwidth_text(found))
 
 
 def _plans(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from controller.planner.check import RoundCheck
 from controller.planner.cost import RoundCost
@@ -12,6 +13,16 @@ from controller.planner.optimise import FamilyPlan, Plan
 from innet.jsontypes import JSONObject, JSONValue
 from innet.units import format_duration, format_rate, format_size
 from topo.wan import Wan
+
+if TYPE_CHECKING:  # utilisation.py prints with this module's tables
+    from controller.planner.utilisation import RoundCompute
+
+
+def percent(share: float) -> str:
+    """'86.4%' ('100%' for all of it, '-' for no figure)."""
+    if math.isnan(share):
+        return "-"
+    return "100%" if share >= 1 else f"{share:.1%}"
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
@@ -99,30 +110,33 @@ def _fastest(plans: Sequence[Plan]) -> Plan:
     return min(plans, key=lambda p: p.best.time_s)
 
 
-def networks_text(wan: Wan, plans: Sequence[Plan], choice: Choice | None = None) -> str:
+def networks_text(
+    wan: Wan,
+    plans: Sequence[Plan],
+    choice: Choice | None = None,
+    compute: RoundCompute | None = None,
+) -> str:
     """Every (network, family) with its time to consensus and its gain over a plain WAN, then
     the fastest of all as a table of rounds. With a jitter band (`choice`), the star marks
-    only a family fastest across it, and a line says what the band allows."""
-    lines = [_setting(wan, plans[0]), ""]
+    only a family fastest across it, and a line says what the band allows. With `compute`,
+    each family's steady-state utilisation too, and the one-building reference above them."""
+    lines = [_setting(wan, plans[0]), *([] if compute is None else [compute.describe()]), ""]
     plain, fastest = _plain(plans), _fastest(plans)
     rows = []
+    if compute is not None:
+        rows.append(_family_row("one-dc", compute.one_dc, None, False, compute))
     for plan in plans:
         for f in plan.families:
-            gain = _gain(plain, f)
             label = f.family if len(plans) == 1 else f"{plan.params.network} {f.family}"
             star = _starred(plan, fastest, f, choice, label)
-            rows.append([
-                plan.params.network,
-                f.family + (" *" if star else ""),
-                "-" if f.rounds is None else str(f.rounds),
-                "yes" if f.exact else "no",
-                time_text(f.time_s),
-                format_size(f.memory_bytes),
-                "-" if gain is None else f"{gain:.2f}x",
-            ])  # fmt: skip
+            rows.append(_family_row(plan.params.network, f, _gain(plain, f), star, compute))
     header = ["network", "family", "rounds", "exact", "time to consensus", "memory needed",
               "vs plain"]  # fmt: skip
-    lines.append(table(header, rows, [False, False, True, False, True, True, True]))
+    right = [False, False, True, False, True, True, True]
+    if compute is not None:
+        header += ["utilisation", "with overlap"]
+        right += [True, True]
+    lines.append(table(header, rows, right))
     if len(plans) > 1:
         best = [f"{q.params.network} {q.best.family} {time_text(q.best.time_s)}" for q in plans]
         lines += ["", "fastest per network: " + "; ".join(best)]
@@ -130,6 +144,8 @@ def networks_text(wan: Wan, plans: Sequence[Plan], choice: Choice | None = None)
             others = [q for q in plans if q is not plain and not math.isinf(q.best.time_s)]
             gains = [f"{q.params.network} {plain.best.time_s / q.best.time_s:.2f}x" for q in others]
             lines.append("best against best over a plain WAN: " + "; ".join(gains))
+    if compute is not None:
+        lines += ([] if len(plans) > 1 else [""]) + [_utilisation_line(plans, compute)]
     if choice is not None and len(choice.band.shifts) > 1:
         band = ", ".join(format_duration(j) for j in choice.band.points_s)
         lines += ["", f"jitter margin (costed at {band}): {choice.describe()}"]
@@ -137,9 +153,43 @@ def networks_text(wan: Wan, plans: Sequence[Plan], choice: Choice | None = None)
     return "\n".join(lines)
 
 
-def networks_json(wan: Wan, plans: Sequence[Plan], choice: Choice | None = None) -> JSONObject:
+def _family_row(
+    network: str, f: FamilyPlan, gain: float | None, star: bool, compute: RoundCompute | None
+) -> list[str]:
+    row = [
+        network,
+        f.family + (" *" if star else ""),
+        "-" if f.rounds is None else str(f.rounds),
+        "yes" if f.exact else "no",
+        time_text(f.time_s),
+        format_size(f.memory_bytes),
+        "-" if gain is None else f"{gain:.2f}x",
+    ]
+    if compute is not None:
+        row += [percent(u) for u in compute.utilisation(f)]
+    return row
+
+
+def _utilisation_line(plans: Sequence[Plan], compute: RoundCompute) -> str:
+    """The utilisation of each network's fastest family, and of the one-building reference."""
+    parts = [(q.params.network, q.best) for q in plans] + [("one-dc", compute.one_dc)]
+    figures = [
+        f"{network} {fam.family} " + " / ".join(percent(u) for u in compute.utilisation(fam))
+        for network, fam in parts
+    ]
+    return "utilisation of the fastest per network, without / with overlap: " + "; ".join(figures)
+
+
+def networks_json(
+    wan: Wan,
+    plans: Sequence[Plan],
+    choice: Choice | None = None,
+    compute: RoundCompute | None = None,
+) -> JSONObject:
     """The plans of every network, each family with its gain over a plain WAN; `robust` says
-    what the jitter band allows (`winner` null: the families `within` the margin)."""
+    what the jitter band allows (`winner` null: the families `within` the margin). With
+    `compute`, each family's steady-state utilisation without and with overlap, and `one_dc`,
+    the one-building reference."""
     plain, fastest = _plain(plans), _fastest(plans)
     p = plans[0].params
     doc: JSONObject = {
@@ -155,17 +205,25 @@ def networks_json(wan: Wan, plans: Sequence[Plan], choice: Choice | None = None)
         "jitter_s": max((link.jitter_s for link in wan.links), default=0.0),
         "robust": choice_json(choice),
     }
+    if compute is not None:
+        doc["compute"] = compute.json()
+        doc["one_dc"] = _utilised(wan, compute.one_dc, compute) | compute.building_json()
     networks: list[JSONValue] = []
     for plan in plans:
         families: list[JSONValue] = []
         for f in plan.families:
-            entry = family_json(wan, f)
+            entry = family_json(wan, f) if compute is None else _utilised(wan, f, compute)
             entry["gain_over_plain"] = _gain(plain, f)
             families.append(entry)
         networks.append({"network": plan.params.network, "best": plan.best.family,
                          "families": families})  # fmt: skip
     doc["networks"] = networks
     return doc
+
+
+def _utilised(wan: Wan, fam: FamilyPlan, compute: RoundCompute) -> JSONObject:
+    without, overlap = compute.utilisation(fam)
+    return family_json(wan, fam) | {"utilisation": without, "utilisation_overlap": overlap}
 
 
 def family_text(wan: Wan, fam: FamilyPlan, network: str | None = None) -> str:

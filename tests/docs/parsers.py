@@ -30,11 +30,11 @@ def _quiet_parse(parser: argparse.ArgumentParser, args: list[str]) -> tuple[obje
 
 def innet_parser(args: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
     """The parser `innet ARGS` is read with, and the arguments it reads (as controller.cli.main
-    dispatches: `plan sweep` and `plan simulate` have parsers of their own)."""
-    from controller.cli import build_parser
+    dispatches: `plan sweep`, `plan simulate` and `plan bandwidth` have parsers of their own)."""
+    from controller.cli import PLAN_COMMANDS, build_parser
 
     parsers = build_parser()
-    if len(args) >= 2 and args[0] == "plan" and args[1] in ("sweep", "simulate"):
+    if len(args) >= 2 and args[0] == "plan" and args[1] in PLAN_COMMANDS:
         return parsers[args[1]], args[2:]
     return parsers["main"], args
 
