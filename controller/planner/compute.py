@@ -89,16 +89,17 @@ class Timeline:
 
     @property
     def utilisation(self) -> float:
-        """Compute time over wall-clock, in [0, 1]."""
+        """Compute time over wall-clock, in [0, 1] (1 when nothing takes any time)."""
         if not self.ends_s:
             return math.nan
+        if self.wall_s == 0:
+            return 1.0
         return len(self.ends_s) * self.compute_s / self.wall_s
 
 
 def timeline(compute_s: float, exchanges: Sequence[float], overlap: bool) -> Timeline:
     """The rounds' timeline from C and each round's exchange time E_r (module docstring)."""
-    if compute_s < 0 or not math.isfinite(compute_s):
-        raise PlanError(f"a round's compute must be a finite time >= 0, not {compute_s}")
+    _check(compute_s, exchanges)
     start, last_end = 0.0, -math.inf
     ends: list[float] = []
     for e in exchanges:
@@ -117,7 +118,8 @@ def steady_utilisation(compute_s: float, cycle: Sequence[float], overlap: bool) 
     if not cycle:
         raise PlanError("a schedule has at least one round")
     if any(math.isinf(e) for e in cycle):
-        return 0.0
+        return 0.0  # a round that never ends: nothing is computed in the long run
+    _check(compute_s, cycle)
     if overlap:
         per_round = sum(max(compute_s, e) for e in cycle) / len(cycle)
     else:
@@ -130,7 +132,17 @@ def first_reaching(
 ) -> tuple[int, float] | None:
     """The first round whose figure (e.g. test accuracy after its exchange) reaches `target`,
     and the full-scale wall-clock at which it did (that round's x_r); None if none did."""
-    for r, (value, end) in enumerate(zip(figures, line.ends_s, strict=False)):
+    if len(figures) != len(line.ends_s):
+        raise PlanError(f"{len(figures)} figures for a timeline of {len(line.ends_s)} rounds")
+    for r, (value, end) in enumerate(zip(figures, line.ends_s, strict=True)):
         if (value >= target) if higher_is_better else (value <= target):
             return r, end
     return None
+
+
+def _check(compute_s: float, exchanges: Sequence[float]) -> None:
+    if not (math.isfinite(compute_s) and compute_s >= 0):
+        raise PlanError(f"a round's compute must be a finite time >= 0, not {compute_s}")
+    bad = [e for e in exchanges if not (math.isfinite(e) and e >= 0)]
+    if bad:
+        raise PlanError(f"an exchange takes a finite time >= 0, not {bad[0]}")

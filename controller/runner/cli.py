@@ -155,6 +155,10 @@ def run(args: argparse.Namespace) -> int:
             )
             return 130
     print(format_table(experiment.summary))
+    if experiment.gap is not None:
+        from controller.runner.results.gap import gap_table
+
+        print(f"\nthe gap to one data centre\n{gap_table(experiment.gap)}")
     warning = emulation.tcp_warning()
     if warning:
         print(warning)

@@ -29,6 +29,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from controller.planner.compute import Compute
 from controller.planner.cost import CostParams
 from controller.planner.exceptions import PlanError
 from controller.planner.optimise import DEFAULT_EPSILON, FamilyPlan, Planner
@@ -36,10 +37,13 @@ from controller.planner.schedule import Schedule
 from controller.runner.scenario import Scenario
 from innet.units import format_size
 from topo.siteplan import FRAME_BITS, JOB, LANES, SLOT_BYTES, VALUE_BYTES, SlotPool
+from topo.wan import Wan
 from workers import train
 from workers.config import IslandConfig, TrainConfig
 
 BOUND_EXPONENT = 3  # leaders send |x - theta0| <= 8, clipped and counted beyond
+ONE_DC = "one-dc"  # the network of the reference: the same islands in one building
+ONE_DC_FAMILY = "all-to-all"  # what one building plays: every island every round
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +65,9 @@ class Play:
 
 def planner_network(network: str) -> str:
     """The planner's network for a scenario's: gloo is predicted as innet's own plain-WAN
-    collectives (its measurement is put beside them, not modelled)."""
-    return "plain" if network == "gloo" else network
+    collectives (its measurement is put beside them, not modelled); one building runs what
+    one building runs, ring all-reduce over routed edges."""
+    return "plain" if network in ("gloo", ONE_DC) else network
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +80,11 @@ class MemoryPoint:
     pool: SlotPool
     params: CostParams
     plays: tuple[Play, ...]  # in the scenario's order: networks, then schedules
+    wan: Wan | None = None  # where it is played: None for the scenario's WAN
 
     @property
     def label(self) -> str:
-        return f"{format_size(self.memory_bytes)}"
+        return "one building" if self.wan is not None else f"{format_size(self.memory_bytes)}"
 
     @property
     def plans(self) -> tuple[FamilyPlan, ...]:
@@ -94,6 +100,27 @@ class Emulation:
     update_floats: int  # values each leader sends per round (a whole number of chunks)
     island: IslandConfig  # what every island process is given
     points: tuple[MemoryPoint, ...]
+    reference: MemoryPoint | None = None  # the islands in one building (`one_dc`), played first
+    compute: Compute | None = None  # the emulated system's step time (`compute`)
+
+    @property
+    def played(self) -> tuple[MemoryPoint, ...]:
+        """Every point the run plays, in order: the one-building reference first."""
+        return self.points if self.reference is None else (self.reference, *self.points)
+
+    def wan_of(self, point: MemoryPoint) -> Wan:
+        return self.scenario.wan if point.wan is None else point.wan
+
+    def loss_of(self, point: MemoryPoint) -> float:
+        """The share of frames each WAN link loses: none inside one building."""
+        return self.scenario.wan_loss if point.wan is None else 0.0
+
+    @property
+    def round_compute_s(self) -> float | None:
+        """C: the full-scale compute of one round (H inner steps), when the scenario says."""
+        if self.compute is None:
+            return None
+        return self.compute.round_s(self.scenario.training.inner_steps)
 
     @property
     def chunks(self) -> int:
@@ -107,7 +134,7 @@ class Emulation:
     @property
     def rounds(self) -> int:
         """Rounds the run plays: every play at every memory point."""
-        return sum(len(p.plays) for p in self.points) * self.scenario.training.rounds
+        return sum(len(p.plays) for p in self.played) * self.scenario.training.rounds
 
     def frame_rate_bps(self, group_rate_bps: float) -> float:
         """A leader's pacing rate at emulation scale for the planner's full-scale group rate:
@@ -152,12 +179,19 @@ class Emulation:
             f"scenario {sc.name}: {sc.wan.n} islands x {sc.hosts} hosts, scale {sc.scale:g}, "
             f"update {self.update_floats} values ({self.chunks} chunks) per island per round"
         ]
-        for point in self.points:
+        if self.compute is not None:
+            c = self.round_compute_s
+            lines.append(f"  compute: {self.compute.step_time_s * 1e3:.4g} ms a step "
+                         f"({self.compute.source}), {c:.3f} s a round of "
+                         f"{sc.training.inner_steps}")  # fmt: skip
+        for point in self.played:
             for play in point.plays:
                 plan = play.plan
                 rounds = [f"{c.time_s:.3f}" for c in plan.costs]
                 where = f"memory {point.label} -> pool {point.pool}"
-                if play.network != "inna":
+                if play.network == ONE_DC:
+                    where = "one building (reference)"
+                elif play.network != "inna":
                     where = f"{play.network}, any memory"
                 elif len(sc.networks) > 1:
                     where = f"inna, {where}"
@@ -218,7 +252,22 @@ def resolve(sc: Scenario, schedule: Schedule | None = None) -> Emulation:
                 plays.extend(Play(network, _plan(sc, planner, params_n, j))
                              for j in range(len(sc.schedules)))  # fmt: skip
         points.append(MemoryPoint(memory, pool, cost, tuple(plays)))
-    return Emulation(sc, params, floats, island, tuple(points))
+    reference = _one_building(sc, points[0], schedule) if sc.one_dc else None
+    compute = None if sc.compute is None else sc.compute.resolve(update_bytes / VALUE_BYTES)
+    return Emulation(sc, params, floats, island, tuple(points), reference, compute)
+
+
+def _one_building(sc: Scenario, first: MemoryPoint, schedule: Schedule | None) -> MemoryPoint:
+    """The reference: the same islands in one building (a non-blocking fabric: every link
+    carries all the islands' access rates), all-to-all or the given schedule, ring all-reduce."""
+    building = sc.wan.in_one_building(sc.wan.n * sc.bandwidth_bps)
+    planner = Planner(building)
+    params = dataclasses.replace(first.params, network=planner_network(ONE_DC))
+    model = planner.model(params)
+    chosen = schedule or planner.schedule_for(ONE_DC_FAMILY, model)
+    plan = planner.evaluate(model, chosen, DEFAULT_EPSILON)
+    return MemoryPoint(first.memory_bytes, first.pool, first.params, (Play(ONE_DC, plan),),
+                       building)  # fmt: skip
 
 
 def _full_scale_bytes(floats: int, scale: float) -> int:

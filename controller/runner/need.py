@@ -89,10 +89,10 @@ def round_rates(em: Emulation, wan: Wan, cost: RoundCost) -> dict[int, float]:
 
 def plan_need(em: Emulation) -> Need:
     """The busiest switch and the busiest round of every play at every memory point."""
-    wan = em.scenario.wan
     switch, total, headroom, busiest, tightest = 0.0, 0.0, math.inf, "no round", ""
     leaders, leader_peak = 0.0, 0.0
-    for point in em.points:
+    for point in em.played:
+        wan = em.wan_of(point)
         for play in point.plays:
             for r, cost in enumerate(play.plan.costs):
                 per_leader = leader_rates(em, wan, cost)

@@ -114,8 +114,11 @@ def play_round(ctx: RoundContext, r: int) -> RoundRecord:
     deadline = start_at + ctx.emulation.scenario.round_deadline_s + 5.0
     done = islands.expect(Done, deadline, f"round {r}")
     after = snapshot(testbed)
-    losses = [e.train_loss for e in prepared.values() if isinstance(e, Prepared)]
-    return _record(ctx, r, start_at, sum(losses) / len(losses), done, before, after)
+    ready = [e for e in prepared.values() if isinstance(e, Prepared)]
+    rec = _record(ctx, r, start_at, sum(e.train_loss for e in ready) / len(ready), done, before,
+                  after)  # fmt: skip
+    local = max(e.compute_s for e in ready)  # this machine's clock, not the emulated compute
+    return dataclasses.replace(rec, compute_s=ctx.emulation.round_compute_s, local_s=local)
 
 
 def _go(ctx: RoundContext, r: int, number: int, start_at: float) -> None:
@@ -172,7 +175,7 @@ def _record(
         retransmissions=retransmitted,
         lag_s=lag,
         headroom_s=cost.headroom_s,
-        wan_loss=ctx.emulation.scenario.wan_loss,
+        wan_loss=ctx.emulation.loss_of(ctx.point),
     )
     return RoundRecord(
         memory=ctx.point.memory_bytes,

@@ -24,7 +24,7 @@ Groups = tuple[tuple[str, ...], ...]
 # fields records written before the network modes do not have (they were all inna)
 _LATER = ("network", "sent_bytes", "received_bytes", "predicted_wan_bytes",
           "predicted_sent_bytes", "predicted_received_bytes", "flags", "lag_ms",
-          "leader_cpu_ms")  # fmt: skip
+          "leader_cpu_ms", "compute_s", "local_s")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,8 @@ class RoundRecord:
     lag_ms: Mapping[str, float] = field(default_factory=dict)
     # each city's leader: its thread's CPU time in the exchange, ms (the machine check's load)
     leader_cpu_ms: Mapping[str, float] = field(default_factory=dict)
+    compute_s: float | None = None  # the emulated system's compute of the round (full scale)
+    local_s: float | None = None  # this machine's time for the slowest island's local steps
 
     def __post_init__(self) -> None:
         if not (self.status == "ok" or self.status.startswith("failed: ")):

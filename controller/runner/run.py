@@ -52,6 +52,7 @@ from controller.runner.results import (
     collect_versions,
     summarise,
 )
+from controller.runner.results.gap import GapRow, Target, gap_rows
 from topo.mininet_hosts import shape_uplink
 from topo.mininet_net import NetworkSpec
 from topo.shaping import switch_shape
@@ -94,6 +95,7 @@ class Run:
         self.baseline: Baseline | None = None
         self.cycles: dict[tuple[str, str], Cycle] = {}  # (network, family) ->
         self.summary: list[SummaryRow] = []
+        self.gap: list[GapRow] | None = None  # with `compute`: the gap to one building
         self.failures: list[str] = []  # schedules that failed, with why
         self.done = 0  # rounds played
         self.calibration_mode = calibration  # refuse, warn or off (calibration.MODES)
@@ -129,13 +131,25 @@ class Run:
         self.progress("single-process baseline", 0, em.rounds)
         self.baseline = baseline(em)
         try:
-            for point in em.points:
+            for point in em.played:  # the one-building reference first, when asked for
                 self._memory_point(point)
         finally:  # after Ctrl-C too: the summary and plots of the rounds recorded so far
             accuracy = self.baseline.accuracy
             self.summary = summarise(self.writer.records, self.cycles, accuracy)
-            self.writer.finish(self.summary, self.baseline)
+            self.gap = self._gap()
+            gap = None if self.gap is None else (self.gap, em.round_compute_s or 0.0,
+                                                 em.scenario.training.overlap)  # fmt: skip
+            self.writer.finish(self.summary, self.baseline, gap)
         return self.summary
+
+    def _gap(self) -> list[GapRow] | None:
+        """With `compute`: utilisation and time to target per row, against one building."""
+        c = self.emulation.round_compute_s
+        if c is None or self.writer is None:
+            return None
+        training = self.emulation.scenario.training
+        target = Target(training.target_accuracy, training.target_loss)
+        return gap_rows(self.writer.records, c, training.overlap, target)
 
     def _memory_point(self, point: MemoryPoint) -> None:
         config = self.folder / "island-config.json"
@@ -143,14 +157,15 @@ class Run:
         with self.testbeds(point) as up, self._islands(up, config) as islands:
             assert self.writer is not None
             facts = up.testbed.network.facts()
-            sc = self.emulation.scenario
+            sc, wan = self.emulation.scenario, self.emulation.wan_of(point)
+            loss = self.emulation.loss_of(point)
             self.writer.record_network(point.label, {
                 "target": facts.target, "shaping": facts.shaping, "scale": facts.scale,
                 # per city: what ran the program and moved the frames ("native/native", ...)
-                "engines": dict(zip((c.name for c in sc.wan.cities), facts.engines, strict=False)),
+                "engines": dict(zip((c.name for c in wan.cities), facts.engines, strict=False)),
                 # each WAN link as its ports are shaped (delay, rate, jitter, loss), each way
-                "wan_links": {f"{link.a}-{link.b}": switch_shape(link, sc.scale, sc.wan_loss)
-                              for link in sc.wan.links},
+                "wan_links": {f"{link.a}-{link.b}": switch_shape(link, sc.scale, loss)
+                              for link in wan.links},
             })  # fmt: skip
             for play in point.plays:
                 plan = play.plan
@@ -271,10 +286,11 @@ def built_testbeds(
 
     @contextlib.contextmanager
     def testbed(point: MemoryPoint) -> Iterator[RunningTestbed]:
-        spec = NetworkSpec(sc.wan, sc.hosts, slots=point.pool.slots_per_bank, scale=sc.scale,
+        spec = NetworkSpec(em.wan_of(point), sc.hosts, slots=point.pool.slots_per_bank,
+                           scale=sc.scale,
                            shaping=shaping, target=target, backend=backend,
                            grpc_base_port=grpc_base_port,
-                           loss=sc.wan_loss)  # fmt: skip
+                           loss=em.loss_of(point))  # fmt: skip
         run_dir.claim("innet run", "running")
         try:
             first = point.plays[0].plan.schedule

@@ -26,7 +26,7 @@ from controller.exceptions import RoundEntriesError, TestbedError
 from controller.p4rt.exceptions import P4RuntimeError
 from controller.planner.cost import CostParams
 from controller.planner.exceptions import PlanError, ScheduleError
-from controller.runner.scenario import Training
+from controller.runner.training_spec import Training
 from controller.service import limits, views
 from controller.service.bodies import (
     ExperimentBody,

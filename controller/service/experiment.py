@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from controller.bringup import RunningTestbed
-from controller.runner.scenario import Scenario, Training
+from controller.runner.scenario import Scenario
+from controller.runner.training_spec import Training
 from controller.service.exceptions import ExperimentBusy, ExperimentNeedsMininet
 from controller.testbed import Testbed
 from innet.exceptions import InnetError

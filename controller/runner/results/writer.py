@@ -10,6 +10,9 @@
         round-time.png              time per round per schedule, a panel per memory point
         loss.png                    training loss against wall-clock seconds
         predicted-vs-measured.png   each round's measured time against the planner's
+        gap.csv                     with `compute`: utilisation and time to target per row,
+                                    against the islands in one building (results/gap.py)
+        accuracy-time.png           with `compute`: accuracy against full-scale wall-clock
 
 rounds.jsonl is only ever appended to, so a crash leaves every earlier round intact; the other
 files are written to a temporary file in the folder and renamed into place, so none is ever
@@ -32,6 +35,7 @@ import yaml
 from matplotlib.figure import Figure
 
 from controller.runner.records import Baseline, RoundRecord
+from controller.runner.results.gap import GapRow, gap_csv, plot_accuracy_time
 from controller.runner.results.plots import (
     plot_loss,
     plot_predicted_vs_measured,
@@ -83,11 +87,23 @@ class ResultsWriter:
         self._networks[label] = facts
         _replace_text(self.folder / "network.json", json.dumps(self._networks, indent=2) + "\n")
 
-    def finish(self, rows: Iterable[SummaryRow], baseline: Baseline | None) -> None:
-        """Write summary.csv and the plots (`baseline`: the loss reference line)."""
+    def finish(
+        self,
+        rows: Iterable[SummaryRow],
+        baseline: Baseline | None,
+        gap: tuple[list[GapRow], float, bool] | None = None,
+    ) -> None:
+        """Write summary.csv and the plots (`baseline`: the loss reference line); with `gap`
+        (its rows, a round's compute, overlap), gap.csv and accuracy-time.png."""
         self.close()
         records = list(self._records)
         _replace_text(self.folder / "summary.csv", summary_csv(rows))
+        if gap is not None:
+            gap_rows, compute_s, overlap = gap
+            _replace_text(self.folder / "gap.csv", gap_csv(gap_rows))
+            _save(
+                plot_accuracy_time(records, compute_s, overlap), self.folder / "accuracy-time.png"
+            )
         _save(plot_round_times(records), self.folder / "round-time.png")
         _save(plot_loss(records, baseline), self.folder / "loss.png")
         _save(plot_predicted_vs_measured(records), self.folder / "predicted-vs-measured.png")

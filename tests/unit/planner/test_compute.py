@@ -126,3 +126,17 @@ def test_unknown_accelerators_and_empty_models_are_refused() -> None:
 def test_a_round_compute_must_be_finite_and_not_negative(compute_s: float) -> None:
     with pytest.raises(PlanError, match="finite time >= 0"):
         timeline(compute_s, [1.0], overlap=False)
+
+
+def test_edge_cases_are_refused_or_defined() -> None:
+    from controller.planner.compute import steady_utilisation, timeline
+
+    assert timeline(0.0, [0.0, 0.0], False).utilisation == 1.0  # nothing takes any time
+    for bad in ([-5.0], [float("nan")]):
+        with pytest.raises(PlanError, match="exchange takes a finite time"):
+            timeline(1.0, bad, False)
+    with pytest.raises(PlanError, match="compute must be a finite time"):
+        steady_utilisation(-1.0, [1.0], False)
+    line = timeline(1.0, [1.0, 1.0], False)
+    with pytest.raises(PlanError, match="3 figures for a timeline of 2 rounds"):
+        first_reaching(line, [0.1, 0.2, 0.3], 0.2)
