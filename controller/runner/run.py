@@ -52,7 +52,7 @@ from controller.runner.results import (
     collect_versions,
     summarise,
 )
-from controller.runner.results.gap import GapRow, Target, gap_rows
+from controller.runner.results.gap import GapRow, TrainingTarget, gap_rows
 from topo.mininet_hosts import shape_uplink
 from topo.mininet_net import NetworkSpec
 from topo.shaping import switch_shape
@@ -148,7 +148,7 @@ class Run:
         if c is None or self.writer is None:
             return None
         training = self.emulation.scenario.training
-        target = Target(training.target_accuracy, training.target_loss)
+        target = TrainingTarget(training.target_accuracy, training.target_loss)
         return gap_rows(self.writer.records, c, training.overlap, target)
 
     def _memory_point(self, point: MemoryPoint) -> None:

@@ -32,7 +32,7 @@ from innet.units import format_duration, format_size
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class TrainingTarget:
     """What a run trains towards: a test accuracy to reach, or a test loss to fall to."""
 
     accuracy: float | None = None
@@ -81,7 +81,7 @@ class GapRow:
 
 
 def gap_rows(
-    records: Iterable[RoundRecord], compute_s: float, overlap: bool, target: Target
+    records: Iterable[RoundRecord], compute_s: float, overlap: bool, target: TrainingTarget
 ) -> list[GapRow]:
     """One row per (network, memory, schedule) in the order first played; the one-building
     reference's row first, and every row's `vs_one_dc` against it."""
@@ -95,7 +95,9 @@ def gap_rows(
     return [dataclasses.replace(row, vs_one_dc=_against(row, ref)) for row in rows]
 
 
-def _row(recs: list[RoundRecord], compute_s: float, overlap: bool, target: Target) -> GapRow:
+def _row(
+    recs: list[RoundRecord], compute_s: float, overlap: bool, target: TrainingTarget
+) -> GapRow:
     finished = all(r.ok for r in recs)
     measured = timeline(compute_s, [r.time_s or 0.0 for r in recs], overlap)
     predicted = timeline(compute_s, [r.predicted_s for r in recs], overlap)

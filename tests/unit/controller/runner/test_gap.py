@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from controller.runner.records import RoundRecord
-from controller.runner.results.gap import Target, gap_csv, gap_rows, gap_table, plot_accuracy_time
+from controller.runner.results.gap import (
+    TrainingTarget,
+    gap_csv,
+    gap_rows,
+    gap_table,
+    plot_accuracy_time,
+)
 
 MEMORY = 1_600_000_000
 
@@ -29,7 +35,7 @@ def records() -> list[RoundRecord]:
 
 
 def test_hand_computed_utilisation_and_time_to_target() -> None:
-    ref, plain = gap_rows(records(), 9.0, False, Target(accuracy=0.8))
+    ref, plain = gap_rows(records(), 9.0, False, TrainingTarget(accuracy=0.8))
     assert ref.network == "one-dc"  # the reference first, though played after
     # without overlap: ends at 10, 22, 43 measured (11, 22, 33 predicted)
     assert plain.wall_s == pytest.approx(43.0) and plain.wall_predicted_s == pytest.approx(33.0)
@@ -42,7 +48,7 @@ def test_hand_computed_utilisation_and_time_to_target() -> None:
 
 
 def test_overlap_hides_the_exchanges_under_the_compute() -> None:
-    ref, plain = gap_rows(records(), 9.0, True, Target(accuracy=0.8))
+    ref, plain = gap_rows(records(), 9.0, True, TrainingTarget(accuracy=0.8))
     # p0 = 9, x0 = 10; p1 = max(18, 10), x1 = 21; p2 = max(27, 21), x2 = 39
     assert plain.wall_s == pytest.approx(39.0) and plain.utilisation == pytest.approx(27 / 39)
     assert plain.target_s == pytest.approx(21.0)
@@ -51,18 +57,18 @@ def test_overlap_hides_the_exchanges_under_the_compute() -> None:
 
 def test_a_target_never_reached_and_a_failed_round() -> None:
     recs = [*records()[:2], rnd("plain", 2, None, 2.0, 0.0, status="failed: deadline")]
-    (plain,) = gap_rows(recs, 9.0, False, Target(accuracy=0.99))
+    (plain,) = gap_rows(recs, 9.0, False, TrainingTarget(accuracy=0.99))
     assert plain.target_round is None and plain.utilisation is None and plain.wall_s is None
     assert plain.utilisation_predicted == pytest.approx(27 / 33)
     assert plain.vs_one_dc is None
-    (by_loss,) = gap_rows(records()[:3], 9.0, False, Target(loss=0.2))
+    (by_loss,) = gap_rows(records()[:3], 9.0, False, TrainingTarget(loss=0.2))
     assert by_loss.target_round == 1  # test loss 0.2 after round 1
     table = gap_table([plain])
     assert "never" in table and "to accuracy 99%" in table
 
 
 def test_the_table_the_csv_and_the_plot() -> None:
-    rows = gap_rows(records(), 9.0, False, Target(accuracy=0.8))
+    rows = gap_rows(records(), 9.0, False, TrainingTarget(accuracy=0.8))
     table = gap_table(rows)
     lines = table.splitlines()
     assert lines[1].startswith("one building") and "1.10x" in lines[2]
