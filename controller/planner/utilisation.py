@@ -8,7 +8,8 @@ and plain ring all-reduce of all-to-all, what one building runs.
 
 `innet plan bandwidth` asks, for each network and target (50, 90, 99%), the least access rate
 at which the best family (the one of highest steady-state utilisation at that rate) reaches the
-target. The swept quantity is each island's access rate b; every WAN link's capacity is scaled
+target; by default among the families that average every island within a cycle (all-to-all
+and cliques; `--family ring-pairs` adds the pairs). The swept quantity is each island's access rate b; every WAN link's capacity is scaled
 by the same factor, b over the `--bandwidth` given, so the topology's backbone-to-access ratio is
 kept (the nine cities: 100 Gb/s links at 10 Gb/s access). Utilisation does not fall as b grows
 (every rate bound but the aggregator's memory grows with it), so the least rate is found by
@@ -242,7 +243,9 @@ def search_bandwidth(
 ) -> BandwidthSearch:
     """The least access rate reaching each target, per network and overlap (module docstring);
     `progress(done, total)` after each network and overlap."""
-    names = tuple(families or Planner(wan).default_families())
+    # by default the families that average every island within a cycle: pairs exchange with one
+    # neighbour a round, need no network help, and take a hundred rounds to agree
+    names = tuple(families or [f for f in Planner(wan).default_families() if f not in PAIRS])
     rates = RatePlans(wan, base, compute.round_s, names)
     lines = []
     todo = [(n, o) for n in (ONE_DC, *NETWORKS) for o in (False, True)]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +30,8 @@ from controller.planner.compute import first_reaching, timeline
 from controller.runner.emulation import ONE_DC
 from controller.runner.records import RoundRecord
 from innet.units import format_duration, format_size
+
+MAX_LOSS = 700.0  # exp() of a larger test loss overflows a float: a diverged model
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,8 @@ class GapRow:
     target_s: float | None  # full-scale wall-clock when it did, measured
     target_predicted_s: float | None  # the planner's timeline at that round
     flagged_rounds: int
+    final_accuracy: float | None = None  # after the last round that finished
+    final_perplexity: float | None = None  # exp(test loss) after it: a language model's figure
     vs_one_dc: float | None = None  # time to target (else wall-clock) over one building's
 
     def to_json(self) -> dict[str, object]:
@@ -107,6 +112,8 @@ def _row(
         values, goal, higher = figures
         reached = first_reaching(measured, values, goal, higher)
     first = recs[0]
+    last = next((r for r in reversed(recs) if r.ok), None)
+    loss = None if last is None else last.test_loss
     return GapRow(
         network=first.network,
         memory=first.memory,
@@ -124,6 +131,8 @@ def _row(
         target_s=None if reached is None or not finished else reached[1],
         target_predicted_s=None if reached is None else predicted.ends_s[reached[0]],
         flagged_rounds=sum(1 for r in recs if r.ok and r.flagged),
+        final_accuracy=None if last is None else last.accuracy,
+        final_perplexity=None if loss is None or loss > MAX_LOSS else math.exp(loss),
     )
 
 
@@ -141,7 +150,8 @@ def gap_table(rows: Sequence[GapRow]) -> str:
     """The terminal table: one line per row, the reference first."""
     target = next((row.target for row in rows if row.target), "")
     header = ("network", "memory", "schedule", "utilisation", "predicted", "wall-clock",
-              f"to {target}" if target else "to target", "predicted", "vs one DC")  # fmt: skip
+              f"to {target}" if target else "to target", "predicted", "vs one DC",
+              "accuracy", "perplexity")  # fmt: skip
     lines = [header]
     for row in rows:
         lines.append((
@@ -154,8 +164,10 @@ def gap_table(rows: Sequence[GapRow]) -> str:
             _reached(row),
             _dur(row.target_predicted_s),
             "-" if row.vs_one_dc is None else f"{row.vs_one_dc:.2f}x",
+            _pct(row.final_accuracy),
+            "-" if row.final_perplexity is None else f"{row.final_perplexity:.3g}",
         ))  # fmt: skip
-    right = {3, 4, 5, 6, 7, 8}
+    right = {3, 4, 5, 6, 7, 8, 9, 10}
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = ["  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i])
                       for i, c in enumerate(line)).rstrip() for line in lines]  # fmt: skip

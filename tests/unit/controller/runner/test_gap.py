@@ -3,6 +3,8 @@ measured and predicted, against the one-building reference (controller/runner/re
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from controller.runner.records import RoundRecord
@@ -45,6 +47,8 @@ def test_hand_computed_utilisation_and_time_to_target() -> None:
     assert ref.utilisation == pytest.approx(0.9) and (ref.target_round, ref.target_s) == (1, 20)
     assert plain.vs_one_dc == pytest.approx(22 / 20) and ref.vs_one_dc == pytest.approx(1.0)
     assert plain.flagged_rounds == 1
+    assert plain.final_accuracy == 0.95
+    assert plain.final_perplexity == pytest.approx(math.exp(0.05))  # test loss 1 - accuracy
 
 
 def test_overlap_hides_the_exchanges_under_the_compute() -> None:
