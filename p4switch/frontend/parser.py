@@ -7,7 +7,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from lark import Lark, Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
 from lark.lark import PostLex
 
 from p4switch.exceptions import P4CompileError
@@ -66,7 +72,12 @@ def parse(pre: Preprocessed) -> tuple[s.Decl, ...]:
         tree = _lark().parse(pre.text)
     except UnexpectedInput as exc:
         raise _syntax_error(pre, exc) from None
-    return tuple(DeclBuilder(pre).transform(tree))
+    try:
+        return tuple(DeclBuilder(pre).transform(tree))
+    except VisitError as exc:  # lark wraps what a rule's method raises
+        if isinstance(exc.orig_exc, P4CompileError):
+            raise exc.orig_exc from None
+        raise
 
 
 def _syntax_error(pre: Preprocessed, exc: UnexpectedInput) -> P4CompileError:

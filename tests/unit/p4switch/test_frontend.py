@@ -224,3 +224,28 @@ def test_command_line_writes_p4info(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr
     assert 'name: "L2Ingress.dmac"' in out.read_text()
+
+
+# Refusals raised while the syntax tree is built used to come out wrapped in lark's VisitError
+# (a Python traceback); they are the user's file:line:col errors like any other.
+WRAPPED = [
+    ("action drop() {", "action drop(bit<8> unused = 3) {", "= 3",
+     "default parameter values are not supported"),
+    ("apply {\n        dmac.apply();", "apply {\n        ethernet_t[2] tmp;\n        dmac.apply();",
+     "ethernet_t[2] tmp", ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("old", "new", "at", "message"), WRAPPED)
+def test_refusals_inside_the_tree_builder_are_compile_errors(
+    tmp_path: Path, old: str, new: str, at: str, message: str
+) -> None:
+    path, text = variant(tmp_path, old, new)
+    err = refused(path)
+    assert err.line == position(text, at)[0]
+    assert message in err.what
+    run = subprocess.run(
+        [sys.executable, "-m", "p4switch.program", str(path)], capture_output=True, text=True
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.strip().count("\n") == 0 and run.stderr.startswith(f"{path}:")
