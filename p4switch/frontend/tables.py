@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from p4switch import ir
@@ -210,17 +211,29 @@ def _expr(prop: s.TableProperty) -> s.ExprSyntax:
     return prop.value
 
 
+_WIDTH_PREFIX = re.compile(r"^[0-9]+[ws]")  # 48w0xff: p4c names the constant 0xff
+
+
 def key_source(e: s.ExprSyntax) -> str:
-    """A key expression written the way p4c names match fields (`hdr.ipv4.dstAddr`)."""
+    """A key expression named as p4c names match fields: `hdr.ipv4.dstAddr`, `h.h.$valid$`
+    for `h.h.isValid()`, `hdr.eth.dstAddr & 0xff` (a mask), `hdr.a[0]`, constants in their base
+    without a width."""
     if isinstance(e, s.Name):
         return ("." if e.top_level else "") + e.name
     if isinstance(e, s.MemberExpr):
         return f"{key_source(e.base)}.{e.name}"
+    if isinstance(e, s.IndexExpr):
+        return f"{key_source(e.base)}[{key_source(e.index)}]"
     if isinstance(e, s.SliceExpr):
         return f"{key_source(e.base)}[{key_source(e.hi)}:{key_source(e.lo)}]"
     if isinstance(e, s.IntLit):
-        return e.text
+        return _WIDTH_PREFIX.sub("", e.text)
+    if isinstance(e, s.BinaryExpr) and e.op == "&":
+        return f"{key_source(e.left)} & {key_source(e.right)}"
     if isinstance(e, s.CallExpr):
+        callee = e.callee
+        if isinstance(callee, s.MemberExpr) and callee.name == "isValid" and not e.args:
+            return f"{key_source(callee.base)}.$valid$"  # what P4Runtime expects
         return f"{key_source(e.callee)}()"
     if isinstance(e, s.CastExpr):
         t = e.type

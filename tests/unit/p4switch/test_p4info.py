@@ -171,3 +171,27 @@ def test_const_entries_make_a_const_table() -> None:
     info = compile_file(PROGRAMS / "features.p4").p4info
     assert by_name(info.tables, "FeatureIngress.ops").is_const_table
     assert not compile_file(PROGRAMS / "l2.p4").p4info.tables[0].is_const_table
+
+
+def test_key_names_are_p4cs(tmp_path: Path) -> None:
+    """p4c names an isValid() key `$valid$` (what P4Runtime expects), a masked key by its
+    expression and a constant in its base without its width; @name wins over all."""
+    l2 = (PROGRAMS / "l2.p4").read_text()
+    old = "key = { hdr.ethernet.dstAddr: exact; }"
+    assert old in l2
+    keys = (
+        "key = { hdr.ethernet.isValid(): exact; "
+        "hdr.ethernet.dstAddr & 48w0x10101010101: ternary; "
+        "hdr.ethernet.srcAddr[15:0]: exact; "
+        'hdr.ethernet.etherType: exact @name("eth_type"); }'
+    )
+    path = tmp_path / "keys.p4"
+    path.write_text(l2.replace(old, keys))
+    table = compile_file(path).p4info.tables[0]
+    assert [f.name for f in table.match_fields] == [
+        "hdr.ethernet.$valid$",
+        "hdr.ethernet.dstAddr & 0x10101010101",
+        "hdr.ethernet.srcAddr[15:0]",
+        "eth_type",
+    ]
+    assert [f.bitwidth for f in table.match_fields] == [1, 48, 16, 16]
