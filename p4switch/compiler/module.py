@@ -157,7 +157,8 @@ class _Builder:
         outs = [self.storage.local(p.var) for p in a.params if p.direction in ("out", "inout")]
         returns = f"return ({', '.join(outs)},)" if outs else "return"
         with self.src.block(f"def {self.names.actions[a.name]}({params}):"):
-            self.stmts.block(a.body, Block("action", returns))
+            exiting = f"({', '.join(outs)},)" if outs else ""
+            self.stmts.block(a.body, Block("action", returns, exiting))
             if outs:
                 self.src.line(returns)
 

@@ -42,6 +42,7 @@ class Block:
 
     kind: str  # "action", "control", "parser" or "deparser"
     returns: str = "return"
+    outs: str = ""  # an action's out and inout parameters as a tuple, copied out on `exit`
 
 
 class StmtCompiler:
@@ -74,8 +75,15 @@ class StmtCompiler:
         self.src.line(info.returns)
 
     def _exit(self, st: ir.Exit, info: Block) -> None:
-        # in a control's own body, leaving the function will do
-        self.src.line("return" if info.kind in ("control", "deparser") else "raise ControlExit()")
+        self._leave(info)
+
+    def _leave(self, info: Block) -> None:
+        """`exit` here: in a control's own body leaving the function will do; an action hands
+        its out and inout parameters to its caller, which copies them out and leaves too."""
+        if info.kind in ("control", "deparser"):
+            self.src.line("return")
+        else:
+            self.src.line(f"raise ControlExit({info.outs})")
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -199,7 +207,13 @@ class StmtCompiler:
             self.src.line(call)
             return
         result = self.src.temp("_o")
-        self.src.line(f"{result} = {call}")
+        with self.src.block("try:"):
+            self.src.line(f"{result} = {call}")
+        left = self.src.temp("_x")
+        with self.src.block(f"except ControlExit as {left}:"):
+            for i, target in enumerate(outs):  # copied out before leaving (spec: exit)
+                self.store(target, f"{left}.values[{i}]")
+            self._leave(info)
         for i, target in enumerate(outs):
             self.store(target, f"{result}[{i}]")
 

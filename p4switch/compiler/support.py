@@ -19,7 +19,12 @@ class ParserReject(Exception):
 
 
 class ControlExit(Exception):
-    """`exit`: leave the current control at once."""
+    """`exit`: leave the current control at once. Raised in an action with out or inout
+    parameters, it carries their values, which its caller copies out before leaving too."""
+
+    def __init__(self, values: tuple[int, ...] = ()) -> None:
+        super().__init__()
+        self.values = values
 
 
 def peek(data: bytes, off: int, nbytes: int, shift: int, mask: int, too_short: int) -> int:

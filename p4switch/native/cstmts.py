@@ -72,9 +72,11 @@ class CStmtCompiler:
                 raise NativeUnsupported(f"statement {type(st).__name__}", self.x.where)
             code(self, st, info)
 
-    def exit_check(self, may_exit: bool) -> None:
+    def exit_check(self, may_exit: bool, info: CBlock) -> None:
+        """After what may `exit`: leave too (an action copying its out parameters out)."""
         if may_exit:
-            self.src.line("if (c->exiting) return;")
+            leave = info.returns if info.kind == "action" else "return;"
+            self.src.line(f"if (c->exiting) {leave}")
 
     # --- control flow ---------------------------------------------------------------------------
 
@@ -91,8 +93,8 @@ class CStmtCompiler:
     def _exit(self, st: ir.Exit, info: CBlock) -> None:
         if info.kind in ("control", "deparser"):
             self.src.line(info.returns)
-        elif info.kind == "action":
-            self.src.line("c->exiting = 1; return;")
+        elif info.kind == "action":  # out and inout parameters are copied out all the same
+            self.src.line(f"c->exiting = 1; {info.returns}")
         else:
             raise NativeUnsupported("exit in a parser", self.x.where)
 
@@ -188,12 +190,12 @@ class CStmtCompiler:
 
     def _apply(self, st: ir.ApplyTable, info: CBlock) -> None:
         self.src.line(f"T{self.names.tables[st.table]}(c, S, NULL);")
-        self.exit_check(st.table in self.x.exits)
+        self.exit_check(st.table in self.x.exits, info)
 
     def _switch(self, st: ir.SwitchTable, info: CBlock) -> None:
         run = self.src.temp("_run")
         self.src.line(f"uint32_t {run} = T{self.names.tables[st.table]}(c, S, NULL);")
-        self.exit_check(st.table in self.x.exits)
+        self.exit_check(st.table in self.x.exits, info)
         keyword = "if"
         for case in st.cases:
             if case.actions:
@@ -219,9 +221,9 @@ class CStmtCompiler:
             else:
                 args.append(self.x.expr(a))
         self.src.line(f"A{self.names.actions[st.action]}({', '.join(args)});")
-        self.exit_check(st.action in self.names.exits)
-        for target, tmp in outs:
+        for target, tmp in outs:  # copied out before an `exit` in the action leaves
             self.store(target, tmp)
+        self.exit_check(st.action in self.names.exits, info)
 
     # --- packets --------------------------------------------------------------------------------
 
