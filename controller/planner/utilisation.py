@@ -9,9 +9,10 @@ and plain ring all-reduce of all-to-all, what one building runs.
 `innet plan bandwidth` asks, for each network and target (50, 90, 99%), the least access rate
 at which the best family (the one of highest steady-state utilisation at that rate) reaches the
 target; by default among the families that average every island within a cycle (all-to-all
-and cliques; `--family ring-pairs` adds the pairs). The swept quantity is each island's access rate b; every WAN link's capacity is scaled
-by the same factor, b over the `--bandwidth` given, so the topology's backbone-to-access ratio is
-kept (the nine cities: 100 Gb/s links at 10 Gb/s access). Utilisation does not fall as b grows
+and cliques; `--family ring-pairs` adds the pairs). The swept quantity is each island's access
+rate b; every WAN link's capacity is scaled by the same factor, b over the `--bandwidth` given,
+so the topology's backbone-to-access ratio is kept (the nine cities: 100 Gb/s links at 10 Gb/s
+access). Utilisation does not fall as b grows
 (every rate bound but the aggregator's memory grows with it), so the least rate is found by
 bisection in log space between 1 Mb/s and 10 Tb/s, to within 1%. A target the delays (or the
 memory) keep out of reach even at 10 Tb/s is unreachable, with the utilisation reached there.
