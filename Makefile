@@ -68,9 +68,10 @@ bench: setup
 
 # The fuzzers (docs/scapy.md) with twenty times the examples the tests run, new ones each run:
 # innet.p4's parser and accounting against random and crafted frames, the P4Runtime write path
-# against random batches, and the scapy layer against the worker codec.
+# against random batches, the scapy layer against the worker codec, and p4switch's front end
+# against mutated programs (3,000 a run: each compiles or is refused at a line).
 FUZZ_TESTS := tests/unit/dataplane/test_fuzz_frames.py tests/unit/p4switch/p4rt/test_write_fuzz.py \
-              tests/unit/test_scapy_layer.py
+              tests/unit/test_scapy_layer.py tests/unit/p4switch/test_frontend_fuzz.py
 fuzz: setup
 	INNET_FUZZ=long $(BIN)/python -m pytest -q --durations=0 $(FUZZ_TESTS)
 
