@@ -81,7 +81,7 @@ class TableChecker:
             if not isinstance(expr.type, ir.BitT | ir.BoolT) or isinstance(expr, ir.Const):
                 raise P4CompileError.at(k.loc, f"cannot match on a {expr.type}")
             named = ir.find_annotation(k.annotations, "name")
-            key_name = str(named.args[0]) if named and named.args else key_source(k.expr)
+            key_name = str(named.args[0]) if named and named.args else key_source(k.expr, expr)
             width = ir.bit_width(expr.type)
             keys.append(ir.MatchKey(expr, k.match_kind, key_name, width, k.annotations))
         if sum(k.match_kind == "lpm" for k in keys) > 1:
@@ -214,22 +214,33 @@ def _expr(prop: s.TableProperty) -> s.ExprSyntax:
 _WIDTH_PREFIX = re.compile(r"^[0-9]+[ws]")  # 48w0xff: p4c names the constant 0xff
 
 
-def key_source(e: s.ExprSyntax) -> str:
-    """A key expression named as p4c names match fields: `hdr.ipv4.dstAddr`, `h.h.$valid$`
-    for `h.h.isValid()`, `hdr.eth.dstAddr & 0xff` (a mask), `hdr.a[0]`, constants in their base
-    without a width."""
+def key_source(e: s.ExprSyntax, typed: ir.Expr | None = None) -> str:
+    """A key expression named as p4c names match fields: `hdr.ipv4.dstAddr` (a struct field's
+    `@name` for its name, a `.`-name alone), `h.h.$valid$` for `h.h.isValid()`,
+    `hdr.eth.dstAddr & 0xff` (a mask), `hdr.a[0]`, constants in their base without a width.
+    `typed`: the checked expression beside the syntax, where the field annotations are."""
     if isinstance(e, s.Name):
         return ("." if e.top_level else "") + e.name
     if isinstance(e, s.MemberExpr):
-        return f"{key_source(e.base)}.{e.name}"
+        base = typed.base if isinstance(typed, ir.Member) else None
+        name = e.name
+        if base is not None and isinstance(base.type, ir.StructT):
+            field = base.type.field(e.name)
+            named = ir.find_annotation(field.annotations, "name") if field else None
+            name = str(named.args[0]) if named and named.args else e.name
+            if name.startswith("."):
+                return name[1:]  # a global name: the left-hand side is left out
+        return f"{key_source(e.base, base)}.{name}"
     if isinstance(e, s.IndexExpr):
         return f"{key_source(e.base)}[{key_source(e.index)}]"
     if isinstance(e, s.SliceExpr):
-        return f"{key_source(e.base)}[{key_source(e.hi)}:{key_source(e.lo)}]"
+        base = typed.base if isinstance(typed, ir.Slice) else None
+        return f"{key_source(e.base, base)}[{key_source(e.hi)}:{key_source(e.lo)}]"
     if isinstance(e, s.IntLit):
         return _WIDTH_PREFIX.sub("", e.text)
     if isinstance(e, s.BinaryExpr) and e.op == "&":
-        return f"{key_source(e.left)} & {key_source(e.right)}"
+        left = typed.left if isinstance(typed, ir.Binary) else None
+        return f"{key_source(e.left, left)} & {key_source(e.right)}"
     if isinstance(e, s.CallExpr):
         callee = e.callee
         if isinstance(callee, s.MemberExpr) and callee.name == "isValid" and not e.args:

@@ -195,3 +195,19 @@ def test_key_names_are_p4cs(tmp_path: Path) -> None:
         "eth_type",
     ]
     assert [f.bitwidth for f in table.match_fields] == [1, 48, 16, 16]
+
+
+def test_a_struct_fields_name_annotation_names_the_key(tmp_path: Path) -> None:
+    """p4c names a member by its field's @name (a `.`-name stands alone, without the left)."""
+    l2 = (PROGRAMS / "l2.p4").read_text()
+    text = l2.replace(
+        "struct metadata_t { }",
+        'struct metadata_t { @name("vrf_id") bit<8> vrf; @name(".global_bd") bit<8> bd; }',
+    ).replace(
+        "key = { hdr.ethernet.dstAddr: exact; }",
+        "key = { meta.vrf: exact; meta.bd: exact; hdr.ethernet.dstAddr: exact; }",
+    )
+    path = tmp_path / "named.p4"
+    path.write_text(text)
+    names = [f.name for f in compile_file(path).p4info.tables[0].match_fields]
+    assert names == ["meta.vrf_id", "global_bd", "hdr.ethernet.dstAddr"]
