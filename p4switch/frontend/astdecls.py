@@ -137,7 +137,7 @@ class DeclBuilder(CodeBuilder):
 
     def parser_decl(self, meta: Any, c: list) -> s.ParserDecl:
         annos, name, params, *rest = c
-        locals_ = tuple(x for x in rest if not isinstance(x, s.StateDecl))
+        locals_ = tuple(_local(x) for x in rest if not isinstance(x, s.StateDecl))
         states = tuple(x for x in rest if isinstance(x, s.StateDecl))
         return s.ParserDecl(self._tok(name), str(name), params, locals_, states, annos)
 
@@ -177,6 +177,7 @@ class DeclBuilder(CodeBuilder):
 
     def control_decl(self, meta: Any, c: list) -> s.ControlDecl:
         annos, name, params, *locals_, apply = c
+        locals_ = [_local(x) for x in locals_]
         return s.ControlDecl(self._tok(name), str(name), params, tuple(locals_), apply, annos)
 
     def value_set_decl(self, meta: Any, c: list) -> s.Unsupported:
@@ -220,3 +221,10 @@ class DeclBuilder(CodeBuilder):
 
     def entry(self, meta: Any, c: list) -> s.EntrySyntax:
         return s.EntrySyntax(self._loc(meta), c[0], c[1])
+
+
+def _local(decl: Any) -> Any:
+    """A constant declared in a parser or a control: the grammar builds it as at top level."""
+    if isinstance(decl, s.TopDecl) and isinstance(decl.stmt, s.ConstDecl):
+        return decl.stmt
+    return decl

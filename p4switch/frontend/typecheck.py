@@ -271,8 +271,11 @@ class ProgramChecker:
                 self.stmts.constant(st, scope)
             elif isinstance(st, s.Unsupported):
                 raise P4CompileError.at(st.loc, st.what)
+            elif isinstance(st, s.Instantiation):
+                what = "instances in parsers (sub-parsers, externs) are not supported"
+                raise P4CompileError.at(st.loc, what)
             else:
-                raise P4CompileError.at(st.loc, "instances in parsers are not supported")
+                raise P4CompileError.at(st.loc, "this declaration is not supported in a parser")
         names = {st.name for st in d.states}
         if "start" not in names:
             raise P4CompileError.at(d.loc, f"parser {d.name} has no start state")
