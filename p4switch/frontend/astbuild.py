@@ -153,6 +153,13 @@ class CodeBuilder(Transformer):
     def assign_stmt(self, meta: Any, c: list) -> s.AssignStmt:
         return s.AssignStmt(self._loc(meta), c[0], c[1])
 
+    def compound_stmt(self, meta: Any, c: list) -> s.AssignStmt:
+        """`x op= e`: `x = x op e` (the left side is a plain reference: evaluating it twice is
+        evaluating it once)."""
+        target, op, value = c
+        loc = self._loc(meta)
+        return s.AssignStmt(loc, target, s.BinaryExpr(loc, str(op)[:-1], target, value))
+
     def call_stmt(self, meta: Any, c: list) -> s.CallStmt:
         return s.CallStmt(self._loc(meta), c[0])
 
