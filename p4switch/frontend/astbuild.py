@@ -194,8 +194,8 @@ class CodeBuilder(Transformer):
     def switch_case(self, meta: Any, c: list) -> s.SwitchCaseSyntax:
         return s.SwitchCaseSyntax(self._loc(meta), c[0], c[1])
 
-    def case_label(self, meta: Any, c: list) -> str:
-        return str(c[0])
+    def case_label(self, meta: Any, c: list) -> s.ExprSyntax:
+        return c[0]  # an action's name, or a constant of the switched value's type
 
     def default_label(self, meta: Any, c: list) -> None:
         return None

@@ -85,7 +85,7 @@ class EmptyStmt(StmtSyntax):
 @dataclass(frozen=True)
 class SwitchCaseSyntax:
     loc: Loc
-    label: str | None  # None: default
+    label: ExprSyntax | None  # an action's name or a constant; None: default
     body: BlockStmt | None  # None: falls through to the next case
 
 
