@@ -228,6 +228,9 @@ class CodeBuilder(Transformer):
     def expr_list(self, meta: Any, c: list) -> list:
         return c
 
+    def init_list(self, meta: Any, c: list) -> list:
+        return c
+
     def list_lit(self, meta: Any, c: list) -> s.ListLit:
         return s.ListLit(self._loc(meta), tuple(c[0] or ()))
 

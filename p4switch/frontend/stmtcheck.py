@@ -31,16 +31,13 @@ class StmtChecker:
 
     def stmt(self, st: s.StmtSyntax, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
         if isinstance(st, s.AssignStmt):
-            target = self.x.lvalue(st.target, scope)
-            if isinstance(target.type, ir.ExternT):
-                raise P4CompileError.at(st.loc, "extern instances cannot be assigned")
-            return [ir.Assign(target, self.x.expr(st.value, scope, target.type))]
+            return self._assign(st, scope, ctx)
         if isinstance(st, s.CallStmt):
             if not isinstance(st.call, s.CallExpr):
                 raise P4CompileError.at(st.loc, "this expression is not a statement")
             return self.calls.lower(st.call, scope, ctx)
         if isinstance(st, s.VarDecl):
-            return [self.declare(st, scope, in_slots=False)]
+            return self._var(st, scope, ctx)
         if isinstance(st, s.ConstDecl):
             self.constant(st, scope)
             return []
@@ -64,6 +61,39 @@ class StmtChecker:
         if isinstance(st, s.Instantiation):
             raise P4CompileError.at(st.loc, "instances can only be declared in a control or parser")
         raise P4CompileError.at(st.loc, "this statement is not supported")
+
+    def _assign(self, st: s.AssignStmt, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        target = self.x.lvalue(st.target, scope)
+        if isinstance(target.type, ir.ExternT):
+            raise P4CompileError.at(st.loc, "extern instances cannot be assigned")
+        if isinstance(st.value, s.ListLit) and isinstance(target.type, ir.StructT):
+            return self._assign_list(st, target, scope, ctx)
+        return [ir.Assign(target, self.x.expr(st.value, scope, target.type))]
+
+    def _var(self, st: s.VarDecl, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        if isinstance(st.init, s.ListLit):  # `S s = {...};`: declared, then assigned
+            bare = s.VarDecl(st.loc, st.type, st.name, None, st.annotations)
+            assign = s.AssignStmt(st.loc, s.Name(st.loc, st.name), st.init)
+            return [self.declare(bare, scope, in_slots=False), *self.stmt(assign, scope, ctx)]
+        return [self.declare(st, scope, in_slots=False)]
+
+    def _assign_list(
+        self, st: s.AssignStmt, target: ir.Expr, scope: Scope, ctx: BlockContext
+    ) -> list[ir.Stmt]:
+        """`x = {a, b, ...}` for a struct or header x: each field in order (nested lists for
+        nested structs); a header becomes valid, as the spec says."""
+        assert isinstance(st.value, s.ListLit) and isinstance(target.type, ir.StructT)
+        fields, items = target.type.fields, st.value.items
+        if len(items) != len(fields):
+            what = f"{len(items)} values for {target.type.name}, which has {len(fields)} fields"
+            raise P4CompileError.at(st.value.loc, what)
+        out: list[ir.Stmt] = []
+        for f, item in zip(fields, items, strict=True):
+            member = s.MemberExpr(item.loc, st.target, f.name)
+            out += self.stmt(s.AssignStmt(item.loc, member, item), scope, ctx)
+        if target.type.is_header:
+            out.append(ir.SetValid(target, True))
+        return out
 
     def declare(self, st: s.VarDecl, scope: Scope, in_slots: bool) -> ir.Declare:
         t = self.x.env.resolve(st.type)
