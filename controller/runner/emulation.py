@@ -34,6 +34,7 @@ from controller.planner.cost import CostParams
 from controller.planner.exceptions import PlanError
 from controller.planner.optimise import DEFAULT_EPSILON, FamilyPlan, Planner
 from controller.planner.schedule import Schedule
+from controller.planner.utilisation import ONE_DC, REFERENCE_FAMILY, one_building
 from controller.runner.scenario import Scenario
 from innet.units import format_size
 from topo.siteplan import FRAME_BITS, JOB, LANES, SLOT_BYTES, VALUE_BYTES, SlotPool
@@ -42,8 +43,6 @@ from workers import train
 from workers.config import IslandConfig, TrainConfig
 
 BOUND_EXPONENT = 3  # leaders send |x - theta0| <= 8, clipped and counted beyond
-ONE_DC = "one-dc"  # the network of the reference: the same islands in one building
-ONE_DC_FAMILY = "all-to-all"  # what one building plays: every island every round
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,11 +259,11 @@ def resolve(sc: Scenario, schedule: Schedule | None = None) -> Emulation:
 def _one_building(sc: Scenario, first: MemoryPoint, schedule: Schedule | None) -> MemoryPoint:
     """The reference: the same islands in one building (a non-blocking fabric: every link
     carries all the islands' access rates), all-to-all or the given schedule, ring all-reduce."""
-    building = sc.wan.in_one_building(sc.wan.n * sc.bandwidth_bps)
+    building = one_building(sc.wan, sc.bandwidth_bps)
     planner = Planner(building)
     params = dataclasses.replace(first.params, network=planner_network(ONE_DC))
     model = planner.model(params)
-    chosen = schedule or planner.schedule_for(ONE_DC_FAMILY, model)
+    chosen = schedule or planner.schedule_for(REFERENCE_FAMILY, model)
     plan = planner.evaluate(model, chosen, DEFAULT_EPSILON)
     return MemoryPoint(first.memory_bytes, first.pool, first.params, (Play(ONE_DC, plan),),
                        building)  # fmt: skip

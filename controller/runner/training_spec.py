@@ -126,12 +126,9 @@ def parse_training(doc: NodeReader, node: yaml.Node | None) -> Training:
         raise doc.fail(items["outer_momentum"], "training.outer_momentum", "must be below 1")
     values["overlap"] = boolean(doc, items.get("overlap"), "training.overlap")
     if "target_accuracy" in items:
-        target = doc.number(items["target_accuracy"], "training.target_accuracy", 0.0, low=0.0,
-                            open_low=True)  # fmt: skip
-        if target > 1.0:
-            why = f"{target:g}: an accuracy is a share of the test set, in (0, 1]"
-            raise doc.fail(items["target_accuracy"], "training.target_accuracy", why)
-        values["target_accuracy"] = target
+        values["target_accuracy"] = _share(doc, items["target_accuracy"],
+                                           "training.target_accuracy", 0.0,
+                                           "an accuracy is a share of the test set")  # fmt: skip
     if "target_loss" in items:
         values["target_loss"] = doc.number(items["target_loss"], "training.target_loss", 0.0,
                                            low=0.0, open_low=True)  # fmt: skip
@@ -172,10 +169,8 @@ def parse_compute(doc: NodeReader, node: yaml.Node | None) -> ComputeSpec | None
         if others:
             why = f"give step_time or the FLOPs figures ({', '.join(others)}), not both"
             raise doc.fail(items[others[0]], f"compute.{others[0]}", why)
-        step = items["step_time"]
-        if isinstance(step, yaml.ScalarNode) and str(step.value).strip().startswith("-"):
-            raise doc.fail(step, "compute.step_time", f"{step.value}: a step takes a positive time")
-        return ComputeSpec(step_time_s=doc.quantity(step, "compute.step_time", parse_duration))
+        step = doc.quantity(items["step_time"], "compute.step_time", parse_duration)
+        return ComputeSpec(step_time_s=step)
     if "tokens_per_step" not in items:
         why = "give step_time (e.g. 450ms), or tokens_per_step with params, accelerator, mfu"
         raise doc.fail(node, "compute", why)
@@ -190,10 +185,16 @@ def parse_compute(doc: NodeReader, node: yaml.Node | None) -> ComputeSpec | None
             raise doc.fail(items["accelerator"], "compute.accelerator", why)
         spec["accelerator"] = name
     spec["accelerators"] = doc.integer(items.get("accelerators"), "compute.accelerators", 1, low=1)
-    mfu = doc.number(items.get("mfu"), "compute.mfu", 0.4, low=0.0, open_low=True)
-    if mfu > 1.0:
-        raise doc.fail(items["mfu"], "compute.mfu", f"{mfu:g}: MFU is a share of peak, in (0, 1]")
+    mfu = _share(doc, items.get("mfu"), "compute.mfu", 0.4, "MFU is a share of peak")
     return ComputeSpec(**spec, mfu=mfu)
+
+
+def _share(doc: NodeReader, node: yaml.Node | None, key: str, default: float, what: str) -> float:
+    """A number in (0, 1]."""
+    value = doc.number(node, key, default, low=0.0, open_low=True)
+    if value > 1.0:
+        raise doc.fail(node, key, f"{value:g}: {what}, in (0, 1]")
+    return value
 
 
 def boolean(doc: NodeReader, node: yaml.Node | None, key: str, default: bool = False) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.netns.test_experiment import assert_on_time_or_flagged, finish, records, start_run
-from tests.netns.test_networks import WAN
+from tests.netns.test_networks import scenario as three_islands
 from tests.netns.topology import why_no_mininet
 from workers.config import TrainConfig
 from workers.inprocess import run_with_models
@@ -38,22 +38,11 @@ INNER = 20
 
 
 def scenario(tmp_path: Path, overlap: bool, step: str) -> Path:
-    (tmp_path / "three.yaml").write_text(WAN)
-    doc = {
-        "name": "gap",
-        "topology": "three.yaml",
-        "hosts": 1,
-        "scale": 100000,
-        "memory": ["1.6GB"],
-        "schedules": ["all-to-all"],
-        "networks": ["plain", "inna"],
-        "training": {"rounds": ROUNDS, "inner_steps": INNER, "overlap": overlap,
-                     "target_accuracy": 0.8},
-        "compute": {"step_time": step},
-        "round_deadline": "20s",
-        "seed": 1,
-    }  # fmt: skip
-    path = tmp_path / "s.yaml"
+    """The network modes' three islands, with compute, overlap and a target."""
+    path = three_islands(tmp_path, ["plain", "inna"], ROUNDS, ["all-to-all"])
+    doc = json.loads(path.read_text())
+    doc["training"].update(inner_steps=INNER, overlap=overlap, target_accuracy=0.8)
+    doc["compute"] = {"step_time": step}
     path.write_text(json.dumps(doc))
     return path
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from matplotlib.figure import Figure
 
 from controller.planner.compute import first_reaching, timeline
-from controller.runner.emulation import ONE_DC
+from controller.planner.utilisation import ONE_DC
 from controller.runner.records import RoundRecord
 from innet.units import format_duration, format_size
 
@@ -90,11 +90,7 @@ def gap_rows(
 ) -> list[GapRow]:
     """One row per (network, memory, schedule) in the order first played; the one-building
     reference's row first, and every row's `vs_one_dc` against it."""
-    runs: dict[tuple[str, int, str], list[RoundRecord]] = {}
-    for rec in records:
-        runs.setdefault((rec.network, rec.memory, rec.schedule), []).append(rec)
-    rows = [_row(sorted(recs, key=lambda r: r.round), compute_s, overlap, target)
-            for recs in runs.values()]  # fmt: skip
+    rows = [_row(recs, compute_s, overlap, target) for recs in _by_row(records).values()]
     rows.sort(key=lambda row: row.network != ONE_DC)  # stable: the reference first
     ref = next((row for row in rows if row.network == ONE_DC), None)
     return [dataclasses.replace(row, vs_one_dc=_against(row, ref)) for row in rows]
@@ -195,14 +191,10 @@ def gap_csv(rows: Iterable[GapRow]) -> str:
 
 def plot_accuracy_time(records: Iterable[RoundRecord], compute_s: float, overlap: bool) -> Figure:
     """Test accuracy against full-scale wall-clock, one line per (network, memory, schedule)."""
-    runs: dict[tuple[str, int, str], list[RoundRecord]] = {}
-    for rec in records:
-        if rec.ok:
-            runs.setdefault((rec.network, rec.memory, rec.schedule), []).append(rec)
+    runs = _by_row(r for r in records if r.ok)
     fig = Figure(figsize=(8, 5))
     ax = fig.add_subplot()
     for (network, memory, schedule), recs in runs.items():
-        recs.sort(key=lambda r: r.round)
         line = timeline(compute_s, [r.time_s or 0.0 for r in recs], overlap)
         label = "one building" if network == ONE_DC else f"{network} {schedule}"
         if network == "inna":
@@ -217,6 +209,16 @@ def plot_accuracy_time(records: Iterable[RoundRecord], compute_s: float, overlap
     if runs:
         ax.legend(fontsize=7)
     return fig
+
+
+def _by_row(records: Iterable[RoundRecord]) -> dict[tuple[str, int, str], list[RoundRecord]]:
+    """The records of each (network, memory, schedule), in the order first played, by round."""
+    runs: dict[tuple[str, int, str], list[RoundRecord]] = {}
+    for rec in records:
+        runs.setdefault((rec.network, rec.memory, rec.schedule), []).append(rec)
+    for recs in runs.values():
+        recs.sort(key=lambda r: r.round)
+    return runs
 
 
 def _pct(x: float | None) -> str:

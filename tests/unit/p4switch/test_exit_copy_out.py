@@ -9,18 +9,10 @@ from pathlib import Path
 import pytest
 
 from p4switch.program import compile_file
+from tests.unit.p4switch.eth_program import eth_program
 
-PROGRAM = """\
-#include <core.p4>
-#include <v1model.p4>
-header eth_t { bit<48> dst; bit<48> src; bit<16> eth_type; }
-struct headers { eth_t eth; }
-struct meta { }
-parser P(packet_in p, out headers h, inout meta m, inout standard_metadata_t s) {
-    state start { p.extract(h.eth); transition accept; }
-}
-control V(inout headers h, inout meta m) { apply { } }
-control I(inout headers h, inout meta m, inout standard_metadata_t s) {
+PROGRAM = eth_program(
+    """\
     action inner(inout bit<16> v, out bit<8> o) { v = v + 1; o = 9; exit; }
     action outer(inout bit<16> v, out bit<8> o) { v = v + 2; inner(v, o); v = 100; }
     action set_and_exit(inout bit<16> v) { v = 3; exit; }
@@ -33,12 +25,8 @@ control I(inout headers h, inout meta m, inout standard_metadata_t s) {
         }
         h.eth.eth_type = 7;  // never reached: the action exits
     }
-}
-control E(inout headers h, inout meta m, inout standard_metadata_t s) { apply { } }
-control C(inout headers h, inout meta m) { apply { } }
-control D(packet_out p, in headers h) { apply { p.emit(h.eth); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
+)
 
 
 @pytest.fixture

@@ -9,18 +9,10 @@ import pytest
 
 from p4switch.exceptions import P4CompileError
 from p4switch.program import compile_file
+from tests.unit.p4switch.eth_program import eth_program
 
-PROGRAM = """\
-#include <core.p4>
-#include <v1model.p4>
-header eth_t { bit<48> dst; bit<48> src; bit<16> eth_type; }
-struct headers { eth_t eth; }
-struct meta { }
-parser P(packet_in p, out headers h, inout meta m, inout standard_metadata_t s) {
-    state start { p.extract(h.eth); transition accept; }
-}
-control V(inout headers h, inout meta m) { apply { } }
-control I(inout headers h, inout meta m, inout standard_metadata_t s) {
+PROGRAM = eth_program(
+    """\
     const bit<8> SEVEN = 7;
     apply {
         s.egress_spec = 1;
@@ -33,12 +25,8 @@ control I(inout headers h, inout meta m, inout standard_metadata_t s) {
             default: { h.eth.eth_type = 0xdddd; }
         }
     }
-}
-control E(inout headers h, inout meta m, inout standard_metadata_t s) { apply { } }
-control C(inout headers h, inout meta m) { apply { } }
-control D(packet_out p, in headers h) { apply { p.emit(h.eth); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
+)
 EXPECTED = {1: 0x0101, 2: 0x0203, 3: 0x0203, 7: 0x0707, 8: 0x0800, 9: 0xDDDD, 0: 0xDDDD}
 
 
