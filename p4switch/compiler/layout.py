@@ -3,7 +3,8 @@
 A packet's state (headers, metadata, standard metadata, control and parser locals, and a few
 internal values) is one `list`; copying a packet for multicast or cloning is one list copy.
 A header takes a validity slot followed by its fields, contiguous and in order, so a whole
-header is extracted or emitted with one slice. Variables local to one action or apply block
+header is extracted or emitted with one slice. A header stack is its elements in order, then its
+`nextIndex`. Variables local to one action or apply block
 are not in the list: they become Python locals of the generated function (`Storage.ref`).
 """
 
@@ -54,6 +55,10 @@ class Layout:
         elif isinstance(t, ir.StructT):
             for f in t.fields:
                 self._place(var, (*path, f.name), f.type)
+        elif isinstance(t, ir.StackT):
+            for i in range(t.size):
+                self._place(var, (*path, str(i)), t.element)
+            self._new(var, (*path, ir.STACK_NEXT))
         else:
             self._new(var, path)
 
@@ -85,6 +90,11 @@ def leaves(t: ir.Type, path: Path = ()) -> list[tuple[Path, ir.Type]]:
         for f in t.fields:
             out += leaves(f.type, (*path, f.name))
         return out
+    if isinstance(t, ir.StackT):
+        out = []
+        for i in range(t.size):
+            out += leaves(t.element, (*path, str(i)))
+        return [*out, ((*path, ir.STACK_NEXT), ir.STACK_NEXT_TYPE)]
     return [(path, t)]
 
 
@@ -97,3 +107,23 @@ def path_of(e: ir.Expr) -> tuple[ir.Var, Path] | None:
     if not isinstance(e, ir.VarRef):
         return None
     return e.var, tuple(reversed(names))
+
+
+def field_list_slots(layout: Layout, meta: ir.Var) -> dict[int, list[int]]:
+    """The slots of the user-metadata fields in each `@field_list(index)`, by index."""
+    out: dict[int, list[int]] = {}
+
+    def walk(t: ir.Type, path: Path, lists: tuple[int, ...]) -> None:
+        if not isinstance(t, ir.StructT):
+            for index in lists:
+                out.setdefault(index, []).extend(
+                    layout.slot(meta, path + leaf) for leaf, _ in leaves(t)
+                )
+            return
+        for f in t.fields:
+            anno = ir.find_annotation(f.annotations, "field_list")
+            more = tuple(int(a) for a in anno.args if isinstance(a, int)) if anno else ()
+            walk(f.type, (*path, f.name), lists + more)
+
+    walk(meta.type, (), ())
+    return out

@@ -18,10 +18,10 @@ from typing import Any
 from p4switch import ir, runtime
 from p4switch.compiler import bits
 from p4switch.compiler.exprs import ExprCompiler, Storage, literal
-from p4switch.compiler.layout import PAYLOAD, Layout, leaves
+from p4switch.compiler.layout import PAYLOAD, Layout, field_list_slots, leaves
 from p4switch.compiler.source import Source, hoist_invariant_fields
 from p4switch.compiler.stmts import Block, Names, StmtCompiler
-from p4switch.compiler.support import HASHES, ControlExit, ParserReject, peek
+from p4switch.compiler.support import HASHES, PARSER_STEPS, ControlExit, ParserReject, peek
 
 CONTROLS = ("verify_checksum", "ingress", "egress", "compute_checksum")
 
@@ -145,6 +145,8 @@ class _Builder:
                     headers.setdefault(t.name, t)
                 for f in t.fields:
                     walk(f.type)
+            elif isinstance(t, ir.StackT):
+                walk(t.element)
 
         for v in self._slot_vars:
             walk(v.type)
@@ -210,9 +212,15 @@ class _Builder:
                 self.stmts.block(state.body, Block("parser"))
                 self._select(state, no_match, perr)
         self.x.lookahead = None
+        timeout = p.errors.index("ParserTimeout")
         with self.src.block("def parse(S, data):"):
+            self.src.line("state, off, n = P_start, 0, len(data)")
             with self.src.block("try:"):
-                self.src.line("return P_start(S, data, 0, len(data))")
+                with self.src.block(f"for _ in range({PARSER_STEPS}):"):
+                    self.src.line("state, off = state(S, data, off, n)")
+                    with self.src.block("if state is None:"):
+                        self.src.line("return off")
+                self.src.line(f"raise ParserReject({timeout}, off)")
             with self.src.block("except ParserReject as r:"):
                 self.src.line(f"S[{perr}] = r.code")
                 self.src.line(f"S[{PAYLOAD}] = r.offset")
@@ -246,27 +254,13 @@ class _Builder:
     @staticmethod
     def _goto(state: str, perr: int) -> str:
         if state == "accept":
-            return "return off"
+            return "return None, off"
         if state == "reject":
             return f"raise ParserReject(S[{perr}], off)"
-        return f"return P_{state}(S, data, off, n)"
+        return f"return P_{state}, off"
 
     def _slots_of(self, var: ir.Var) -> list[int]:
         return [self.layout.slot(var, leaf) for leaf, _ in leaves(var.type)]
 
     def _field_lists(self) -> dict[int, tuple[int, ...]]:
-        meta = self.p.meta
-        out: dict[int, list[int]] = {}
-
-        def walk(t: ir.Type, path: tuple[str, ...], lists: tuple[int, ...]) -> None:
-            if not isinstance(t, ir.StructT):
-                for index in lists:
-                    out.setdefault(index, []).append(self.layout.slot(meta, path))
-                return
-            for f in t.fields:
-                anno = ir.find_annotation(f.annotations, "field_list")
-                more = tuple(int(a) for a in anno.args if isinstance(a, int)) if anno else ()
-                walk(f.type, (*path, f.name), lists + more)
-
-        walk(meta.type, (), ())
-        return {k: tuple(v) for k, v in out.items()}
+        return {k: tuple(v) for k, v in field_list_slots(self.layout, self.p.meta).items()}

@@ -123,7 +123,7 @@ class StmtCompiler:
         self.assign(st.target, st.value)
 
     def assign(self, target: ir.Expr, value: ir.Expr) -> None:
-        if isinstance(target.type, ir.StructT):
+        if isinstance(target.type, ir.StructT | ir.StackT):
             found = path_of(value)
             assert found is not None, "struct values are references (checked by the front-end)"
             var, path = found
@@ -152,7 +152,7 @@ class StmtCompiler:
 
     def _declare(self, st: ir.Declare, info: Block) -> None:
         var = st.var
-        if isinstance(var.type, ir.StructT):
+        if isinstance(var.type, ir.StructT | ir.StackT):
             for leaf, t in leaves(var.type):
                 zero = "False" if isinstance(t, ir.BoolT) else "0"
                 self.src.line(f"{self.storage.ref(var, leaf)} = {zero}")
@@ -275,7 +275,7 @@ class StmtCompiler:
         """The items of a field list, concatenated bit by bit and padded to whole bytes."""
         parts: list[tuple[str, int]] = []
         for item in data:
-            if isinstance(item.type, ir.StructT):
+            if isinstance(item.type, ir.StructT | ir.StackT):
                 for leaf, t in leaves(item.type):
                     if leaf[-1] != "$valid":
                         parts.append((self._leaf(item, leaf), ir.bit_width(t)))

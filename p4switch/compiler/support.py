@@ -9,6 +9,11 @@ import zlib
 # and the controls it generates catch them, so they never leave the pipeline (not InnetErrors).
 
 
+# A parser that takes more transitions than this for one packet is stopped with
+# error.ParserTimeout (a loop that consumes nothing would otherwise never end).
+PARSER_STEPS = 4096
+
+
 class ParserReject(Exception):
     """The parser reached `reject`: `code` is the error, `offset` where parsing stopped."""
 

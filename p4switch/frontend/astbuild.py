@@ -268,6 +268,8 @@ def _type_of(expr: s.ExprSyntax) -> s.TypeRef:
     """The type named by the head of `T x;` or `T(args) x;` (parsed as an expression)."""
     if isinstance(expr, s.Name) and not expr.top_level:
         return s.NamedTypeRef(expr.loc, expr.name)
+    if isinstance(expr, s.IndexExpr):  # `H[2] hs;`: a header stack
+        return s.StackTypeRef(expr.loc, _type_of(expr.base), expr.index)
     raise P4CompileError.at(expr.loc, "expected a type name here")
 
 

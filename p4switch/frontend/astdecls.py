@@ -50,8 +50,8 @@ class DeclBuilder(CodeBuilder):
         return s.FieldDecl(self._tok(name), type_, str(name), annos)
 
     def stack_field(self, meta: Any, c: list) -> s.FieldDecl:
-        annos, _type, _size, name = c
-        ref = s.KeywordTypeRef(self._loc(meta), "header stack")
+        annos, type_, size, name = c
+        ref = s.StackTypeRef(self._loc(meta), type_, size)
         return s.FieldDecl(self._tok(name), ref, str(name), annos)
 
     def enum_decl(self, meta: Any, c: list) -> s.EnumDecl:

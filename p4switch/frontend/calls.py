@@ -115,6 +115,15 @@ class CallLowering:
         if method == "isValid":
             self.x.expr(call, scope)
             return []
+        if method in ("push_front", "pop_front"):
+            _arity(call, 1, f"{method}(count)")
+            stack = self.x.lvalue(callee.base, scope)
+            if not isinstance(stack.type, ir.StackT):
+                raise P4CompileError.at(call.loc, f"{method} applies to header stacks only")
+            count = self.x.const_int(call.args[0], scope)
+            if count < 0:
+                raise P4CompileError.at(call.args[0].loc, f"{method} needs a count of 0 or more")
+            return shift_stack(stack, count if method == "push_front" else -count)
         if isinstance(callee.base, s.Name) and found is None:
             self.x.expr(callee.base, scope)  # raises: not declared, or a type
         raise P4CompileError.at(callee.loc, f"method {method!r} is not supported here")
@@ -160,6 +169,8 @@ class CallLowering:
             _arity(call, 1, "extract(header)")
             header = self.x.lvalue(call.args[0], scope)
             _need_header(header, call.loc, "extract")
+            if isinstance(header, ir.StackIndex) and header.kind == "next":
+                return [ir.Extract(header), _next_index_plus(header.stack, 1)]
             return [ir.Extract(header)]
         if packet.kind == "packet_in" and method == "advance":
             _arity(call, 1, "advance(bits)")
@@ -167,7 +178,7 @@ class CallLowering:
         if packet.kind == "packet_out" and method == "emit":
             _arity(call, 1, "emit(header)")
             value = self.x.expr(call.args[0], scope)
-            if not isinstance(value.type, ir.StructT):
+            if not isinstance(value.type, ir.StructT | ir.StackT):
                 raise P4CompileError.at(call.loc, f"cannot emit a {value.type}")
             return [ir.Emit(h) for h in _headers_in(value)]
         raise P4CompileError.at(call.loc, f"{packet.kind}.{method}() is not supported here")
@@ -286,13 +297,62 @@ def _need_header(e: ir.Expr, loc: ir.Loc, what: str) -> None:
 
 
 def _headers_in(value: ir.Expr) -> list[ir.Expr]:
-    """A header, or every header in a struct, in field order (what `emit` of a struct emits)."""
+    """A header, or every header in a struct or a stack, in order (what `emit` emits)."""
     t = value.type
+    if isinstance(t, ir.StackT):
+        return [ir.Member(value, str(i), t.element) for i in range(t.size)]
     assert isinstance(t, ir.StructT)
     if t.is_header:
         return [value]
     out: list[ir.Expr] = []
     for f in t.fields:
-        if isinstance(f.type, ir.StructT):
+        if isinstance(f.type, ir.StructT | ir.StackT):
             out += _headers_in(ir.Member(value, f.name, f.type))
     return out
+
+
+def shift_stack(stack: ir.Expr, count: int) -> list[ir.Stmt]:
+    """`push_front(count)` (count > 0) or `pop_front(-count)`, element by element.
+
+    push_front moves element i to i + count (those pushed off the end are lost), makes the
+    first `count` invalid and adds `count` to nextIndex, at most the size; pop_front moves
+    element i to i - count, makes the last `count` invalid and takes `count` from nextIndex,
+    at least 0 (P4_16 8.18).
+    """
+    t = stack.type
+    assert isinstance(t, ir.StackT)
+    n = abs(count)
+
+    def element(i: int) -> ir.Expr:
+        return ir.Member(stack, str(i), t.element)
+
+    out: list[ir.Stmt] = []
+    if count > 0:
+        out += [ir.Assign(element(i), element(i - n)) for i in reversed(range(n, t.size))]
+        out += [ir.SetValid(element(i), False) for i in range(min(n, t.size))]
+    elif count < 0:
+        out += [ir.Assign(element(i), element(i + n)) for i in range(t.size - n)]
+        out += [ir.SetValid(element(i), False) for i in range(max(t.size - n, 0), t.size)]
+    return [*out, _next_index_plus(stack, count)] if count else []
+
+
+def _next_index_plus(stack: ir.Expr, count: int) -> ir.Stmt:
+    """nextIndex += count, kept within 0..size."""
+    t = stack.type
+    assert isinstance(t, ir.StackT)
+    u32 = ir.STACK_NEXT_TYPE
+    nxt = ir.Member(stack, ir.STACK_NEXT, u32)
+    if count > 0:
+        room = t.size - count  # nextIndex > room: the stack is full after the push
+        full = ir.Binary(">", nxt, ir.Const(u32, room), ir.BoolT()) if room >= 0 else None
+        plus = ir.Binary("+", nxt, ir.Const(u32, count), u32)
+        value: ir.Expr = (
+            ir.Const(u32, t.size)
+            if full is None
+            else ir.Mux(full, ir.Const(u32, t.size), plus, u32)
+        )
+    else:
+        enough = ir.Binary(">=", nxt, ir.Const(u32, -count), ir.BoolT())
+        minus = ir.Binary("-", nxt, ir.Const(u32, -count), u32)
+        value = ir.Mux(enough, minus, ir.Const(u32, 0), u32)
+    return ir.Assign(nxt, value)

@@ -10,6 +10,7 @@ from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 
 MAX_WIDTH = 2048
+MAX_STACK = 256  # elements of a header stack: each dynamic access is a chain over them
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,8 @@ class TypeEnv:
             return self._bits(ref)
         if isinstance(ref, s.KeywordTypeRef):
             return self._keyword(ref)
+        if isinstance(ref, s.StackTypeRef):
+            return self._stack(ref, type_vars)
         assert isinstance(ref, s.NamedTypeRef)
         if type_vars and ref.name in type_vars:
             return type_vars[ref.name]
@@ -115,6 +118,16 @@ class TypeEnv:
         if isinstance(found, ir.EnumT) and found.underlying is not None:
             return found.underlying  # serializable enums are carried as their underlying type
         return found
+
+    def _stack(self, ref: s.StackTypeRef, type_vars: Mapping[str, ir.Type] | None) -> ir.StackT:
+        element = self.resolve(ref.element, type_vars)
+        if not (isinstance(element, ir.StructT) and element.is_header):
+            raise P4CompileError.at(ref.loc, f"a header stack holds headers, not {element}")
+        assert self.const_int is not None
+        size = self.const_int(ref.size)
+        if not 1 <= size <= MAX_STACK:
+            raise P4CompileError.at(ref.size.loc, f"a stack size must be in 1..{MAX_STACK}")
+        return ir.StackT(element, size)
 
     def _bits(self, ref: s.BitsRef) -> ir.BitT:
         assert self.const_int is not None
@@ -136,8 +149,6 @@ class TypeEnv:
             return simple[ref.name]
         if ref.name == "varbit":
             raise P4CompileError.at(ref.loc, "varbit fields are not supported by p4switch")
-        if ref.name == "header stack":
-            raise P4CompileError.at(ref.loc, "header stacks are not supported by p4switch")
         raise P4CompileError.at(ref.loc, f"type {ref.name} is not supported by p4switch")
 
     def error_code(self, name: str, loc: ir.Loc) -> int:

@@ -55,8 +55,8 @@ class ExprChecker:
         """Check `e` as something assigned to: a variable, a field of one, or a slice of those."""
         out = self._expr(e, scope)
         root: ir.Expr = out
-        while isinstance(root, ir.Member | ir.Slice):
-            root = root.base
+        while isinstance(root, ir.Member | ir.Slice | ir.StackIndex):
+            root = root.stack if isinstance(root, ir.StackIndex) else root.base
         if not isinstance(root, ir.VarRef):
             raise P4CompileError.at(e.loc, "this expression cannot be assigned to")
         if scope.is_readonly(root.var):
@@ -116,7 +116,40 @@ class ExprChecker:
         return ir.ListExpr(items, ir.TupleT(tuple(i.type for i in items)))
 
     def _index(self, e: s.IndexExpr, scope: Scope) -> ir.Expr:
-        raise P4CompileError.at(e.loc, "header stacks and indexing are not supported")
+        """`hs[i]`: a constant index is the element itself; any other is a `StackIndex`."""
+        stack = self._expr(e.base, scope)
+        t = stack.type
+        if not isinstance(t, ir.StackT):
+            raise P4CompileError.at(e.loc, f"cannot index a {t} (only header stacks)")
+        index = self._expr(e.index, scope)
+        if isinstance(index, ir.Const) and is_numeric(index.type):
+            i = int(index.value)
+            if not 0 <= i < t.size:
+                raise P4CompileError.at(e.index.loc, f"index {i} is outside {t} (0..{t.size - 1})")
+            return ir.Member(stack, str(i), t.element)
+        if not isinstance(index.type, ir.BitT) or index.type.signed:
+            raise P4CompileError.at(e.index.loc, f"a stack index must be bit<N>, not {index.type}")
+        if _applies_table(index):
+            raise P4CompileError.at(e.index.loc, "a stack index may not apply a table")
+        return ir.StackIndex(stack, index, t.element, "index", e.loc)
+
+    def _stack_member(self, stack: ir.Expr, e: s.MemberExpr) -> ir.Expr:
+        """`hs.size`, `hs.nextIndex`, `hs.lastIndex`, `hs.next`, `hs.last`."""
+        t = stack.type
+        assert isinstance(t, ir.StackT)
+        next_index = ir.Member(stack, ir.STACK_NEXT, ir.STACK_NEXT_TYPE)
+        if e.name == "size":
+            return ir.Const(ir.IntLitT(), t.size)
+        if e.name == "nextIndex":
+            return next_index
+        if e.name == "lastIndex":
+            return ir.Binary("-", next_index, ir.Const(ir.STACK_NEXT_TYPE, 1), ir.STACK_NEXT_TYPE)
+        if e.name == "next":
+            return ir.StackIndex(stack, next_index, t.element, "next", e.loc)
+        if e.name == "last":
+            last = ir.Binary("-", next_index, ir.Const(ir.STACK_NEXT_TYPE, 1), ir.STACK_NEXT_TYPE)
+            return ir.StackIndex(stack, last, t.element, "last", e.loc)
+        raise P4CompileError.at(e.loc, f"a header stack has no member {e.name!r}")
 
     def _name(self, e: s.Name, scope: Scope) -> ir.Expr:
         found = scope.lookup(e.name)
@@ -152,6 +185,8 @@ class ExprChecker:
                 kind = "header" if t.is_header else "struct"
                 raise P4CompileError.at(e.loc, f"{kind} {t.name} has no field {e.name!r}")
             return ir.Member(base, e.name, f.type)
+        if isinstance(t, ir.StackT):
+            return self._stack_member(base, e)
         raise P4CompileError.at(e.loc, f"a value of type {t} has no member {e.name!r}")
 
     def _table_apply(self, call: s.CallExpr, scope: Scope) -> str | None:
@@ -352,6 +387,10 @@ _KEYSET_ONLY: dict[type[s.ExprSyntax], str] = {
     s.DontCare: "`_`",
     s.DefaultKey: "`default`",
 }
+
+
+def _applies_table(e: ir.Expr) -> bool:
+    return any(isinstance(x, ir.TableHit) for x in ir.walk(e))
 
 
 def literal(value: int, t: ir.Type) -> ir.Const:

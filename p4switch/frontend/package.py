@@ -50,8 +50,10 @@ class PackageBinder:
         if not isinstance(meta_t, ir.StructT) or meta_t.is_header:
             raise P4CompileError.at(main.loc, "the metadata type of V1Switch must be a struct")
         for f in hdr_t.fields:
-            if not (isinstance(f.type, ir.StructT) and f.type.is_header):
-                raise P4CompileError.at(main.loc, f"{hdr_t.name}.{f.name} must be a header")
+            header = isinstance(f.type, ir.StructT) and f.type.is_header
+            if not (header or isinstance(f.type, ir.StackT)):
+                what = f"{hdr_t.name}.{f.name} must be a header or a header stack"
+                raise P4CompileError.at(main.loc, what)
         sm_t = self.env.types["standard_metadata_t"]
         return (
             blocks,

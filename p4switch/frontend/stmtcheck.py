@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
+from p4switch.frontend import stacks
 from p4switch.frontend import syntax as s
 from p4switch.frontend.calls import BlockContext, CallLowering
 from p4switch.frontend.env import ActionEntity, Scope, TableEntity
@@ -20,6 +21,7 @@ class StmtChecker:
         self.x = exprs
         self.calls = calls
         self.tables = tables  # checked tables by name, for `switch (t.apply().action_run)`
+        self._temps = 0
 
     def block(
         self, stmts: Sequence[s.StmtSyntax], scope: Scope, ctx: BlockContext
@@ -30,6 +32,26 @@ class StmtChecker:
         return tuple(out)
 
     def stmt(self, st: s.StmtSyntax, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        return self.lower_stacks(self._stmt(st, scope, ctx), ctx, st.loc)
+
+    def lower_stacks(
+        self, stmts: Sequence[ir.Stmt], ctx: BlockContext, loc: ir.Loc
+    ) -> list[ir.Stmt]:
+        """`stmts` with their run-time header-stack accesses lowered (`frontend/stacks.py`)."""
+        out: list[ir.Stmt] = []
+        for st in stmts:
+            if stacks.dynamic(st) is None:
+                out.append(st)
+                continue
+            code = self.x.env.error_code("StackOutOfBounds", loc)
+            out += stacks.lower(st, ctx.kind == "parser", code, self._temp)
+        return out
+
+    def _temp(self, t: ir.Type) -> ir.Var:
+        self._temps += 1
+        return ir.Var(f"stack_tmp{self._temps}", t, in_slots=False)
+
+    def _stmt(self, st: s.StmtSyntax, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
         if isinstance(st, s.AssignStmt):
             return self._assign(st, scope, ctx)
         if isinstance(st, s.CallStmt):
@@ -223,6 +245,7 @@ class StmtChecker:
             next_state = decl.cases[0].state if decl.cases else "reject"
             return ir.ParserState(decl.name, body, (), (ir.SelectCase((), next_state),))
         keys = tuple(self.x.expr(k, inner) for k in decl.select)
+        body, keys = self._select_keys(body, keys, ctx, decl.loc)
         for k, src in zip(keys, decl.select, strict=True):
             if not isinstance(k.type, ir.BitT | ir.BoolT):
                 raise P4CompileError.at(src.loc, f"cannot select on a {k.type}")
@@ -232,6 +255,22 @@ class StmtChecker:
             ir.SelectCase(self.keyset(c.keyset, keys, inner), c.state) for c in decl.cases
         )
         return ir.ParserState(decl.name, body, keys, cases)
+
+    def _select_keys(
+        self, body: tuple[ir.Stmt, ...], keys: tuple[ir.Expr, ...], ctx: BlockContext, loc: ir.Loc
+    ) -> tuple[tuple[ir.Stmt, ...], tuple[ir.Expr, ...]]:
+        """A key reading a run-time stack element (`hs.last.bos`) is read into a temporary
+        at the end of the state's body, where the lowering can reach it."""
+        out: list[ir.Expr] = []
+        more: list[ir.Stmt] = []
+        for k in keys:
+            if not any(isinstance(e, ir.StackIndex) for e in ir.walk(k)):
+                out.append(k)
+                continue
+            tmp = self._temp(k.type)
+            more += [ir.Declare(tmp, None), ir.Assign(ir.VarRef(tmp), k)]
+            out.append(ir.VarRef(tmp))
+        return (*body, *self.lower_stacks(more, ctx, loc)), tuple(out)
 
     def keyset(
         self, e: s.ExprSyntax, keys: Sequence[ir.Expr], scope: Scope

@@ -80,6 +80,9 @@ class TableChecker:
             expr = self.x.expr(k.expr, scope)
             if not isinstance(expr.type, ir.BitT | ir.BoolT) or isinstance(expr, ir.Const):
                 raise P4CompileError.at(k.loc, f"cannot match on a {expr.type}")
+            if any(isinstance(e, ir.StackIndex) for e in ir.walk(expr)):
+                what = "a table key cannot pick a stack element at run time (use a constant index)"
+                raise P4CompileError.at(k.loc, what)
             named = ir.find_annotation(k.annotations, "name")
             key_name = str(named.args[0]) if named and named.args else key_source(k.expr, expr)
             width = ir.bit_width(expr.type)

@@ -266,7 +266,7 @@ class ProgramChecker:
             if isinstance(st, s.VarDecl):
                 decl = self.stmts.declare(st, scope, in_slots=True)
                 locals_.append(decl.var)
-                init.append(decl)
+                init += self.stmts.lower_stacks([decl], self.ctx, st.loc)
             elif isinstance(st, s.ConstDecl):
                 self.stmts.constant(st, scope)
             elif isinstance(st, s.Unsupported):
@@ -280,7 +280,6 @@ class ProgramChecker:
         if "start" not in names:
             raise P4CompileError.at(d.loc, f"parser {d.name} has no start state")
         states = {st.name: self.stmts.state(st, scope, self.ctx, names) for st in d.states}
-        _refuse_loops(states, d)
         start = states.pop("start")
         start = ir.ParserState(start.name, tuple(init) + start.body, start.keys, start.cases)
         return ir.Parser(d.name, (start, *states.values()), tuple(locals_))
@@ -298,7 +297,7 @@ class ProgramChecker:
             if isinstance(item, s.VarDecl):
                 decl = self.stmts.declare(item, scope, in_slots=True)
                 locals_.append(decl.var)
-                init.append(decl)
+                init += self.stmts.lower_stacks([decl], self.ctx, item.loc)
             elif isinstance(item, s.ConstDecl):
                 self.stmts.constant(item, scope)
             elif isinstance(item, s.Instantiation):
@@ -360,23 +359,6 @@ class ProgramChecker:
                 if anno is not None and anno.args:
                     out.append(ir.ControllerHeader(str(anno.args[0]), t, t.annotations))
         return tuple(out)
-
-
-def _refuse_loops(states: dict[str, ir.ParserState], d: s.ParserDecl) -> None:
-    """p4switch compiles a parser as a chain of calls: its state graph must have no cycle."""
-    done: set[str] = set()
-
-    def visit(name: str, path: tuple[str, ...]) -> None:
-        if name in path:
-            loop = " -> ".join((*path[path.index(name) :], name))
-            raise P4CompileError.at(d.loc, f"parser loops are not supported ({loop})")
-        if name in done or name not in states:
-            return
-        for case in states[name].cases:
-            visit(case.next_state, (*path, name))
-        done.add(name)
-
-    visit("start", ())
 
 
 # How each kind of top-level declaration is taken in (any other kind is ignored).

@@ -21,10 +21,12 @@ from p4switch.ir.expressions import (
     Member,
     Mux,
     Slice,
+    StackIndex,
     TableHit,
     Unary,
     Var,
     VarRef,
+    walk,
 )
 from p4switch.ir.program import (
     Action,
@@ -70,6 +72,8 @@ from p4switch.ir.statements import (
     Verify,
 )
 from p4switch.ir.types import (
+    STACK_NEXT,
+    STACK_NEXT_TYPE,
     Annotation,
     BitT,
     BlockT,
@@ -81,6 +85,7 @@ from p4switch.ir.types import (
     IntLitT,
     Loc,
     MatchKindT,
+    StackT,
     StringT,
     StructT,
     TupleT,
@@ -92,6 +97,8 @@ from p4switch.ir.types import (
 )
 
 __all__ = [
+    "STACK_NEXT",
+    "STACK_NEXT_TYPE",
     "Action",
     "Advance",
     "Annotation",
@@ -145,6 +152,8 @@ __all__ = [
     "SelectCase",
     "SetValid",
     "Slice",
+    "StackIndex",
+    "StackT",
     "Stmt",
     "StringT",
     "StructT",
@@ -164,4 +173,5 @@ __all__ = [
     "VoidT",
     "bit_width",
     "find_annotation",
+    "walk",
 ]

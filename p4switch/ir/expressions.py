@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
 
-from p4switch.ir.types import BoolT, Type
+from p4switch.ir.types import BoolT, Loc, Type
 
 # --- storage ------------------------------------------------------------------------------------
 
@@ -49,6 +50,21 @@ class Member(Expr):
     base: Expr
     name: str
     type: Type
+
+
+@dataclass(frozen=True)
+class StackIndex(Expr):
+    """`hs[i]` with an index known only at run time, `hs.next` or `hs.last`.
+
+    The front end only: each statement holding one is lowered to an if-else chain over the
+    stack's elements (`frontend/stacks.py`), so the back ends see constant elements alone.
+    """
+
+    stack: Expr
+    index: Expr
+    type: Type
+    kind: str  # "index", "next" or "last"
+    loc: Loc
 
 
 @dataclass(frozen=True)
@@ -112,3 +128,14 @@ class Lookahead(Expr):
 class ListExpr(Expr):
     items: tuple[Expr, ...]
     type: Type
+
+
+def walk(e: Expr) -> Iterator[Expr]:
+    """`e` and every expression inside it, outermost first."""
+    yield e
+    for f in fields(e):  # type: ignore[arg-type]  # every Expr is a dataclass
+        value = getattr(e, f.name)
+        items = value if isinstance(value, tuple) else (value,)
+        for item in items:
+            if isinstance(item, Expr):
+                yield from walk(item)

@@ -136,6 +136,24 @@ class StructT(Type):
 
 
 @dataclass(frozen=True)
+class StackT(Type):
+    """A header stack `H[size]`: `size` headers and a hidden `nextIndex` (bit<32>).
+
+    Element i is the member named `str(i)`; `nextIndex` the member `STACK_NEXT`.
+    """
+
+    element: StructT
+    size: int
+
+    def __str__(self) -> str:
+        return f"{self.element.name}[{self.size}]"
+
+
+STACK_NEXT = "$next"
+STACK_NEXT_TYPE = BitT(32)
+
+
+@dataclass(frozen=True)
 class TupleT(Type):
     elements: tuple[Type, ...]
 

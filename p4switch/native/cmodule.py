@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from p4switch import ir
-from p4switch.compiler.layout import PAYLOAD, Layout, leaves
+from p4switch.compiler.layout import PAYLOAD, Layout, field_list_slots, leaves
 from p4switch.compiler.module import CONTROLS
 from p4switch.exceptions import NativeUnsupported
 from p4switch.native.cexprs import CExprCompiler, CStorage, check_width, literal
@@ -325,18 +325,4 @@ class _UnitBuilder:
                 self.src.line("default: break;")
 
     def _field_lists(self) -> dict[int, list[int]]:
-        meta = self.p.meta
-        out: dict[int, list[int]] = {}
-
-        def walk(t: ir.Type, path: tuple[str, ...], lists: tuple[int, ...]) -> None:
-            if not isinstance(t, ir.StructT):
-                for index in lists:
-                    out.setdefault(index, []).append(self.layout.slot(meta, path))
-                return
-            for f in t.fields:
-                anno = ir.find_annotation(f.annotations, "field_list")
-                more = tuple(int(a) for a in anno.args if isinstance(a, int)) if anno else ()
-                walk(f.type, (*path, f.name), lists + more)
-
-        walk(meta.type, (), ())
-        return out
+        return field_list_slots(self.layout, self.p.meta)

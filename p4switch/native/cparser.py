@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from p4switch import ir
 from p4switch.compiler.layout import PAYLOAD
+from p4switch.compiler.support import PARSER_STEPS
 from p4switch.native.cexprs import literal
 from p4switch.native.cstmts import CBlock, CStmtCompiler
 
@@ -39,12 +40,17 @@ class ParserGenerator:
             "static int64_t p4g_parse(p4s_ctx *c, uint64_t *S, const uint8_t *data, uint64_t n)"
         )
 
+        timeout = self.p.errors.index("ParserTimeout")
+
         def body() -> None:
             self.src.line("uint64_t off = 0;")
-            self.src.line("(void)data; (void)n;")
+            # states run so far (start, when no label counts it), at most PARSER_STEPS
+            self.src.line(f"uint32_t steps = {0 if 'start' in targets else 1};")
+            self.src.line("(void)data; (void)n; (void)steps;")
             for state in self.p.parser.states:
                 if state.name in targets:
                     self.src.line(f"P_{state.name}:;")
+                    self.src.line(f"if (++steps > {PARSER_STEPS}) P4S_REJECT({timeout});")
                 with self.src.block(""):
                     self.stmts.block(state.body, CBlock("parser"))
                     self._select(state)

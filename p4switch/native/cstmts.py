@@ -141,7 +141,7 @@ class CStmtCompiler:
     # --- assignments --------------------------------------------------------------------------
 
     def _assign(self, st: ir.Assign, info: CBlock) -> None:
-        if isinstance(st.target.type, ir.StructT):
+        if isinstance(st.target.type, ir.StructT | ir.StackT):
             var, path = path_of(st.value)
             for leaf, _ in leaves(st.target.type):
                 self.src.line(
@@ -168,7 +168,7 @@ class CStmtCompiler:
 
     def _declare(self, st: ir.Declare, info: CBlock) -> None:
         var = st.var
-        if isinstance(var.type, ir.StructT):
+        if isinstance(var.type, ir.StructT | ir.StackT):
             for leaf, _ in leaves(var.type):
                 self.src.line(f"{self.storage.ref(var, leaf)} = 0;")
             if st.init is not None:
@@ -268,7 +268,7 @@ class CStmtCompiler:
         """The items of a field list, concatenated bit by bit into a buffer: (buffer, bytes)."""
         parts: list[tuple[str, int]] = []
         for item in data:
-            if isinstance(item.type, ir.StructT):
+            if isinstance(item.type, ir.StructT | ir.StackT):
                 for leaf, t in leaves(item.type):
                     if leaf[-1] != "$valid":
                         parts.append((self._leaf(item, leaf), ir.bit_width(t)))

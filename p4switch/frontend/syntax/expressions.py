@@ -33,6 +33,15 @@ class NamedTypeRef(TypeRef):
     args: tuple[TypeRef, ...] = ()
 
 
+@dataclass(frozen=True)
+class StackTypeRef(TypeRef):
+    """`H[size]`: a header stack."""
+
+    loc: Loc
+    element: TypeRef
+    size: ExprSyntax
+
+
 class ExprSyntax:
     loc: Loc
 

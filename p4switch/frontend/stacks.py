@@ -1,0 +1,100 @@
+"""Header-stack elements chosen at run time (`hs[i]`, `hs.next`, `hs.last`), lowered away.
+
+The back ends address every value by a fixed slot, so a statement that touches `hs[i]` for an
+index known only at run time becomes an if-else chain with one branch per element, in which the
+element is a constant one: `if (i == 0) <st with hs[0]> else if (i == 1) ... else <out of
+range>`. Stacks are small (`MAX_STACK`), so the chain is short; the index is read once per
+branch tried and may not apply a table (checked where it is typed).
+
+Out of range (P4_16 8.18 and 8.25, following BMv2 where the spec leaves room): in a parser,
+`hs.next` past the end and `hs.last` of an empty stack reject the packet with
+`error.StackOutOfBounds`; anywhere else the statement does nothing (a write is lost, and a
+read leaves its destination as it was, the spec's "unspecified value").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from p4switch import ir
+from p4switch.exceptions import P4CompileError
+
+# Statement fields that hold statements, not expressions: never searched or rewritten here
+# (their statements were lowered when they were checked).
+_BODIES = ("then", "else_", "cases", "body")
+
+
+def dynamic(st: ir.Stmt) -> ir.StackIndex | None:
+    """The first run-time stack access among `st`'s own expressions, if any."""
+    for value in _own_exprs(st):
+        for e in ir.walk(value):
+            if isinstance(e, ir.StackIndex):
+                return e
+    return None
+
+
+def lower(
+    st: ir.Stmt, in_parser: bool, out_of_bounds: int, temp: Callable[[ir.Type], ir.Var]
+) -> list[ir.Stmt]:
+    """`st` without run-time stack accesses. `out_of_bounds` is StackOutOfBounds' code;
+    `temp(t)` makes a fresh local variable (for a condition read from a stack element)."""
+    found = dynamic(st)
+    if found is None:
+        return [st]
+    if found.kind != "index" and not in_parser:
+        raise P4CompileError.at(found.loc, f"hs.{found.kind} can only be used in a parser")
+    if isinstance(st, ir.If):  # the condition is read once, into a temporary
+        flag = temp(ir.BoolT())
+        read = lower(ir.Assign(ir.VarRef(flag), st.cond), in_parser, out_of_bounds, temp)
+        return [ir.Declare(flag, None), *read, ir.If(ir.VarRef(flag), st.then, st.else_)]
+    if isinstance(st, ir.Declare) and st.init is not None:
+        assign = ir.Assign(ir.VarRef(st.var), st.init)
+        return [ir.Declare(st.var, None), *lower(assign, in_parser, out_of_bounds, temp)]
+    stack = found.stack.type
+    assert isinstance(stack, ir.StackT)
+    index = found.index
+    assert isinstance(index.type, ir.BitT)
+    if found.kind != "index" and in_parser:
+        chain: tuple[ir.Stmt, ...] = (ir.Verify(_FALSE, ir.Const(ir.ErrorT(), out_of_bounds)),)
+    else:
+        chain = ()
+    for i in reversed(range(min(stack.size, 1 << index.type.width))):
+        element = ir.Member(found.stack, str(i), stack.element)
+        branch = lower(_replace(st, found, element), in_parser, out_of_bounds, temp)
+        test = ir.Binary("==", index, ir.Const(index.type, i), ir.BoolT())
+        chain = (ir.If(test, tuple(branch), chain),)
+    return list(chain)
+
+
+_FALSE = ir.Const(ir.BoolT(), False)
+
+
+def _own_exprs(st: ir.Stmt) -> list[ir.Expr]:
+    out: list[ir.Expr] = []
+    for f in dataclasses.fields(st):  # type: ignore[arg-type]  # statements are dataclasses
+        if f.name in _BODIES:
+            continue
+        value = getattr(st, f.name)
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, ir.Expr):
+                out.append(item)
+    return out
+
+
+def _replace(node: Any, found: ir.StackIndex, element: ir.Expr) -> Any:
+    """`node` with every access to the same element as `found` (same stack, same index: a
+    compound assignment reads and writes one) replaced by `element`."""
+    if isinstance(node, ir.StackIndex) and (node.stack, node.index) == (found.stack, found.index):
+        return element
+    if isinstance(node, tuple):
+        return tuple(_replace(x, found, element) for x in node)
+    if isinstance(node, ir.Expr | ir.Stmt) and dataclasses.is_dataclass(node):
+        changes = {
+            f.name: _replace(getattr(node, f.name), found, element)
+            for f in dataclasses.fields(node)
+            if f.name not in _BODIES and f.init
+        }
+        return dataclasses.replace(node, **changes)
+    return node
