@@ -131,3 +131,13 @@ def _slot(target: str) -> int | None:
     if target.startswith("S[") and target.endswith("]") and target[2:-1].isdigit():
         return int(target[2:-1])
     return None
+
+
+def lookahead_bytes(e: ir.Lookahead) -> tuple[int, int, int, int]:
+    """(bytes to skip, bytes to read, right shift, bytes the packet must hold) for a lookahead."""
+    assert isinstance(e.type, ir.BitT)
+    width = e.type.width
+    skip, bit = divmod(e.skip, 8)
+    nbytes = (bit + width + 7) // 8
+    need = (max(e.need, e.skip + width) + 7) // 8
+    return skip, nbytes, nbytes * 8 - bit - width, need

@@ -8,6 +8,7 @@ and right shifts flip the sign bit (x ^ 2**(N-1)) to compare or shift as Python 
 from __future__ import annotations
 
 from p4switch import ir
+from p4switch.compiler.bits import lookahead_bytes
 from p4switch.compiler.layout import Layout, Path, path_of
 from p4switch.exceptions import CompilerBug
 
@@ -79,9 +80,8 @@ class ExprCompiler:
         if isinstance(e, ir.Lookahead):
             assert self.lookahead is not None, "lookahead outside a parser"
             assert isinstance(e.type, ir.BitT)
-            nbytes = (e.type.width + 7) // 8
-            shift = nbytes * 8 - e.type.width
-            return self.lookahead.format(nbytes, shift, e.type.mask)
+            skip, nbytes, shift, need = lookahead_bytes(e)
+            return self.lookahead.format(nbytes, shift, e.type.mask, skip, need)
         raise CompilerBug(f"no code for expression {type(e).__name__}")
 
     def _cast(self, e: ir.Cast) -> str:

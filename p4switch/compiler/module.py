@@ -205,7 +205,7 @@ class _Builder:
     def _parser(self) -> None:
         p = self.p
         perr = self.names.sm["parser_error"]
-        self.x.lookahead = f"peek(data, off, {{}}, {{}}, {{}}, {self.names.too_short})"
+        self.x.lookahead = f"peek(data, off, {{}}, {{}}, {{}}, {self.names.too_short}, {{}}, {{}})"
         no_match = p.errors.index("NoMatch")
         for state in p.parser.states:
             with self.src.block(f"def P_{state.name}(S, data, off, n):"):

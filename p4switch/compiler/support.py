@@ -32,11 +32,14 @@ class ControlExit(Exception):
         self.values = values
 
 
-def peek(data: bytes, off: int, nbytes: int, shift: int, mask: int, too_short: int) -> int:
-    """`lookahead<bit<N>>()`: the next N bits, without consuming them."""
-    if off + nbytes > len(data):
+def peek(
+    data: bytes, off: int, nbytes: int, shift: int, mask: int, too_short: int, skip: int, need: int
+) -> int:
+    """`lookahead`: `nbytes` bytes from `skip` bytes ahead, shifted and masked, without
+    consuming them; the packet must hold `need` bytes from `off`."""
+    if off + need > len(data):
         raise ParserReject(too_short, off)
-    return (int.from_bytes(data[off : off + nbytes], "big") >> shift) & mask
+    return (int.from_bytes(data[off + skip : off + skip + nbytes], "big") >> shift) & mask
 
 
 def _crc16_table() -> tuple[int, ...]:

@@ -179,6 +179,8 @@ class ExprChecker:
                 return ir.TableHit(table, e.name == "hit")
         base = self._expr(e.base, scope)
         t = base.type
+        if isinstance(base, ir.Lookahead) and isinstance(t, ir.StructT) and t.field(e.name):
+            return lookahead_field(t, e.name)
         if isinstance(t, ir.StructT):
             f = t.field(e.name)
             if f is None:
@@ -358,8 +360,13 @@ class ExprChecker:
         if len(e.type_args) != 1 or e.args:
             raise P4CompileError.at(e.loc, "use lookahead<T>() with one type and no arguments")
         t = self.env.resolve(e.type_args[0])
+        if isinstance(t, ir.StructT) and all(
+            isinstance(f.type, ir.BitT | ir.BoolT) for f in t.fields
+        ):
+            return ir.Lookahead(t)  # a header or flat struct: read by field (lookahead_field)
         if not isinstance(t, ir.BitT) or t.signed:
-            raise P4CompileError.at(e.loc, f"lookahead of {t} is not supported (use bit<N>)")
+            what = f"lookahead of {t} is not supported (use bit<N>, or a header or struct of bits)"
+            raise P4CompileError.at(e.loc, what)
         return ir.Lookahead(t)
 
 
@@ -391,6 +398,22 @@ _KEYSET_ONLY: dict[type[s.ExprSyntax], str] = {
 
 def _applies_table(e: ir.Expr) -> bool:
     return any(isinstance(x, ir.TableHit) for x in ir.walk(e))
+
+
+def lookahead_field(t: ir.StructT, name: str) -> ir.Expr:
+    """Field `name` of `lookahead<T>()`: its own bits, read without consuming them (the
+    packet must hold the whole of T, or the parser rejects it with PacketTooShort)."""
+    start = 0
+    for f in t.fields:
+        ft = f.type
+        width = ir.bit_width(ft)
+        if f.name == name:
+            bits = ir.Lookahead(ir.BitT(width), skip=start, need=t.width)
+            if isinstance(ft, ir.BitT) and not ft.signed:
+                return bits
+            return ir.Cast(ft, bits)  # int<N> (same width) and bool (bit<1>)
+        start += width
+    raise AssertionError(f"{t} has no field {name}")
 
 
 def literal(value: int, t: ir.Type) -> ir.Const:

@@ -11,7 +11,7 @@ from p4switch.frontend import stacks
 from p4switch.frontend import syntax as s
 from p4switch.frontend.calls import BlockContext, CallLowering
 from p4switch.frontend.env import ActionEntity, Scope, TableEntity
-from p4switch.frontend.exprcheck import ExprChecker
+from p4switch.frontend.exprcheck import ExprChecker, lookahead_field
 
 FINAL_STATES = ("accept", "reject")
 
@@ -32,14 +32,13 @@ class StmtChecker:
         return tuple(out)
 
     def stmt(self, st: s.StmtSyntax, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
-        return self.lower_stacks(self._stmt(st, scope, ctx), ctx, st.loc)
+        return self.lower(self._stmt(st, scope, ctx), ctx, st.loc)
 
-    def lower_stacks(
-        self, stmts: Sequence[ir.Stmt], ctx: BlockContext, loc: ir.Loc
-    ) -> list[ir.Stmt]:
-        """`stmts` with their run-time header-stack accesses lowered (`frontend/stacks.py`)."""
+    def lower(self, stmts: Sequence[ir.Stmt], ctx: BlockContext, loc: ir.Loc) -> list[ir.Stmt]:
+        """`stmts` with a header or struct read by `lookahead` assigned field by field, and
+        their run-time header-stack accesses lowered (`frontend/stacks.py`)."""
         out: list[ir.Stmt] = []
-        for st in stmts:
+        for st in _lookahead_fields(stmts):
             if stacks.dynamic(st) is None:
                 out.append(st)
                 continue
@@ -270,7 +269,7 @@ class StmtChecker:
             tmp = self._temp(k.type)
             more += [ir.Declare(tmp, None), ir.Assign(ir.VarRef(tmp), k)]
             out.append(ir.VarRef(tmp))
-        return (*body, *self.lower_stacks(more, ctx, loc)), tuple(out)
+        return (*body, *self.lower(more, ctx, loc)), tuple(out)
 
     def keyset(
         self, e: s.ExprSyntax, keys: Sequence[ir.Expr], scope: Scope
@@ -299,6 +298,30 @@ class StmtChecker:
         if not isinstance(c, ir.Const):
             raise P4CompileError.at(e.loc, "a compile-time constant is needed here")
         return int(c.value)
+
+
+def _lookahead_fields(stmts: Sequence[ir.Stmt]) -> list[ir.Stmt]:
+    """`x = lookahead<T>()` (or `T x = ...`) for a header or struct T, field by field; a
+    header becomes valid."""
+    out: list[ir.Stmt] = []
+    for st in stmts:
+        if isinstance(st, ir.Declare) and st.init is not None and _reads_a_header_ahead(st.init):
+            out.append(ir.Declare(st.var, None))
+            st = ir.Assign(ir.VarRef(st.var), st.init)
+        if not (isinstance(st, ir.Assign) and _reads_a_header_ahead(st.value)):
+            out.append(st)
+            continue
+        t = st.value.type
+        assert isinstance(t, ir.StructT)
+        for f in t.fields:
+            out.append(ir.Assign(ir.Member(st.target, f.name, f.type), lookahead_field(t, f.name)))
+        if t.is_header:
+            out.append(ir.SetValid(st.target, True))
+    return out
+
+
+def _reads_a_header_ahead(e: ir.Expr | None) -> bool:
+    return isinstance(e, ir.Lookahead) and isinstance(e.type, ir.StructT)
 
 
 def _is_action_run(e: s.ExprSyntax) -> bool:

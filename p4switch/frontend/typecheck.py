@@ -266,7 +266,7 @@ class ProgramChecker:
             if isinstance(st, s.VarDecl):
                 decl = self.stmts.declare(st, scope, in_slots=True)
                 locals_.append(decl.var)
-                init += self.stmts.lower_stacks([decl], self.ctx, st.loc)
+                init += self.stmts.lower([decl], self.ctx, st.loc)
             elif isinstance(st, s.ConstDecl):
                 self.stmts.constant(st, scope)
             elif isinstance(st, s.Unsupported):
@@ -297,7 +297,7 @@ class ProgramChecker:
             if isinstance(item, s.VarDecl):
                 decl = self.stmts.declare(item, scope, in_slots=True)
                 locals_.append(decl.var)
-                init += self.stmts.lower_stacks([decl], self.ctx, item.loc)
+                init += self.stmts.lower([decl], self.ctx, item.loc)
             elif isinstance(item, s.ConstDecl):
                 self.stmts.constant(item, scope)
             elif isinstance(item, s.Instantiation):

@@ -121,7 +121,13 @@ class TableHit(Expr):
 
 @dataclass(frozen=True)
 class Lookahead(Expr):
+    """The packet's next bits, not consumed: `type`'s width of them after `skip` bits, and
+    the packet must hold `need` bits (a field of `lookahead<H>()` reads its own bits but
+    needs all of H's)."""
+
     type: Type
+    skip: int = 0
+    need: int = 0
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ than 64 bits has no C form here: `NativeUnsupported`, at generation time.
 from __future__ import annotations
 
 from p4switch import ir
+from p4switch.compiler.bits import lookahead_bytes
 from p4switch.compiler.exprs import Storage
 from p4switch.compiler.layout import Layout, Path
 from p4switch.exceptions import CompilerBug, NativeUnsupported
@@ -90,11 +91,12 @@ class CExprCompiler:
             raise CompilerBug("lookahead outside a parser")
         if not isinstance(e.type, ir.BitT):
             raise NativeUnsupported(f"lookahead of type {e.type}", self.where)
-        nbytes = (e.type.width + 7) // 8
-        shift = nbytes * 8 - e.type.width
+        skip, nbytes, shift, need = lookahead_bytes(e)
+        if nbytes > 8:
+            raise NativeUnsupported(f"lookahead of {e.type} across more than 8 bytes", self.where)
         return (
-            f"({{ if (n - off < {nbytes}) P4S_REJECT({self.too_short}); "
-            f"(p4s_get(data + off, {nbytes}) >> {shift}) & {literal(e.type.mask)}; }})"
+            f"({{ if (n - off < {need}) P4S_REJECT({self.too_short}); "
+            f"(p4s_get(data + off + {skip}, {nbytes}) >> {shift}) & {literal(e.type.mask)}; }})"
         )
 
     def _cast(self, e: ir.Cast) -> str:
