@@ -108,7 +108,8 @@ class SymbolIds:
 
 def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     ids = SymbolIds()
-    for a in program.actions:
+    actions = [a for a in program.actions if not a.function]
+    for a in actions:
         ids.add(PREFIX.ACTION, a.name, a.annotations)
     for t in program.tables:
         ids.add(PREFIX.TABLE, t.name, t.annotations)
@@ -126,7 +127,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     info.pkg_info.arch = "v1model"
     for t in program.tables:
         _table(info.tables.add(), t, ids)
-    for a in program.actions:
+    for a in actions:
         msg = info.actions.add()
         _preamble(msg.preamble, ids, PREFIX.ACTION, a.name, a.annotations)
         for i, p in enumerate(a.control_params, start=1):

@@ -98,6 +98,18 @@ def leaves(t: ir.Type, path: Path = ()) -> list[tuple[Path, ir.Type]]:
     return [(path, t)]
 
 
+def leaf_exprs(e: ir.Expr) -> list[ir.Expr]:
+    """`e` itself for a scalar; for a struct, header or stack reference, one reference per
+    scalar and validity (as `leaves` lists them): how such a value crosses a call."""
+    return [_member(e, leaf, t) for leaf, t in leaves(e.type)]
+
+
+def _member(e: ir.Expr, path: Path, t: ir.Type) -> ir.Expr:
+    for name in path[:-1]:
+        e = ir.Member(e, name, ir.VoidT())  # intermediate types are not looked at again
+    return ir.Member(e, path[-1], t) if path else e
+
+
 def path_of(e: ir.Expr) -> tuple[ir.Var, Path] | None:
     """(variable, field path) of a reference such as `hdr.ipv4.ttl`; None for other values."""
     names: list[str] = []

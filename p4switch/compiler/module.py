@@ -155,14 +155,20 @@ class _Builder:
             self.statics[f"ST{i}"] = struct.Struct(bits.struct_format(h))
 
     def _action(self, a: ir.Action) -> None:
-        params = ", ".join(["S", *(self.storage.local(p.var) for p in a.params)])
-        outs = [self.storage.local(p.var) for p in a.params if p.direction in ("out", "inout")]
+        params = ", ".join(["S", *(n for p in a.params for n in self._param_names(p))])
+        outs = [
+            n for p in a.params if p.direction in ("out", "inout") for n in self._param_names(p)
+        ]
         returns = f"return ({', '.join(outs)},)" if outs else "return"
         with self.src.block(f"def {self.names.actions[a.name]}({params}):"):
             exiting = f"({', '.join(outs)},)" if outs else ""
             self.stmts.block(a.body, Block("action", returns, exiting))
             if outs:
                 self.src.line(returns)
+
+    def _param_names(self, p: ir.Param) -> list[str]:
+        """A parameter's locals: one, or one per scalar of a struct or header."""
+        return [self.storage.ref(p.var, leaf) for leaf, _ in leaves(p.type)]
 
     def _table(self, t: ir.Table, g: str) -> None:
         actions = ", ".join(f"{a.action!r}: {self.names.actions[a.action]}" for a in t.actions)

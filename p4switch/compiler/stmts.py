@@ -14,6 +14,7 @@ from p4switch.compiler.layout import (
     CLONE_FIELD_LIST,
     CLONE_SESSION,
     TRUNCATE,
+    leaf_exprs,
     leaves,
     path_of,
 )
@@ -198,10 +199,11 @@ class StmtCompiler:
         fn = self.names.actions[st.action]
         args = ["S"]
         outs = []
-        for p, a in zip(action.params, st.args, strict=True):
-            args.append("0" if p.direction == "out" else self.x.expr(a))
-            if p.direction in ("out", "inout"):
-                outs.append(a)
+        for p, arg in zip(action.params, st.args, strict=True):
+            for a in leaf_exprs(arg):  # a struct or header: one argument per scalar
+                args.append("0" if p.direction == "out" else self.x.expr(a))
+                if p.direction in ("out", "inout"):
+                    outs.append(a)
         call = f"{fn}({', '.join(args)})"
         if not outs:
             self.src.line(call)

@@ -109,8 +109,11 @@ class DeclBuilder(CodeBuilder):
     def dir_inout(self, meta: Any, c: list) -> str:
         return "inout"
 
-    def function_decl(self, meta: Any, c: list) -> s.Unsupported:
-        return s.Unsupported(self._tok(c[2]), "function declarations are not supported", str(c[2]))
+    def function_decl(self, meta: Any, c: list) -> s.FunctionDecl:
+        annos, type_, name, tparams, params, body = c
+        return s.FunctionDecl(
+            self._tok(name), str(name), type_, params, body, annos, tuple(tparams or ())
+        )
 
     def _block_type(self, kind: str, c: list) -> s.BlockTypeDecl:
         annos, name, tparams, params = c

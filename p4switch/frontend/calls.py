@@ -15,6 +15,7 @@ from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.env import (
     ActionEntity,
+    FunctionEntity,
     InstanceEntity,
     PacketEntity,
     Scope,
@@ -30,9 +31,10 @@ U32 = ir.BitT(32)
 class BlockContext:
     """Where a statement sits: which kind of block, and what it may touch."""
 
-    kind: str  # "parser", "control" or "deparser"
+    kind: str  # "parser", "control", "deparser", "action" or "function"
     name: str
     called_actions: set[str] = field(default_factory=set)
+    result: ir.Var | None = None  # in a function with a value: where `return e` puts it
 
 
 class CallLowering:
@@ -58,6 +60,8 @@ class CallLowering:
             found = scope.lookup(callee.name)
             if isinstance(found, ActionEntity):
                 return [self.action_call(call, found, scope, ctx)]
+            if isinstance(found, FunctionEntity):
+                return self.function_call(call, found, scope, ctx)
             if found is None and callee.name in self._functions:
                 return self._functions[callee.name](call, scope, ctx)
             if found is None and callee.name in self.x.env.unsupported:
@@ -72,22 +76,21 @@ class CallLowering:
     def action_call(
         self, call: s.CallExpr, action: ActionEntity, scope: Scope, ctx: BlockContext
     ) -> ir.CallAction:
-        if ctx.kind == "parser":
-            raise P4CompileError.at(call.loc, "actions cannot be called from a parser")
-        _arity(call, len(action.params), f"action {action.decl.name}")
-        args = []
-        for p, a in zip(action.params, call.args, strict=True):
-            if p.direction in ("out", "inout"):
-                arg = self.x.lvalue(a, scope)
-                if arg.type != p.type:
-                    raise P4CompileError.at(
-                        a.loc, f"parameter {p.name} is {p.type}, the argument is {arg.type}"
-                    )
-                args.append(arg)
-            else:
-                args.append(self.x.expr(a, scope, p.type))
+        if ctx.kind in ("parser", "function"):
+            raise P4CompileError.at(call.loc, f"actions cannot be called from a {ctx.kind}")
+        args = self.x.call_args(call, action.params, scope, f"action {action.decl.name}")
         ctx.called_actions.add(action.name)
-        return ir.CallAction(action.name, tuple(args))
+        return ir.CallAction(action.name, args)
+
+    def function_call(
+        self, call: s.CallExpr, fn: FunctionEntity, scope: Scope, ctx: BlockContext
+    ) -> list[ir.Stmt]:
+        """A function called as a statement: its value, if any, is dropped."""
+        ctx.called_actions.add(fn.name)
+        if isinstance(fn.returns, ir.VoidT):
+            return [ir.CallAction(fn.name, self.x.call_args(call, fn.params, scope, fn.decl.name))]
+        value = self.x.function_call(call, fn, scope)
+        return [ir.Declare(ir.Var("dropped", fn.returns, in_slots=False), value)]
 
     # --- methods --------------------------------------------------------------------------------
 
@@ -99,7 +102,7 @@ class CallLowering:
         if isinstance(found, TableEntity):
             if method != "apply":
                 raise P4CompileError.at(callee.loc, f"tables have no method {method!r}")
-            if ctx.kind in ("parser", "action"):
+            if ctx.kind in ("parser", "action", "function"):
                 raise P4CompileError.at(call.loc, f"tables cannot be applied in an {ctx.kind}")
             _arity(call, 0, "apply()")
             return [ir.ApplyTable(found.name)]

@@ -21,6 +21,14 @@ class ActionEntity:
 
 
 @dataclass(frozen=True)
+class FunctionEntity:
+    name: str  # its action's name
+    decl: s.FunctionDecl
+    params: tuple[ir.Param, ...]  # without the result
+    returns: ir.Type  # VoidT for none
+
+
+@dataclass(frozen=True)
 class TableEntity:
     name: str
     decl: s.TableDecl
@@ -43,7 +51,9 @@ class PacketEntity:
     kind: str  # "packet_in" or "packet_out"
 
 
-Entity = ir.Var | ir.Const | ActionEntity | TableEntity | InstanceEntity | PacketEntity
+Entity = (
+    ir.Var | ir.Const | ActionEntity | FunctionEntity | TableEntity | InstanceEntity | PacketEntity
+)
 
 
 @dataclass

@@ -8,13 +8,13 @@ and `bit<8>` in one operation, or assigning one to the other, needs a cast.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
-from p4switch.frontend.env import PacketEntity, Scope, TableEntity, TypeEnv
+from p4switch.frontend.env import FunctionEntity, PacketEntity, Scope, TableEntity, TypeEnv
 from p4switch.frontend.fold import fold_binary, fold_cast, fold_unary, wrap
 
 log = logging.getLogger(__name__)
@@ -334,8 +334,35 @@ class ExprChecker:
             )
         return a, b, a.type
 
+    def call_args(
+        self, call: s.CallExpr, params: Sequence[ir.Param], scope: Scope, what: str
+    ) -> tuple[ir.Expr, ...]:
+        """The arguments of a call of an action or a function, one per parameter: l-values of
+        the parameter's type for out and inout, values converted to it for the others."""
+        if len(call.args) != len(params):
+            n = len(call.args)
+            raise P4CompileError.at(call.loc, f"{what} takes {len(params)} argument(s), got {n}")
+        out = []
+        for p, a in zip(params, call.args, strict=True):
+            if p.direction in ("out", "inout"):
+                arg = self.lvalue(a, scope)
+                if arg.type != p.type:
+                    raise P4CompileError.at(
+                        a.loc, f"parameter {p.name} is {p.type}, the argument is {arg.type}"
+                    )
+                out.append(arg)
+            else:
+                out.append(self.expr(a, scope, p.type))
+        return tuple(out)
+
     def _call(self, e: s.CallExpr, scope: Scope) -> ir.Expr:
         callee = e.callee
+        if isinstance(callee, s.Name):
+            found = scope.lookup(callee.name)
+            if isinstance(found, FunctionEntity):
+                return self.function_call(e, found, scope)
+            if found is None:
+                self._name(callee, scope)  # raises: not declared, or a type
         if isinstance(callee, s.MemberExpr):
             if callee.name == "isValid":
                 if e.args:
@@ -355,6 +382,14 @@ class ExprChecker:
             if isinstance(callee.base, s.Name) and scope.lookup(callee.base.name) is None:
                 self._name(callee.base, scope)  # raises: not declared, or not a value
         raise P4CompileError.at(e.loc, "this call has no value; it can only be a statement")
+
+    def function_call(self, e: s.CallExpr, fn: FunctionEntity, scope: Scope) -> ir.Expr:
+        """A function's call in an expression: its value (see `ir.FunctionCall`)."""
+        if isinstance(fn.returns, ir.VoidT):
+            raise P4CompileError.at(e.loc, f"function {fn.decl.name} returns no value")
+        args = self.call_args(e, fn.params, scope, f"function {fn.decl.name}")
+        pure = all(p.direction in ("", "in") for p in fn.params)
+        return ir.FunctionCall(fn.name, args, fn.returns, pure, e.loc)
 
     def _lookahead(self, e: s.CallExpr) -> ir.Expr:
         if len(e.type_args) != 1 or e.args:

@@ -14,21 +14,16 @@ read leaves its destination as it was, the spec's "unspecified value").
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
-
-# Statement fields that hold statements, not expressions: never searched or rewritten here
-# (their statements were lowered when they were checked).
-_BODIES = ("then", "else_", "cases", "body")
+from p4switch.frontend import rewrite
 
 
 def dynamic(st: ir.Stmt) -> ir.StackIndex | None:
     """The first run-time stack access among `st`'s own expressions, if any."""
-    for value in _own_exprs(st):
+    for value in rewrite.own_exprs(st):
         for e in ir.walk(value):
             if isinstance(e, ir.StackIndex):
                 return e
@@ -71,30 +66,13 @@ def lower(
 _FALSE = ir.Const(ir.BoolT(), False)
 
 
-def _own_exprs(st: ir.Stmt) -> list[ir.Expr]:
-    out: list[ir.Expr] = []
-    for f in dataclasses.fields(st):  # type: ignore[arg-type]  # statements are dataclasses
-        if f.name in _BODIES:
-            continue
-        value = getattr(st, f.name)
-        for item in value if isinstance(value, tuple) else (value,):
-            if isinstance(item, ir.Expr):
-                out.append(item)
-    return out
-
-
-def _replace(node: Any, found: ir.StackIndex, element: ir.Expr) -> Any:
-    """`node` with every access to the same element as `found` (same stack, same index: a
+def _replace(st: ir.Stmt, found: ir.StackIndex, element: ir.Expr) -> ir.Stmt:
+    """`st` with every access to the same element as `found` (same stack, same index: a
     compound assignment reads and writes one) replaced by `element`."""
-    if isinstance(node, ir.StackIndex) and (node.stack, node.index) == (found.stack, found.index):
-        return element
-    if isinstance(node, tuple):
-        return tuple(_replace(x, found, element) for x in node)
-    if isinstance(node, ir.Expr | ir.Stmt) and dataclasses.is_dataclass(node):
-        changes = {
-            f.name: _replace(getattr(node, f.name), found, element)
-            for f in dataclasses.fields(node)
-            if f.name not in _BODIES and f.init
-        }
-        return dataclasses.replace(node, **changes)
-    return node
+
+    def pick(e: ir.Expr) -> ir.Expr | None:
+        same = isinstance(e, ir.StackIndex) and (e.stack, e.index) == (found.stack, found.index)
+        return element if same else None
+
+    replaced: ir.Stmt = rewrite.replace(st, pick)
+    return replaced

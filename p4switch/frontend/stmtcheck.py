@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
-from p4switch.frontend import stacks
+from p4switch.frontend import rewrite, stacks
 from p4switch.frontend import syntax as s
 from p4switch.frontend.calls import BlockContext, CallLowering
 from p4switch.frontend.env import ActionEntity, Scope, TableEntity
@@ -38,7 +38,7 @@ class StmtChecker:
         """`stmts` with a header or struct read by `lookahead` assigned field by field, and
         their run-time header-stack accesses lowered (`frontend/stacks.py`)."""
         out: list[ir.Stmt] = []
-        for st in _lookahead_fields(stmts):
+        for st in _lookahead_fields(self._hoist_calls(stmts, ctx)):
             if stacks.dynamic(st) is None:
                 out.append(st)
                 continue
@@ -46,9 +46,29 @@ class StmtChecker:
             out += stacks.lower(st, ctx.kind == "parser", code, self._temp)
         return out
 
+    def _hoist_calls(self, stmts: Sequence[ir.Stmt], ctx: BlockContext) -> list[ir.Stmt]:
+        """Each function called inside an expression is called just before the statement
+        holding it, into a temporary the expression then reads; in P4's evaluation order
+        (operands left to right, inner calls first)."""
+        out: list[ir.Stmt] = []
+        for st in stmts:
+            _refuse_conditional_calls(st)
+            while (call := _first_call(st)) is not None:
+                ctx.called_actions.add(call.function)
+                if isinstance(st, ir.Declare) and st.init is call:  # straight into the variable
+                    out.append(ir.Declare(st.var, None))
+                    st = ir.CallAction(call.function, (*call.args, ir.VarRef(st.var)))
+                    continue
+                tmp = self._temp(call.type)
+                out += [ir.Declare(tmp, None)]
+                out += [ir.CallAction(call.function, (*call.args, ir.VarRef(tmp)))]
+                st = rewrite.replace(st, _swap(call, ir.VarRef(tmp)))
+            out.append(st)
+        return out
+
     def _temp(self, t: ir.Type) -> ir.Var:
         self._temps += 1
-        return ir.Var(f"stack_tmp{self._temps}", t, in_slots=False)
+        return ir.Var(f"tmp{self._temps}", t, in_slots=False)
 
     def _stmt(self, st: s.StmtSyntax, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
         if isinstance(st, s.AssignStmt):
@@ -72,7 +92,7 @@ class StmtChecker:
         if isinstance(st, s.BlockStmt):
             return list(self.block(st.stmts, scope.child(), ctx))
         if isinstance(st, s.ReturnStmt | s.ExitStmt):
-            return [self._return_or_exit(st, ctx)]
+            return self._return_or_exit(st, scope, ctx)
         if isinstance(st, s.EmptyStmt):
             return []
         if isinstance(st, s.SwitchStmt):
@@ -132,15 +152,25 @@ class StmtChecker:
             raise P4CompileError.at(st.value.loc, "a constant needs a compile-time value")
         scope.declare(st.name, value, st.loc)
 
-    def _return_or_exit(self, st: s.ReturnStmt | s.ExitStmt, ctx: BlockContext) -> ir.Stmt:
+    def _return_or_exit(
+        self, st: s.ReturnStmt | s.ExitStmt, scope: Scope, ctx: BlockContext
+    ) -> list[ir.Stmt]:
         word = "return" if isinstance(st, s.ReturnStmt) else "exit"
+        if ctx.kind in ("parser", "function") and isinstance(st, s.ExitStmt):
+            raise P4CompileError.at(st.loc, f"exit is not allowed in a {ctx.kind}")
         if ctx.kind == "parser":
             raise P4CompileError.at(st.loc, f"{word} is not allowed in a parser")
-        if isinstance(st, s.ReturnStmt):
-            if st.value is not None:
-                raise P4CompileError.at(st.loc, "actions and controls return no value")
-            return ir.Return()
-        return ir.Exit()
+        if isinstance(st, s.ExitStmt):
+            return [ir.Exit()]
+        if ctx.result is not None:
+            if st.value is None:
+                raise P4CompileError.at(st.loc, f"function {ctx.name} must return a value")
+            value = self.x.expr(st.value, scope, ctx.result.type)
+            return [ir.Assign(ir.VarRef(ctx.result), value), ir.Return()]
+        if st.value is not None:
+            what = "this function returns no value" if ctx.kind == "function" else None
+            raise P4CompileError.at(st.loc, what or "actions and controls return no value")
+        return [ir.Return()]
 
     def _switch(self, st: s.SwitchStmt, scope: Scope, ctx: BlockContext) -> ir.Stmt:
         e = st.expr
@@ -258,12 +288,13 @@ class StmtChecker:
     def _select_keys(
         self, body: tuple[ir.Stmt, ...], keys: tuple[ir.Expr, ...], ctx: BlockContext, loc: ir.Loc
     ) -> tuple[tuple[ir.Stmt, ...], tuple[ir.Expr, ...]]:
-        """A key reading a run-time stack element (`hs.last.bos`) is read into a temporary
-        at the end of the state's body, where the lowering can reach it."""
+        """A key reading a run-time stack element (`hs.last.bos`) or calling a function is
+        read into a temporary at the end of the state's body, where the lowering can reach
+        it."""
         out: list[ir.Expr] = []
         more: list[ir.Stmt] = []
         for k in keys:
-            if not any(isinstance(e, ir.StackIndex) for e in ir.walk(k)):
+            if not any(isinstance(e, ir.StackIndex | ir.FunctionCall) for e in ir.walk(k)):
                 out.append(k)
                 continue
             tmp = self._temp(k.type)
@@ -318,6 +349,30 @@ def _lookahead_fields(stmts: Sequence[ir.Stmt]) -> list[ir.Stmt]:
         if t.is_header:
             out.append(ir.SetValid(st.target, True))
     return out
+
+
+def _first_call(st: ir.Stmt) -> ir.FunctionCall | None:
+    """The first function call `st` evaluates, if any."""
+    for e in rewrite.own_exprs(st):
+        for c, _ in rewrite.postorder(e):
+            if isinstance(c, ir.FunctionCall):
+                return c
+    return None
+
+
+def _refuse_conditional_calls(st: ir.Stmt) -> None:
+    for e in rewrite.own_exprs(st):
+        for c, maybe in rewrite.postorder(e):
+            if isinstance(c, ir.FunctionCall) and maybe and not c.pure:
+                what = (
+                    "a function with out or inout parameters cannot be called where it might"
+                    " not be evaluated (after && or ||, or in a branch of ?:)"
+                )
+                raise P4CompileError.at(c.loc, what)
+
+
+def _swap(old: ir.Expr, new: ir.Expr) -> Callable[[ir.Expr], ir.Expr | None]:
+    return lambda e: new if e is old else None
 
 
 def _reads_a_header_ahead(e: ir.Expr | None) -> bool:

@@ -17,6 +17,7 @@ from p4switch.frontend import syntax as s
 from p4switch.frontend.calls import BlockContext, CallLowering
 from p4switch.frontend.env import (
     ActionEntity,
+    FunctionEntity,
     InstanceEntity,
     Scope,
     TableEntity,
@@ -238,8 +239,7 @@ class ProgramChecker:
         params = []
         for p in d.params:
             t = self.env.resolve(p.type)
-            if not isinstance(t, ir.BitT | ir.BoolT):
-                raise P4CompileError.at(p.loc, f"action parameters of type {t} are not supported")
+            _check_param(p, t, "action", directionless_scalar=True)
             var = ir.Var(p.name, t, in_slots=False)
             inner.declare(p.name, var, p.loc)
             if p.direction in ("", "in"):
@@ -251,6 +251,43 @@ class ProgramChecker:
         ctx = BlockContext("action", self.ctx.name, self.ctx.called_actions)
         body = self.stmts.block(d.body.stmts, inner, ctx)
         self.actions[name] = ir.Action(name, tuple(params), body, d.annotations, d.loc)
+
+    def _function(self, d: s.FunctionDecl) -> None:
+        """A function, compiled as an action whose last parameter (`out`) is its value."""
+        if d.type_params:
+            raise P4CompileError.at(d.loc, "generic functions are not supported by p4switch")
+        name = f"{d.name}()"  # never an action's name, and not in P4Info
+        if self.top.lookup(d.name) is not None or name in self.actions:
+            raise P4CompileError.at(d.loc, f"{d.name!r} is already declared")
+        returns = self.env.resolve(d.return_type)
+        if not isinstance(returns, ir.BitT | ir.BoolT | ir.VoidT):
+            raise P4CompileError.at(d.loc, f"functions returning {returns} are not supported")
+        inner = self.top.child()
+        params = []
+        for p in d.params:
+            t = self.env.resolve(p.type)
+            _check_param(p, t, "function", directionless_scalar=False)
+            var = ir.Var(p.name, t, in_slots=False)
+            inner.declare(p.name, var, p.loc)
+            if p.direction in ("", "in"):
+                inner.readonly.add(var)
+            params.append(ir.Param(p.name, t, p.direction or "in", var, p.annotations))
+        result = None
+        if not isinstance(returns, ir.VoidT):
+            result = ir.Var("result", returns, in_slots=False)
+        ctx = BlockContext("function", d.name, self.ctx.called_actions, result)
+        body = self.stmts.block(d.body.stmts, inner, ctx)
+        if result is not None and not _always_returns(body):
+            raise P4CompileError.at(
+                d.loc, f"function {d.name} does not return a value on every path"
+            )
+        everything = list(params)
+        if result is not None:
+            everything.append(ir.Param("result", returns, "out", result))
+        self.top.declare(d.name, FunctionEntity(name, d, tuple(params), returns), d.loc)
+        self.actions[name] = ir.Action(
+            name, tuple(everything), body, d.annotations, d.loc, function=True
+        )
 
     def _noaction(self) -> ActionEntity | None:
         found = self.top.lookup("NoAction")
@@ -361,6 +398,34 @@ class ProgramChecker:
         return tuple(out)
 
 
+def _check_param(p: s.ParamDecl, t: ir.Type, what: str, directionless_scalar: bool) -> None:
+    """Parameters are bit<N>, int<N> or bool, or (with a direction) a header, struct or
+    header stack, passed field by field. An action's directionless parameters come from the
+    control plane: scalars only."""
+    if isinstance(t, ir.BitT | ir.BoolT):
+        return
+    aggregate = isinstance(t, ir.StructT | ir.StackT)
+    if aggregate and not (directionless_scalar and p.direction == ""):
+        return
+    if aggregate:
+        raise P4CompileError.at(
+            p.loc,
+            f"a directionless {what} parameter of type {t} is not supported"
+            " (the control plane supplies bit<N> values)",
+        )
+    raise P4CompileError.at(p.loc, f"{what} parameters of type {t} are not supported")
+
+
+def _always_returns(body: tuple[ir.Stmt, ...]) -> bool:
+    """Whether every path through `body` ends in `return`."""
+    for st in body:
+        if isinstance(st, ir.Return):
+            return True
+        if isinstance(st, ir.If) and _always_returns(st.then) and _always_returns(st.else_):
+            return True
+    return False
+
+
 # How each kind of top-level declaration is taken in (any other kind is ignored).
 _DECLARATIONS: dict[type[s.Decl], Callable[[ProgramChecker, Any], None]] = {
     s.Unsupported: ProgramChecker._unsupported,
@@ -372,6 +437,7 @@ _DECLARATIONS: dict[type[s.Decl], Callable[[ProgramChecker, Any], None]] = {
     s.ExternDecl: ProgramChecker._extern,
     s.ExternFunctionDecl: ProgramChecker._extern_function,
     s.ActionDecl: ProgramChecker._top_action,
+    s.FunctionDecl: ProgramChecker._function,
     s.ParserDecl: ProgramChecker._block,
     s.ControlDecl: ProgramChecker._block,
     s.BlockTypeDecl: ProgramChecker._block_type,

@@ -68,6 +68,21 @@ class StackIndex(Expr):
 
 
 @dataclass(frozen=True)
+class FunctionCall(Expr):
+    """A call of a P4 function that has a value, `f(a, b)`.
+
+    The front end only: each statement holding one calls the function first, into a
+    temporary (`StmtChecker.lower`), so the back ends see a `CallAction` and the temporary.
+    """
+
+    function: str  # the function's action name
+    args: tuple[Expr, ...]  # one per parameter but the result; out/inout ones are l-values
+    type: Type
+    pure: bool  # no out or inout parameter: calling it early changes nothing
+    loc: Loc
+
+
+@dataclass(frozen=True)
 class Slice(Expr):
     base: Expr
     hi: int

@@ -27,6 +27,7 @@ class Action:
     body: tuple[Stmt, ...]
     annotations: tuple[Annotation, ...] = ()
     loc: Loc | None = None
+    function: bool = False  # a P4 function (its result an `out` parameter): not in P4Info
 
     @property
     def control_params(self) -> tuple[Param, ...]:

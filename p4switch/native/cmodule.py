@@ -191,13 +191,11 @@ class _UnitBuilder:
     def _signature(self, a: ir.Action) -> str:
         params = ["p4s_ctx *c", "uint64_t *S"]
         for prm in a.params:
-            if isinstance(prm.type, ir.StructT):
-                raise NativeUnsupported(f"action parameter {prm.name} of type {prm.type}", a.loc)
-            check_width(prm.type, f"action parameter {prm.name}", str(a.loc or self.p.path))
-            name = self.storage.local(prm.var)
-            params.append(
-                f"uint64_t *o_{name}" if prm.direction in ("out", "inout") else f"uint64_t {name}"
-            )
+            for leaf, t in leaves(prm.type):  # a struct or header: one parameter per scalar
+                check_width(t, f"action parameter {prm.name}", str(a.loc or self.p.path))
+                name = self.storage.ref(prm.var, leaf)
+                out = prm.direction in ("out", "inout")
+                params.append(f"uint64_t *o_{name}" if out else f"uint64_t {name}")
         return f"static void A{self.names.actions[a.name]}({', '.join(params)})"
 
     def _prototypes(self) -> None:
@@ -207,14 +205,16 @@ class _UnitBuilder:
             self.src.line(f"static uint32_t T{i}(p4s_ctx *c, uint64_t *S, int *hit);")
 
     def _action(self, a: ir.Action) -> None:
-        outs = [self.storage.local(p.var) for p in a.params if p.direction in ("out", "inout")]
+        def names(p: ir.Param) -> list[str]:
+            return [self.storage.ref(p.var, leaf) for leaf, _ in leaves(p.type)]
+
+        outs = [n for p in a.params if p.direction in ("out", "inout") for n in names(p)]
         returns = "".join(f"*o_{n} = {n}; " for n in outs) + "return;"
-        params = {
-            self.storage.local(p.var) for p in a.params if p.direction == "" or p.direction == "in"
-        }
+        params = {n for p in a.params if p.direction in ("", "in") for n in names(p)}
         self.x.where = str(a.loc or self.p.path)
 
         def body() -> None:
+            self.storage.used.update(outs)  # locals, copied in and out even when unused
             for n in outs:
                 self.src.line(f"{n} = *o_{n};")
             self.stmts.block(a.body, CBlock("action", "{ " + returns + " }"))

@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from p4switch import ir
-from p4switch.compiler.layout import CLONE, CLONE_FIELD_LIST, CLONE_SESSION, TRUNCATE, leaves
+from p4switch.compiler.layout import (
+    CLONE,
+    CLONE_FIELD_LIST,
+    CLONE_SESSION,
+    TRUNCATE,
+    leaf_exprs,
+    leaves,
+)
 from p4switch.compiler.layout import path_of as _path_of
 from p4switch.compiler.source import Source
 from p4switch.compiler.stmts import _flatten_slice
@@ -211,15 +218,16 @@ class CStmtCompiler:
         action = self.names.action_ir[st.action]
         args = ["c", "S"]
         outs = []
-        for p, a in zip(action.params, st.args, strict=True):
-            if p.direction in ("out", "inout"):
-                tmp = self.src.temp("_o")
-                value = "0" if p.direction == "out" else self.x.expr(a)
-                self.src.line(f"uint64_t {tmp} = {value};")
-                args.append("&" + tmp)
-                outs.append((a, tmp))
-            else:
-                args.append(self.x.expr(a))
+        for p, arg in zip(action.params, st.args, strict=True):
+            for a in leaf_exprs(arg):  # a struct or header: one argument per scalar
+                if p.direction in ("out", "inout"):
+                    tmp = self.src.temp("_o")
+                    value = "0" if p.direction == "out" else self.x.expr(a)
+                    self.src.line(f"uint64_t {tmp} = {value};")
+                    args.append("&" + tmp)
+                    outs.append((a, tmp))
+                else:
+                    args.append(self.x.expr(a))
         self.src.line(f"A{self.names.actions[st.action]}({', '.join(args)});")
         for target, tmp in outs:  # copied out before an `exit` in the action leaves
             self.store(target, tmp)

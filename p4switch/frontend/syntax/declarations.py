@@ -108,6 +108,17 @@ class ActionDecl(Decl):
 
 
 @dataclass(frozen=True)
+class FunctionDecl(Decl):
+    loc: Loc
+    name: str
+    return_type: TypeRef
+    params: tuple[ParamDecl, ...]
+    body: BlockStmt
+    annotations: tuple[Annotation, ...] = ()
+    type_params: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class KeyElement:
     loc: Loc
     expr: ExprSyntax
