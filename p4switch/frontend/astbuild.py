@@ -225,6 +225,13 @@ class CodeBuilder(Transformer):
     def args(self, meta: Any, c: list) -> list:
         return c
 
+    def named_arg(self, meta: Any, c: list) -> s.NamedArg:
+        return s.NamedArg(self._tok(c[0]), str(c[0]), c[1])
+
+    def named_list_arg(self, meta: Any, c: list) -> s.NamedArg:
+        value = s.ListLit(self._loc(meta), tuple(c[1] or ()))
+        return s.NamedArg(self._tok(c[0]), str(c[0]), value)
+
     def expr_list(self, meta: Any, c: list) -> list:
         return c
 

@@ -93,9 +93,7 @@ class DeclBuilder(CodeBuilder):
 
     def param(self, meta: Any, c: list) -> s.ParamDecl:
         annos, direction, type_, name, default = c
-        if default is not None:
-            raise P4CompileError.at(default.loc, "default parameter values are not supported")
-        return s.ParamDecl(self._tok(name), direction, type_, str(name), annos)
+        return s.ParamDecl(self._tok(name), direction, type_, str(name), annos, default)
 
     def dir_none(self, meta: Any, c: list) -> str:
         return ""

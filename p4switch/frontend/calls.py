@@ -78,7 +78,8 @@ class CallLowering:
     ) -> ir.CallAction:
         if ctx.kind in ("parser", "function"):
             raise P4CompileError.at(call.loc, f"actions cannot be called from a {ctx.kind}")
-        args = self.x.call_args(call, action.params, scope, f"action {action.decl.name}")
+        what = f"action {action.decl.name}"
+        args = self.x.call_args(call, action.params, action.decl.params, scope, what)
         ctx.called_actions.add(action.name)
         return ir.CallAction(action.name, args)
 
@@ -88,7 +89,9 @@ class CallLowering:
         """A function called as a statement: its value, if any, is dropped."""
         ctx.called_actions.add(fn.name)
         if isinstance(fn.returns, ir.VoidT):
-            return [ir.CallAction(fn.name, self.x.call_args(call, fn.params, scope, fn.decl.name))]
+            what = f"function {fn.decl.name}"
+            args = self.x.call_args(call, fn.params, fn.decl.params, scope, what)
+            return [ir.CallAction(fn.name, args)]
         value = self.x.function_call(call, fn, scope)
         return [ir.Declare(ir.Var("dropped", fn.returns, in_slots=False), value)]
 

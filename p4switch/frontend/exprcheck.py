@@ -92,6 +92,9 @@ class ExprChecker:
         check = _EXPRESSIONS.get(type(e))
         if check is not None:
             return check(self, e, scope)
+        if isinstance(e, s.NamedArg):
+            what = "named arguments (name = value) are supported in calls of actions and functions"
+            raise P4CompileError.at(e.loc, what)
         what = _KEYSET_ONLY.get(type(e), type(e).__name__)
         raise P4CompileError.at(e.loc, f"{what} is only allowed in select cases and table entries")
 
@@ -335,15 +338,18 @@ class ExprChecker:
         return a, b, a.type
 
     def call_args(
-        self, call: s.CallExpr, params: Sequence[ir.Param], scope: Scope, what: str
+        self,
+        call: s.CallExpr,
+        params: Sequence[ir.Param],
+        decls: Sequence[s.ParamDecl],
+        scope: Scope,
+        what: str,
     ) -> tuple[ir.Expr, ...]:
-        """The arguments of a call of an action or a function, one per parameter: l-values of
-        the parameter's type for out and inout, values converted to it for the others."""
-        if len(call.args) != len(params):
-            n = len(call.args)
-            raise P4CompileError.at(call.loc, f"{what} takes {len(params)} argument(s), got {n}")
+        """The arguments of a call of an action or a function, one per parameter (`decls`
+        as declared, named and default arguments in place): l-values of the parameter's type
+        for out and inout, values converted to it for the others."""
         out = []
-        for p, a in zip(params, call.args, strict=True):
+        for p, a in zip(params, positional(call, decls, what), strict=True):
             if p.direction in ("out", "inout"):
                 arg = self.lvalue(a, scope)
                 if arg.type != p.type:
@@ -387,7 +393,7 @@ class ExprChecker:
         """A function's call in an expression: its value (see `ir.FunctionCall`)."""
         if isinstance(fn.returns, ir.VoidT):
             raise P4CompileError.at(e.loc, f"function {fn.decl.name} returns no value")
-        args = self.call_args(e, fn.params, scope, f"function {fn.decl.name}")
+        args = self.call_args(e, fn.params, fn.decl.params, scope, f"function {fn.decl.name}")
         pure = all(p.direction in ("", "in") for p in fn.params)
         return ir.FunctionCall(fn.name, args, fn.returns, pure, e.loc)
 
@@ -433,6 +439,34 @@ _KEYSET_ONLY: dict[type[s.ExprSyntax], str] = {
 
 def _applies_table(e: ir.Expr) -> bool:
     return any(isinstance(x, ir.TableHit) for x in ir.walk(e))
+
+
+def positional(call: s.CallExpr, decls: Sequence[s.ParamDecl], what: str) -> list[s.ExprSyntax]:
+    """A call's arguments in parameter order: named ones (`f(b = 1, a = 2)`, all or none, as
+    the spec says) put in place, and those left out taken from the parameters' defaults."""
+    args = call.args
+    arity = f"{what} takes {len(decls)} argument(s), got {len(args)}"
+    named = [a for a in args if isinstance(a, s.NamedArg)]
+    if named and len(named) != len(args):
+        raise P4CompileError.at(call.loc, "a call names all of its arguments or none")
+    if len(args) > len(decls):
+        raise P4CompileError.at(call.loc, arity)
+    given: dict[str, s.ExprSyntax] = {d.name: a for d, a in zip(decls, args, strict=False)}
+    if named:
+        given = {}
+        for a in named:
+            if a.name not in {d.name for d in decls}:
+                raise P4CompileError.at(a.loc, f"{what} has no parameter {a.name!r}")
+            if a.name in given:
+                raise P4CompileError.at(a.loc, f"argument {a.name!r} is given twice")
+            given[a.name] = a.value
+    out = []
+    for d in decls:
+        value = given.get(d.name, d.default)
+        if value is None:
+            raise P4CompileError.at(call.loc, f"{arity} (none for {d.name}, which has no default)")
+        out.append(value)
+    return out
 
 
 def lookahead_field(t: ir.StructT, name: str) -> ir.Expr:

@@ -68,6 +68,7 @@ class ParamDecl:
     type: TypeRef
     name: str
     annotations: tuple[Annotation, ...] = ()
+    default: ExprSyntax | None = None  # `= value`: the argument when a call leaves it out
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,15 @@ class CallExpr(ExprSyntax):
 
 
 @dataclass(frozen=True)
+class NamedArg(ExprSyntax):
+    """`name = value` in a call's arguments."""
+
+    loc: Loc
+    name: str
+    value: ExprSyntax
+
+
+@dataclass(frozen=True)
 class CastExpr(ExprSyntax):
     loc: Loc
     type: TypeRef

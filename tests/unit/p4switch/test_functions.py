@@ -10,6 +10,7 @@ import pytest
 
 from p4switch.exceptions import P4CompileError
 from p4switch.program import compile_file
+from tests.unit.p4switch.eth_program import eth_program
 
 PROGRAM = """\
 #include <core.p4>
@@ -119,4 +120,47 @@ def test_what_functions_refuse(tmp_path: Path, old: str, new: str, words: str) -
     assert old in PROGRAM
     with pytest.raises(P4CompileError) as err:
         compiled(tmp_path, PROGRAM.replace(old, new, 1))
+    assert words in err.value.what and err.value.line > 0, err.value
+
+
+NAMED = """\
+bit<8> scaled(in bit<8> x, in bit<8> by = 3) { return x * by; }
+""" + eth_program(
+    """\
+    action set_low(inout bit<48> field, bit<8> value = 0x5a) { field[7:0] = value; }
+    apply {
+        s.egress_spec = 1;
+        bit<8> v = h.eth.dst[7:0];
+        h.eth.src[15:8] = scaled(by = 2, x = v);  // named, in any order
+        h.eth.src[23:16] = scaled(v);  // `by` from its default
+        set_low(value = 7, field = h.eth.dst);
+        set_low(h.eth.src);
+    }
+"""
+)
+
+
+def test_named_arguments_and_default_values(tmp_path: Path, backend: str) -> None:
+    program = compiled(tmp_path, NAMED)
+    pipe = program.pipeline(program.new_state())
+    ((_, out),) = list(pipe.process(0, bytes(5) + b"\x05" + bytes(6) + b"\x08\x00"))
+    assert out[5] == 7  # set_low(value = 7, field = h.eth.dst)
+    assert out[11] == 0x5A and out[10] == 10 and out[9] == 15
+
+
+NAMED_BAD = [
+    ("scaled(by = 2, x = v)", "scaled(by = 2, v)", "names all of its arguments or none"),
+    ("scaled(by = 2, x = v)", "scaled(by = 2, y = v)", "has no parameter 'y'"),
+    ("scaled(by = 2, x = v)", "scaled(x = 2, x = v)", "given twice"),
+    ("scaled(by = 2, x = v)", "scaled(by = 2)", "none for x, which has no default"),
+    ("scaled(v);", "scaled(v, 1, 2);", "takes 2 argument(s), got 3"),
+    ("s.egress_spec = 1;", "mark_to_drop(standard_metadata = s);", "named arguments"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "words"), NAMED_BAD)
+def test_what_named_arguments_refuse(tmp_path: Path, old: str, new: str, words: str) -> None:
+    assert old in NAMED
+    with pytest.raises(P4CompileError) as err:
+        compiled(tmp_path, NAMED.replace(old, new, 1))
     assert words in err.value.what and err.value.line > 0, err.value
