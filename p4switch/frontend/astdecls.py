@@ -137,10 +137,11 @@ class DeclBuilder(CodeBuilder):
         return s.TopDecl(stmt.loc, stmt.name, stmt)
 
     def parser_decl(self, meta: Any, c: list) -> s.ParserDecl:
-        annos, name, params, *rest = c
+        annos, name, params, ctor, *rest = c
         locals_ = tuple(_local(x) for x in rest if not isinstance(x, s.StateDecl))
         states = tuple(x for x in rest if isinstance(x, s.StateDecl))
-        return s.ParserDecl(self._tok(name), str(name), params, locals_, states, annos)
+        loc = self._tok(name)
+        return s.ParserDecl(loc, str(name), params, locals_, states, annos, ctor or ())
 
     def parser_state(self, meta: Any, c: list) -> s.StateDecl:
         annos, name, *stmts, transition = c
@@ -177,9 +178,13 @@ class DeclBuilder(CodeBuilder):
         return s.DontCare(self._loc(meta))
 
     def control_decl(self, meta: Any, c: list) -> s.ControlDecl:
-        annos, name, params, *locals_, apply = c
+        annos, name, params, ctor, *locals_, apply = c
         locals_ = [_local(x) for x in locals_]
-        return s.ControlDecl(self._tok(name), str(name), params, tuple(locals_), apply, annos)
+        loc = self._tok(name)
+        return s.ControlDecl(loc, str(name), params, tuple(locals_), apply, annos, ctor or ())
+
+    def ctor_params(self, meta: Any, c: list) -> tuple[s.ParamDecl, ...]:
+        return tuple(c[0])
 
     def value_set_decl(self, meta: Any, c: list) -> s.Unsupported:
         return s.Unsupported(self._loc(meta), "parser value sets are not supported", str(c[-1]))

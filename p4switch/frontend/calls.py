@@ -15,6 +15,7 @@ from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.env import (
     ActionEntity,
+    BlockInstanceEntity,
     FunctionEntity,
     InstanceEntity,
     PacketEntity,
@@ -27,6 +28,9 @@ HASHES = ("crc16", "crc32", "identity", "csum16", "xor16")
 U32 = ir.BitT(32)
 
 
+ApplyBlock = Callable[[s.CallExpr, BlockInstanceEntity, Scope, "BlockContext"], list[ir.Stmt]]
+
+
 @dataclass
 class BlockContext:
     """Where a statement sits: which kind of block, and what it may touch."""
@@ -35,11 +39,15 @@ class BlockContext:
     name: str
     called_actions: set[str] = field(default_factory=set)
     result: ir.Var | None = None  # in a function with a value: where `return e` puts it
+    nested: bool = False  # a control applied by another (inlined: no `return` of its own)
 
 
 class CallLowering:
     def __init__(self, exprs: ExprChecker) -> None:
         self.x = exprs
+        # set by the program checker: `c.apply(...)` of a control instance, inlined
+        self.apply_control: ApplyBlock | None = None
+        self.apply_parser: ApplyBlock | None = None  # `p.apply(...)` of a sub-parser
         self._functions: dict[str, Callable[[s.CallExpr, Scope, BlockContext], list[ir.Stmt]]]
         self._functions = {
             "mark_to_drop": self._mark_to_drop,
@@ -111,6 +119,14 @@ class CallLowering:
             return [ir.ApplyTable(found.name)]
         if isinstance(found, InstanceEntity):
             return self._instance(call, method, found, scope)
+        if isinstance(found, BlockInstanceEntity):
+            if method != "apply":
+                raise P4CompileError.at(callee.loc, f"a {found.kind} has no method {method!r}")
+            if found.kind == "parser":
+                assert self.apply_parser is not None
+                return self.apply_parser(call, found, scope, ctx)
+            assert self.apply_control is not None
+            return self.apply_control(call, found, scope, ctx)
         if isinstance(found, PacketEntity):
             return self._packet(call, method, found, scope, ctx)
         if method in ("setValid", "setInvalid"):

@@ -46,13 +46,36 @@ class InstanceEntity:
     loc: ir.Loc | None = None
 
 
+@dataclass(eq=False)
+class BlockInstanceEntity:
+    """An instance of a user's control (or parser) inside another: applied by inlining."""
+
+    kind: str  # "control" or "parser"
+    name: str  # control-plane prefix of its tables and actions: `Outer.inst`
+    decl: s.ControlDecl | s.ParserDecl
+    ctor: dict[str, ir.Const]  # constructor arguments by parameter name
+    loc: ir.Loc
+    locals_: list[ir.Var]  # where its own variables go (the enclosing block's)
+    own: dict[str, ir.Var] = field(default_factory=dict)  # its `in` parameters' copies
+    body: tuple[ir.Stmt, ...] | None = None  # a control's, checked at the first apply
+    states: tuple[ir.ParserState, ...] | None = None  # a parser's, checked at the first apply
+    aliases: tuple[ir.Expr, ...] = ()  # the out/inout arguments of that apply
+
+
 @dataclass(frozen=True)
 class PacketEntity:
     kind: str  # "packet_in" or "packet_out"
 
 
 Entity = (
-    ir.Var | ir.Const | ActionEntity | FunctionEntity | TableEntity | InstanceEntity | PacketEntity
+    ir.Var
+    | ir.Expr  # a constant, or what a nested block's out/inout parameter names
+    | ActionEntity
+    | FunctionEntity
+    | TableEntity
+    | InstanceEntity
+    | BlockInstanceEntity
+    | PacketEntity
 )
 
 

@@ -158,7 +158,7 @@ class ExprChecker:
         found = scope.lookup(e.name)
         if isinstance(found, ir.Var):
             return ir.VarRef(found)
-        if isinstance(found, ir.Const):
+        if isinstance(found, ir.Expr):  # a constant, or a nested block's out/inout parameter
             return found
         if found is not None:
             raise P4CompileError.at(e.loc, f"{e.name!r} is not a value")

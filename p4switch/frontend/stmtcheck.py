@@ -162,14 +162,19 @@ class StmtChecker:
             raise P4CompileError.at(st.loc, f"{word} is not allowed in a parser")
         if isinstance(st, s.ExitStmt):
             return [ir.Exit()]
+        if ctx.nested:
+            what = "return in a control applied by another is not supported (use if/else)"
+            raise P4CompileError.at(st.loc, what)
         if ctx.result is not None:
             if st.value is None:
                 raise P4CompileError.at(st.loc, f"function {ctx.name} must return a value")
             value = self.x.expr(st.value, scope, ctx.result.type)
             return [ir.Assign(ir.VarRef(ctx.result), value), ir.Return()]
         if st.value is not None:
-            what = "this function returns no value" if ctx.kind == "function" else None
-            raise P4CompileError.at(st.loc, what or "actions and controls return no value")
+            no_value = "actions and controls return no value"
+            if ctx.kind == "function":
+                no_value = "this function returns no value"
+            raise P4CompileError.at(st.loc, no_value)
         return [ir.Return()]
 
     def _switch(self, st: s.SwitchStmt, scope: Scope, ctx: BlockContext) -> ir.Stmt:

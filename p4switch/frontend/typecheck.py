@@ -9,6 +9,7 @@ then name the same three shared variables (headers, metadata, standard metadata)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from p4switch import ir
@@ -17,13 +18,15 @@ from p4switch.frontend import syntax as s
 from p4switch.frontend.calls import BlockContext, CallLowering
 from p4switch.frontend.env import (
     ActionEntity,
+    BlockInstanceEntity,
     FunctionEntity,
     InstanceEntity,
+    PacketEntity,
     Scope,
     TableEntity,
     TypeEnv,
 )
-from p4switch.frontend.exprcheck import ExprChecker
+from p4switch.frontend.exprcheck import ExprChecker, positional
 from p4switch.frontend.package import BLOCKS, PackageBinder, type_name
 from p4switch.frontend.stmtcheck import StmtChecker
 from p4switch.frontend.tables import TableChecker
@@ -53,6 +56,8 @@ class ProgramChecker:
         self.x = ExprChecker(self.env)
         self.env.const_int = lambda e: self.x.const_int(e, self.top)
         self.calls = CallLowering(self.x)
+        self.calls.apply_control = self._apply_control
+        self.calls.apply_parser = self._apply_parser
         self.tables: dict[str, ir.Table] = {}
         self.stmts = StmtChecker(self.x, self.calls, self.tables)
         self.table_checker = TableChecker(self.stmts, lambda: self._noaction())
@@ -298,6 +303,14 @@ class ProgramChecker:
         scope = self.binder.block_scope(d, list(shared))
         self.ctx = BlockContext("parser", d.name, self.ctx.called_actions)
         locals_: list[ir.Var] = []
+        states = self._parser_states(d, scope, locals_)
+        return ir.Parser(d.name, states, tuple(locals_))
+
+    def _parser_states(
+        self, d: s.ParserDecl, scope: Scope, locals_: list[ir.Var]
+    ) -> tuple[ir.ParserState, ...]:
+        """A parser's states, `start` first (with the parser-level variables' initialisers
+        ahead of its body), each `sub.apply(...)` of a sub-parser spliced in."""
         init: list[ir.Stmt] = []
         for st in d.locals:
             if isinstance(st, s.VarDecl):
@@ -309,8 +322,13 @@ class ProgramChecker:
             elif isinstance(st, s.Unsupported):
                 raise P4CompileError.at(st.loc, st.what)
             elif isinstance(st, s.Instantiation):
-                what = "instances in parsers (sub-parsers, externs) are not supported"
-                raise P4CompileError.at(st.loc, what)
+                if not isinstance(self.blocks.get(type_name(st.type)), s.ParserDecl):
+                    what = "only parsers can be instantiated in a parser"
+                    raise P4CompileError.at(st.loc, what)
+                sub = self.blocks[type_name(st.type)]
+                ctor = self._block_ctor_args(sub, st, scope)
+                entity = BlockInstanceEntity("parser", st.name, sub, ctor, st.loc, locals_)
+                scope.declare(st.name, entity, st.loc)
             else:
                 raise P4CompileError.at(st.loc, "this declaration is not supported in a parser")
         names = {st.name for st in d.states}
@@ -319,7 +337,29 @@ class ProgramChecker:
         states = {st.name: self.stmts.state(st, scope, self.ctx, names) for st in d.states}
         start = states.pop("start")
         start = ir.ParserState(start.name, tuple(init) + start.body, start.keys, start.cases)
-        return ir.Parser(d.name, (start, *states.values()), tuple(locals_))
+        return tuple(s for st in (start, *states.values()) for s in _splice_sub_parsers(st))
+
+    def _apply_parser(
+        self, call: s.CallExpr, inst: BlockInstanceEntity, scope: Scope, ctx: BlockContext
+    ) -> list[ir.Stmt]:
+        """`sub.apply(args)` in a parser state: a marker the state is split at
+        (`_splice_sub_parsers`), after the statements setting the sub-parser's `in`
+        parameters. The sub-parser's states are checked once, at the first apply."""
+        decl = inst.decl
+        assert isinstance(decl, s.ParserDecl)
+        if ctx.kind != "parser":
+            raise P4CompileError.at(call.loc, "a parser can only be applied in a parser")
+        inner, copy_in, aliases = self._bind_block(call, inst, scope)
+        if inst.states is None:
+            outer = self.ctx
+            self.ctx = BlockContext("parser", decl.name, outer.called_actions)
+            inst.states = self._parser_states(decl, inner, inst.locals_)
+            inst.aliases = aliases
+            self.ctx = outer
+        elif inst.aliases != aliases:
+            what = f"{inst.name} is applied again with other out/inout arguments (not supported)"
+            raise P4CompileError.at(call.loc, what)
+        return [*copy_in, _EnterSubParser(inst.name, inst.states)]
 
     def _control(
         self, d: s.ParserDecl | s.ControlDecl, hdr: ir.Var, meta: ir.Var, sm: ir.Var, role: str
@@ -329,6 +369,15 @@ class ProgramChecker:
         kind = "deparser" if role == "deparser" else "control"
         self.ctx = BlockContext(kind, d.name, self.ctx.called_actions)
         locals_: list[ir.Var] = []
+        body = self._control_body(d, scope, d.name, locals_)
+        return ir.Control(d.name, body, tuple(locals_))
+
+    def _control_body(
+        self, d: s.ControlDecl, scope: Scope, prefix: str, locals_: list[ir.Var]
+    ) -> tuple[ir.Stmt, ...]:
+        """A control's declarations, then its apply block (as statements, declarations'
+        initialisers first). Control-level variables (and those of the controls it applies)
+        go to `locals_`; the control-plane names of its tables and actions start `prefix`."""
         init: list[ir.Stmt] = []
         for item in d.locals:
             if isinstance(item, s.VarDecl):
@@ -338,11 +387,14 @@ class ProgramChecker:
             elif isinstance(item, s.ConstDecl):
                 self.stmts.constant(item, scope)
             elif isinstance(item, s.Instantiation):
-                self._instance(item, scope, d.name)
+                if isinstance(self.blocks.get(type_name(item.type)), s.ControlDecl):
+                    self._control_instance(item, scope, prefix, locals_)
+                else:
+                    self._instance(item, scope, prefix)
             elif isinstance(item, s.ActionDecl):
-                self._action(item, scope, d.name)
+                self._action(item, scope, prefix)
             elif isinstance(item, s.TableDecl):
-                name = control_plane_name(item.name, item.annotations, d.name)
+                name = control_plane_name(item.name, item.annotations, prefix)
                 if name in self.tables:
                     raise P4CompileError.at(item.loc, f"another table is already named {name}")
                 self.tables[name] = self.table_checker.check(item, name, scope)
@@ -352,7 +404,92 @@ class ProgramChecker:
             else:
                 raise P4CompileError.at(item.loc, "this declaration is not supported in a control")
         body = self.stmts.block(d.apply.stmts, scope.child(), self.ctx)
-        return ir.Control(d.name, tuple(init) + body, tuple(locals_))
+        return tuple(init) + body
+
+    def _control_instance(
+        self, st: s.Instantiation, scope: Scope, prefix: str, locals_: list[ir.Var]
+    ) -> None:
+        """`C(args) c;` in a control: `c.apply(...)` runs C's body in place (`_apply_control`)."""
+        decl = self.blocks[type_name(st.type)]
+        assert isinstance(decl, s.ControlDecl)
+        ctor = self._block_ctor_args(decl, st, scope)
+        name = control_plane_name(st.name, st.annotations, prefix)
+        entity = BlockInstanceEntity("control", name, decl, ctor, st.loc, locals_)
+        scope.declare(st.name, entity, st.loc)
+
+    def _block_ctor_args(
+        self, decl: s.ControlDecl | s.ParserDecl, st: s.Instantiation, scope: Scope
+    ) -> dict[str, ir.Const]:
+        """A block's constructor arguments: compile-time constants, by parameter name."""
+        what = f"{decl.name}'s constructor"
+        call = s.CallExpr(st.loc, s.Name(st.loc, decl.name), st.args)
+        out = {}
+        for p, a in zip(decl.ctor_params, positional(call, decl.ctor_params, what), strict=True):
+            value = self.x.expr(a, scope, self.env.resolve(p.type))
+            if not isinstance(value, ir.Const):
+                raise P4CompileError.at(a.loc, "a constructor argument must be a constant")
+            out[p.name] = value
+        return out
+
+    def _bind_block(
+        self, call: s.CallExpr, inst: BlockInstanceEntity, scope: Scope
+    ) -> tuple[Scope, list[ir.Stmt], tuple[ir.Expr, ...]]:
+        """The scope a nested block's body is checked in, for `inst.apply(args)`: its
+        constructor parameters are constants; its `out` and `inout` parameters name the
+        arguments themselves (returned too); its `in` ones are its own variables, set from
+        the arguments by the returned statements at each apply."""
+        decl = inst.decl
+        args = positional(call, decl.params, f"{decl.name}.apply")
+        inner = self.top.child()
+        for name, value in inst.ctor.items():
+            inner.declare(name, value, decl.loc)
+        copy_in: list[ir.Stmt] = []
+        aliases: list[ir.Expr] = []
+        for p, a in zip(decl.params, args, strict=True):
+            t = self.env.resolve(p.type)
+            if isinstance(t, ir.ExternT):
+                found = scope.lookup(a.name) if isinstance(a, s.Name) else None
+                if not isinstance(found, PacketEntity) or found.kind != t.name:
+                    raise P4CompileError.at(a.loc, f"expected the {t.name} here")
+                inner.declare(p.name, found, p.loc)
+            elif p.direction in ("out", "inout"):
+                target = self.x.lvalue(a, scope)
+                if target.type != t:
+                    raise P4CompileError.at(a.loc, f"parameter {p.name} is {t}, not {target.type}")
+                inner.declare(p.name, target, p.loc)
+                aliases.append(target)
+            else:
+                own = inst.own.get(p.name)
+                if own is None:
+                    own = inst.own[p.name] = ir.Var(f"{inst.name}.{p.name}", t, in_slots=True)
+                    inst.locals_.append(own)
+                copy_in.append(ir.Assign(ir.VarRef(own), self.x.expr(a, scope, t)))
+                inner.declare(p.name, own, p.loc)
+                inner.readonly.add(own)
+        return inner, copy_in, tuple(aliases)
+
+    def _apply_control(
+        self, call: s.CallExpr, inst: BlockInstanceEntity, scope: Scope, ctx: BlockContext
+    ) -> list[ir.Stmt]:
+        """`c.apply(args)` of a control instance, inlined: its `out` and `inout` parameters
+        name the arguments themselves, its `in` ones are its own variables set from them at
+        each apply; its declarations are checked once, at the first apply (a later apply must
+        pass the same `out`/`inout` arguments)."""
+        decl = inst.decl
+        assert isinstance(decl, s.ControlDecl)
+        if ctx.kind != "control":
+            raise P4CompileError.at(call.loc, "a control can only be applied in a control")
+        inner, copy_in, aliases = self._bind_block(call, inst, scope)
+        if inst.body is None:
+            outer = self.ctx
+            self.ctx = BlockContext("control", decl.name, outer.called_actions, nested=True)
+            inst.body = self._control_body(decl, inner, inst.name, inst.locals_)
+            inst.aliases = aliases
+            self.ctx = outer
+        elif inst.aliases != aliases:
+            what = f"{inst.name} is applied again with other out/inout arguments (not supported)"
+            raise P4CompileError.at(call.loc, what)
+        return [*copy_in, *inst.body]
 
     def _program(
         self, parser: ir.Parser, c: dict[str, ir.Control], hdr: ir.Var, meta: ir.Var, sm: ir.Var
@@ -396,6 +533,47 @@ class ProgramChecker:
                 if anno is not None and anno.args:
                     out.append(ir.ControllerHeader(str(anno.args[0]), t, t.annotations))
         return tuple(out)
+
+
+@dataclass(frozen=True)
+class _EnterSubParser(ir.Stmt):
+    """Where a parser state applies a sub-parser; never leaves the front end."""
+
+    instance: str
+    states: tuple[ir.ParserState, ...]  # the sub-parser's, `start` first, its own names
+
+
+def _splice_sub_parsers(state: ir.ParserState) -> list[ir.ParserState]:
+    """`state` split at each sub-parser it applies: the statements before the apply, then a
+    transition into a copy of the sub-parser's states (renamed for this apply), whose
+    `accept` goes on to a state with the statements after the apply and `state`'s own
+    transition."""
+    body = state.body
+    at = next((i for i, st in enumerate(body) if isinstance(st, _EnterSubParser)), None)
+    if at is None:
+        return [state]
+    enter = body[at]
+    assert isinstance(enter, _EnterSubParser)
+    prefix = f"{state.name}__{enter.instance}"
+    after = f"{prefix}__after"
+
+    def renamed(name: str) -> str:
+        if name == "accept":
+            return after
+        return name if name == "reject" else f"{prefix}__{name}"
+
+    sub = [
+        ir.ParserState(
+            renamed(st.name),
+            st.body,
+            st.keys,
+            tuple(ir.SelectCase(c.keysets, renamed(c.next_state)) for c in st.cases),
+        )
+        for st in enter.states
+    ]
+    head = ir.ParserState(state.name, body[:at], (), (ir.SelectCase((), renamed("start")),))
+    rest = ir.ParserState(after, body[at + 1 :], state.keys, state.cases)
+    return [head, *sub, *_splice_sub_parsers(rest)]
 
 
 def _check_param(p: s.ParamDecl, t: ir.Type, what: str, directionless_scalar: bool) -> None:

@@ -196,6 +196,7 @@ class ParserDecl(Decl):
     locals: tuple[StmtSyntax, ...]
     states: tuple[StateDecl, ...]
     annotations: tuple[Annotation, ...] = ()
+    ctor_params: tuple[ParamDecl, ...] = ()  # `parser P(...)(bit<8> k)`
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,7 @@ class ControlDecl(Decl):
     locals: tuple[Decl | StmtSyntax, ...]
     apply: BlockStmt
     annotations: tuple[Annotation, ...] = ()
+    ctor_params: tuple[ParamDecl, ...] = ()  # `control C(...)(bit<8> k)`
 
 
 @dataclass(frozen=True)

@@ -60,5 +60,5 @@ def test_an_instance_in_a_parser_is_named(tmp_path: Path) -> None:
     path.write_text(text.replace("TAGGED:", "0x88b5:"))
     with pytest.raises(P4CompileError) as err:
         compile_file(path)
-    assert "instances in parsers (sub-parsers, externs) are not supported" in err.value.what
+    assert "only parsers can be instantiated in a parser" in err.value.what
     assert err.value.line == 8
