@@ -129,26 +129,33 @@ class CallLowering:
             return self.apply_control(call, found, scope, ctx)
         if isinstance(found, PacketEntity):
             return self._packet(call, method, found, scope, ctx)
+        if method in ("setValid", "setInvalid", "isValid", "push_front", "pop_front"):
+            return self._header_method(call, callee, scope)
+        if isinstance(callee.base, s.Name) and found is None:
+            self.x.expr(callee.base, scope)  # raises: not declared, or a type
+        raise P4CompileError.at(callee.loc, f"method {method!r} is not supported here")
+
+    def _header_method(self, call: s.CallExpr, callee: s.MemberExpr, scope: Scope) -> list[ir.Stmt]:
+        """setValid, setInvalid and isValid of headers; push_front and pop_front of stacks."""
+        method = callee.name
+        if method == "isValid":
+            self.x.expr(call, scope)
+            return []
         if method in ("setValid", "setInvalid"):
             _arity(call, 0, f"{method}()")
             header = self.x.lvalue(callee.base, scope)
             _need_header(header, call.loc, method)
-            return [ir.SetValid(header, method == "setValid")]
-        if method == "isValid":
-            self.x.expr(call, scope)
-            return []
-        if method in ("push_front", "pop_front"):
-            _arity(call, 1, f"{method}(count)")
-            stack = self.x.lvalue(callee.base, scope)
-            if not isinstance(stack.type, ir.StackT):
-                raise P4CompileError.at(call.loc, f"{method} applies to header stacks only")
-            count = self.x.const_int(call.args[0], scope)
-            if count < 0:
-                raise P4CompileError.at(call.args[0].loc, f"{method} needs a count of 0 or more")
-            return shift_stack(stack, count if method == "push_front" else -count)
-        if isinstance(callee.base, s.Name) and found is None:
-            self.x.expr(callee.base, scope)  # raises: not declared, or a type
-        raise P4CompileError.at(callee.loc, f"method {method!r} is not supported here")
+            if method == "setValid":
+                return [ir.SetValid(header, True), *union_siblings_invalid(header)]
+            return [ir.SetValid(header, False)]
+        _arity(call, 1, f"{method}(count)")
+        stack = self.x.lvalue(callee.base, scope)
+        if not isinstance(stack.type, ir.StackT):
+            raise P4CompileError.at(call.loc, f"{method} applies to header stacks only")
+        count = self.x.const_int(call.args[0], scope)
+        if count < 0:
+            raise P4CompileError.at(call.args[0].loc, f"{method} needs a count of 0 or more")
+        return shift_stack(stack, count if method == "push_front" else -count)
 
     def _instance(
         self, call: s.CallExpr, method: str, inst: InstanceEntity, scope: Scope
@@ -193,7 +200,7 @@ class CallLowering:
             _need_header(header, call.loc, "extract")
             if isinstance(header, ir.StackIndex) and header.kind == "next":
                 return [ir.Extract(header), _next_index_plus(header.stack, 1)]
-            return [ir.Extract(header)]
+            return [ir.Extract(header), *union_siblings_invalid(header)]
         if packet.kind == "packet_in" and method == "advance":
             _arity(call, 1, "advance(bits)")
             return [ir.Advance(self.x.expr(call.args[0], scope, U32))]
@@ -331,6 +338,20 @@ def _headers_in(value: ir.Expr) -> list[ir.Expr]:
         if isinstance(f.type, ir.StructT | ir.StackT):
             out += _headers_in(ir.Member(value, f.name, f.type))
     return out
+
+
+def union_siblings_invalid(header: ir.Expr) -> list[ir.Stmt]:
+    """A header of a union made valid: the union's other headers made invalid (P4_16 8.20)."""
+    if not isinstance(header, ir.Member):
+        return []
+    union = header.base.type
+    if not (isinstance(union, ir.StructT) and union.is_union):
+        return []
+    return [
+        ir.SetValid(ir.Member(header.base, f.name, f.type), False)
+        for f in union.fields
+        if f.name != header.name
+    ]
 
 
 def shift_stack(stack: ir.Expr, count: int) -> list[ir.Stmt]:

@@ -155,7 +155,10 @@ class TypeEnv:
     def _stack(self, ref: s.StackTypeRef, type_vars: Mapping[str, ir.Type] | None) -> ir.StackT:
         element = self.resolve(ref.element, type_vars)
         if not (isinstance(element, ir.StructT) and element.is_header):
-            raise P4CompileError.at(ref.loc, f"a header stack holds headers, not {element}")
+            what = f"a header stack holds headers, not {element}"
+            if isinstance(element, ir.StructT) and element.is_union:
+                what = "stacks of header unions are not supported by p4switch"
+            raise P4CompileError.at(ref.loc, what)
         assert self.const_int is not None
         size = self.const_int(ref.size)
         if not 1 <= size <= MAX_STACK:

@@ -374,8 +374,15 @@ class ExprChecker:
                 if e.args:
                     raise P4CompileError.at(e.loc, "isValid() takes no arguments")
                 header = self._expr(callee.base, scope)
-                if not (isinstance(header.type, ir.StructT) and header.type.is_header):
-                    raise P4CompileError.at(e.loc, "isValid() applies to headers only")
+                t = header.type
+                if isinstance(t, ir.StructT) and t.is_union:  # one of its headers is valid
+                    valid: ir.Expr = ir.Const(ir.BoolT(), False)
+                    for k, f in enumerate(t.fields):
+                        test = ir.IsValid(ir.Member(header, f.name, f.type))
+                        valid = test if k == 0 else ir.Binary("||", valid, test, ir.BoolT())
+                    return valid
+                if not (isinstance(t, ir.StructT) and t.is_header):
+                    raise P4CompileError.at(e.loc, "isValid() applies to headers and header unions")
                 return ir.IsValid(header)
             if callee.name == "lookahead" and isinstance(callee.base, s.Name):
                 packet = scope.lookup(callee.base.name)

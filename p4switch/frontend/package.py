@@ -50,9 +50,9 @@ class PackageBinder:
         if not isinstance(meta_t, ir.StructT) or meta_t.is_header:
             raise P4CompileError.at(main.loc, "the metadata type of V1Switch must be a struct")
         for f in hdr_t.fields:
-            header = isinstance(f.type, ir.StructT) and f.type.is_header
+            header = isinstance(f.type, ir.StructT) and (f.type.is_header or f.type.is_union)
             if not (header or isinstance(f.type, ir.StackT)):
-                what = f"{hdr_t.name}.{f.name} must be a header or a header stack"
+                what = f"{hdr_t.name}.{f.name} must be a header, a header union or a header stack"
                 raise P4CompileError.at(main.loc, what)
         sm_t = self.env.types["standard_metadata_t"]
         return (

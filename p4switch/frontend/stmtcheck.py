@@ -9,7 +9,7 @@ from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import rewrite, stacks
 from p4switch.frontend import syntax as s
-from p4switch.frontend.calls import BlockContext, CallLowering
+from p4switch.frontend.calls import BlockContext, CallLowering, union_siblings_invalid
 from p4switch.frontend.env import ActionEntity, Scope, TableEntity
 from p4switch.frontend.exprcheck import ExprChecker, lookahead_field
 
@@ -109,7 +109,11 @@ class StmtChecker:
             raise P4CompileError.at(st.loc, "extern instances cannot be assigned")
         if isinstance(st.value, s.ListLit) and isinstance(target.type, ir.StructT):
             return self._assign_list(st, target, scope, ctx)
-        return [ir.Assign(target, self.x.expr(st.value, scope, target.type))]
+        assign = ir.Assign(target, self.x.expr(st.value, scope, target.type))
+        others = union_siblings_invalid(target)
+        if others:  # a header of a union assigned a valid header: the others become invalid
+            return [assign, ir.If(ir.IsValid(target), tuple(others))]
+        return [assign]
 
     def _var(self, st: s.VarDecl, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
         if isinstance(st.init, s.ListLit):  # `S s = {...};`: declared, then assigned

@@ -142,9 +142,8 @@ class ProgramChecker:
                 self._instance(st, self.top, "")
 
     def _struct(self, d: s.StructDecl) -> ir.StructT:
-        if d.kind == "header_union":
-            raise P4CompileError.at(d.loc, "header unions are not supported by p4switch")
         header = d.kind == "header"
+        union = d.kind == "header_union"
         fields, names = [], set()
         for f in d.fields:
             if f.name in names:
@@ -155,12 +154,12 @@ class ProgramChecker:
                 raise P4CompileError.at(
                     f.loc, f"a header field must be bit<N>, int<N> or bool, not {t}"
                 )
-            if isinstance(t, ir.StructT) and t.is_header and not header and d.kind != "struct":
-                raise P4CompileError.at(f.loc, "headers cannot nest")
+            if union and not (isinstance(t, ir.StructT) and t.is_header):
+                raise P4CompileError.at(f.loc, f"a header union holds headers, not {t}")
             if isinstance(t, ir.ExternT | ir.VoidT | ir.StringT | ir.IntLitT | ir.BlockT):
                 raise P4CompileError.at(f.loc, f"a field cannot be of type {t}")
             fields.append(ir.Field(f.name, t, f.annotations))
-        out = ir.StructT(d.name, tuple(fields), header, d.annotations)
+        out = ir.StructT(d.name, tuple(fields), header, d.annotations, is_union=union)
         if header and out.width % 8:
             raise P4CompileError.at(
                 d.loc, f"header {d.name} is {out.width} bits; headers must be whole bytes"

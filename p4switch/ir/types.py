@@ -116,12 +116,14 @@ class Field:
 
 @dataclass(frozen=True)
 class StructT(Type):
-    """A struct or a header (`is_header`)."""
+    """A struct, a header (`is_header`) or a header union (`is_union`: a struct of headers
+    of which at most one is valid)."""
 
     name: str
     fields: tuple[Field, ...]
     is_header: bool = False
     annotations: tuple[Annotation, ...] = ()
+    is_union: bool = False
 
     def field(self, name: str) -> Field | None:
         return next((f for f in self.fields if f.name == name), None)
