@@ -218,6 +218,11 @@ class CodeBuilder(Transformer):
     def call(self, meta: Any, c: list) -> s.CallExpr:
         return s.CallExpr(self._loc(meta), c[0], tuple(c[1] or ()))
 
+    def generic_method_call(self, meta: Any, c: list) -> s.CallExpr:
+        base, name, type_args, args = c
+        callee = s.MemberExpr(self._tok(name), base, str(name))
+        return s.CallExpr(self._loc(meta), callee, tuple(args or ()), tuple(type_args))
+
     def lookahead(self, meta: Any, c: list) -> s.CallExpr:
         callee = s.MemberExpr(self._tok(c[1]), c[0], "lookahead")
         return s.CallExpr(self._loc(meta), callee, (), (c[2],))

@@ -192,6 +192,13 @@ class CallLowering:
     def _packet(
         self, call: s.CallExpr, method: str, packet: PacketEntity, scope: Scope, ctx: BlockContext
     ) -> list[ir.Stmt]:
+        if call.type_args:  # `p.extract<H>(h)`: H must be the argument's type
+            if len(call.type_args) != 1 or not call.args:
+                raise P4CompileError.at(call.loc, f"{method}<T>(...) takes one type argument")
+            named = self.x.env.resolve(call.type_args[0])
+            given = self.x.expr(call.args[0], scope).type
+            if named != given:
+                raise P4CompileError.at(call.loc, f"{method}<{named}> of a {given}")
         if packet.kind == "packet_in" and method == "extract":
             if len(call.args) == 2:
                 raise P4CompileError.at(call.loc, "variable-size extract (varbit) is not supported")

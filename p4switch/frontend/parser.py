@@ -24,8 +24,15 @@ from p4switch.frontend.preprocess import Preprocessed
 GRAMMAR = Path(__file__).resolve().parent / "p4.lark"
 
 
+# packet methods that may be called with an explicit type argument: `p.extract<H>(h)`
+GENERIC_METHODS = ("extract", "emit")
+
+
 class _PostLexer(PostLex):
-    """Turns names declared by `typedef` into TYPE_NAME, and `.lookahead` into LOOKAHEAD.
+    """Turns names declared by `typedef` into TYPE_NAME, `.lookahead` into LOOKAHEAD, and
+    `.extract`/`.emit` into GENERIC_METHOD (so a `<` after them opens type arguments).
+    (It sees one token at a time: the contextual lexer lexes the next one for the parser's
+    state after this one.)
 
     It keeps its state in the generator, so one parser serves every program.
     """
@@ -43,6 +50,8 @@ class _PostLexer(PostLex):
                     tok.type = "TYPE_NAME"
                 elif tok.value == "lookahead" and previous == "DOT":
                     tok.type = "LOOKAHEAD"
+                elif tok.value in GENERIC_METHODS and previous == "DOT":
+                    tok.type = "GENERIC_METHOD"
             if tok.type in ("TYPEDEF", "TYPE"):
                 in_typedef = True
             elif in_typedef and tok.type in ("NAME", "TYPE_NAME"):
@@ -88,7 +97,8 @@ def _syntax_error(pre: Preprocessed, exc: UnexpectedInput) -> P4CompileError:
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
         loc = pre.locate(tok.line or 1, tok.column or 1, str(tok))
-        expected = sorted(_pretty(t) for t in exc.expected if t not in ("TYPE_NAME", "LOOKAHEAD"))
+        hidden = ("TYPE_NAME", "LOOKAHEAD", "GENERIC_METHOD")
+        expected = sorted(_pretty(t) for t in exc.expected if t not in hidden)
         hint = f"; expected {', '.join(expected[:8])}" if expected else ""
         if len(expected) > 8:
             hint += ", ..."

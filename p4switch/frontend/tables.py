@@ -78,7 +78,9 @@ class TableChecker:
             if k.match_kind not in MATCH_KINDS:
                 raise P4CompileError.at(k.loc, f"match kind {k.match_kind} is not supported")
             expr = self.x.expr(k.expr, scope)
-            if not isinstance(expr.type, ir.BitT | ir.BoolT) or isinstance(expr, ir.Const):
+            if isinstance(expr, ir.Const) and isinstance(expr.type, ir.IntLitT):
+                raise P4CompileError.at(k.loc, "a constant key needs a width (8w1, not 1)")
+            if not isinstance(expr.type, ir.BitT | ir.BoolT):
                 raise P4CompileError.at(k.loc, f"cannot match on a {expr.type}")
             if any(isinstance(e, ir.StackIndex) for e in ir.walk(expr)):
                 what = "a table key cannot pick a stack element at run time (use a constant index)"

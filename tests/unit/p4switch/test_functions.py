@@ -164,3 +164,21 @@ def test_what_named_arguments_refuse(tmp_path: Path, old: str, new: str, words: 
     with pytest.raises(P4CompileError) as err:
         compiled(tmp_path, NAMED.replace(old, new, 1))
     assert words in err.value.what and err.value.line > 0, err.value
+
+
+TYPE_ARGS = (
+    eth_program("apply { s.egress_spec = 1; }")
+    .replace("p.extract(h.eth);", "p.extract<eth_t>(h.eth);")
+    .replace("p.emit(h.eth);", "p.emit<eth_t>(h.eth);")
+)
+
+
+def test_explicit_type_arguments_of_extract_and_emit(tmp_path: Path, backend: str) -> None:
+    assert "extract<eth_t>" in TYPE_ARGS and "emit<eth_t>" in TYPE_ARGS
+    program = compiled(tmp_path, TYPE_ARGS)
+    pipe = program.pipeline(program.new_state())
+    frame = bytes(range(14)) + b"payload"
+    assert list(pipe.process(0, frame)) == [(1, frame)]
+    with pytest.raises(P4CompileError) as err:
+        compiled(tmp_path, TYPE_ARGS.replace("extract<eth_t>", "extract<bit<8>>"))
+    assert "extract<bit<8>> of a eth_t" in err.value.what and err.value.line == 7
