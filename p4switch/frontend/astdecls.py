@@ -29,8 +29,8 @@ class DeclBuilder(CodeBuilder):
     def typedef_decl(self, meta: Any, c: list) -> s.TypedefDecl:
         return s.TypedefDecl(self._tok(c[2]), str(c[2]), c[1])
 
-    def newtype_decl(self, meta: Any, c: list) -> s.Unsupported:
-        return s.Unsupported(self._loc(meta), "`type` declarations are not supported", str(c[2]))
+    def newtype_decl(self, meta: Any, c: list) -> s.TypedefDecl:
+        return s.TypedefDecl(self._tok(c[2]), str(c[2]), c[1], newtype=True)
 
     def _struct(self, kind: str, meta: Any, c: list) -> s.StructDecl:
         annos, name, *fields = c

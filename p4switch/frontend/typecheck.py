@@ -92,7 +92,12 @@ class ProgramChecker:
         raise P4CompileError.at(d.loc, d.what)
 
     def _typedef(self, d: s.TypedefDecl) -> None:
-        self.env.declare(d.name, self.env.resolve(d.type), d.loc)
+        """`typedef`, and `type` (a new type): the same as its underlying type here, as after
+        p4c's EliminateNewtype pass, so its values mix with the underlying type's."""
+        t = self.env.resolve(d.type)
+        if d.newtype and not isinstance(t, ir.BitT | ir.BoolT):
+            raise P4CompileError.at(d.loc, f"a new type must be bit<N>, int<N> or bool, not {t}")
+        self.env.declare(d.name, t, d.loc)
 
     def _struct_decl(self, d: s.StructDecl) -> None:
         self.env.declare(d.name, self._struct(d), d.loc)
