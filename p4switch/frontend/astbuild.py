@@ -89,6 +89,13 @@ class CodeBuilder(Transformer):
         args, text = body
         return Annotation(str(name), args, text)
 
+    def raw_annotation(self, meta: Any, c: list) -> Annotation:
+        body = str(c[1])[1:-1]
+        return Annotation(str(c[0]), (body,), body)
+
+    def annotated_block(self, meta: Any, c: list) -> s.BlockStmt:
+        return c[-1]  # annotations on a block statement are ignored
+
     def anno_body(self, meta: Any, c: list) -> tuple[tuple, str]:
         items = [x for x in c if x is not None]
         args = tuple(

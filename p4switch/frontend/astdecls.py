@@ -9,6 +9,7 @@ from lark import v_args
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.astbuild import CodeBuilder
+from p4switch.ir import Annotation
 
 
 @v_args(meta=True)
@@ -195,6 +196,7 @@ class DeclBuilder(CodeBuilder):
 
     def table_decl(self, meta: Any, c: list) -> s.TableDecl:
         annos, name, *props = c
+        props = [p for p in props if not isinstance(p, Annotation)]  # on properties: ignored
         return s.TableDecl(self._tok(name), str(name), tuple(props), annos)
 
     def key_prop(self, meta: Any, c: list) -> s.TableProperty:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +19,7 @@ from lark.lark import PostLex
 
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
+from p4switch.frontend.annotations import raw_bodies
 from p4switch.frontend.astdecls import DeclBuilder
 from p4switch.frontend.preprocess import Preprocessed
 
@@ -77,6 +79,7 @@ def _lark() -> Lark:
 
 def parse(pre: Preprocessed) -> tuple[s.Decl, ...]:
     """Parse the whole preprocessed program; syntax errors point at the user's source."""
+    pre = dataclasses.replace(pre, text=raw_bodies(pre.text), _lines=[])
     try:
         tree = _lark().parse(pre.text)
     except UnexpectedInput as exc:
