@@ -25,6 +25,9 @@ from p4switch.frontend.env import (
 from p4switch.frontend.exprcheck import ExprChecker
 
 HASHES = ("crc16", "crc32", "identity", "csum16", "xor16")
+# BMv2's crc16_custom and crc32_custom start with crc16's and crc32's parameters; p4switch
+# offers no way to change them, so they are those algorithms
+CUSTOM = {"crc16_custom": "crc16", "crc32_custom": "crc32"}
 U32 = ir.BitT(32)
 
 
@@ -247,10 +250,12 @@ class CallLowering:
             raise P4CompileError.at(
                 call.args[0].loc, f"a hash result must be bit<N>, not {dest.type}"
             )
-        algo = self._algorithm(call.args[1], scope)
         base = self._number(call.args[2], scope, dest.type)
         data = self._data(call.args[3], scope)
         limit = self._number(call.args[4], scope, U32)
+        if self._enum_member(call.args[1], scope, "HashAlgorithm") == "random":
+            return _random_hash(dest, base, limit, call.args[4].loc)
+        algo = self._algorithm(call.args[1], scope)
         return [ir.Hash(dest, algo, base, data, limit)]
 
     def _checksum(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
@@ -301,6 +306,7 @@ class CallLowering:
 
     def _algorithm(self, e: s.ExprSyntax, scope: Scope) -> str:
         algo = self._enum_member(e, scope, "HashAlgorithm")
+        algo = CUSTOM.get(algo, algo)
         if algo not in HASHES:
             raise P4CompileError.at(e.loc, f"HashAlgorithm.{algo} is not supported by p4switch")
         return algo
@@ -345,6 +351,20 @@ def _headers_in(value: ir.Expr) -> list[ir.Expr]:
         if isinstance(f.type, ir.StructT | ir.StackT):
             out += _headers_in(ir.Member(value, f.name, f.type))
     return out
+
+
+def _random_hash(dest: ir.Expr, base: ir.Expr, limit: ir.Expr, loc: ir.Loc) -> list[ir.Stmt]:
+    """`hash` with HashAlgorithm.random: base plus a uniformly random value below max (BMv2
+    hashes nothing: the value is random), truncated to the result's width."""
+    if not isinstance(limit, ir.Const):
+        raise P4CompileError.at(loc, "HashAlgorithm.random needs a constant max")
+    if not limit.value:
+        return [ir.Assign(dest, base)]
+    t = dest.type
+    assert isinstance(t, ir.BitT)
+    top = ir.Const(t, min(int(limit.value) - 1, t.mask))
+    plus = ir.Binary("+", dest, base, t)
+    return [ir.Random(dest, ir.Const(t, 0), top), ir.Assign(dest, plus)]
 
 
 def union_siblings_invalid(header: ir.Expr) -> list[ir.Stmt]:
