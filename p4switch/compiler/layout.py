@@ -51,6 +51,8 @@ class Layout:
             first = self.size
             for f in t.fields:
                 self._new(var, (*path, f.name))
+            if t.varbit is not None:  # its length in bits, after the fields
+                self._new(var, (*path, t.varbit.name, ir.VARBIT_LEN))
             self._headers[(var, path)] = HeaderSlots(valid, first, t)
         elif isinstance(t, ir.StructT):
             for f in t.fields:
@@ -90,6 +92,8 @@ def leaves(t: ir.Type, path: Path = ()) -> list[tuple[Path, ir.Type]]:
         for f in t.fields:
             out += leaves(f.type, (*path, f.name))
         return out
+    if isinstance(t, ir.VarbitT):
+        return [(path, t), ((*path, ir.VARBIT_LEN), ir.BitT(32))]
     if isinstance(t, ir.StackT):
         out = []
         for i in range(t.size):

@@ -94,6 +94,8 @@ class _Builder:
         assert isinstance(sm.type, ir.StructT)
         names.sm = {f.name: self.layout.slot(sm, (f.name,)) for f in sm.type.fields}
         names.too_short = p.errors.index("PacketTooShort")
+        names.header_too_short = p.errors.index("HeaderTooShort")
+        names.invalid_argument = p.errors.index("ParserInvalidArgument")
         for i, a in enumerate(p.actions):
             names.actions[a.name] = f"A{i}"
             names.action_ir[a.name] = a
@@ -152,7 +154,7 @@ class _Builder:
             walk(v.type)
         for i, (name, h) in enumerate(sorted(headers.items())):
             self.names.structs[name] = f"ST{i}"
-            self.statics[f"ST{i}"] = struct.Struct(bits.struct_format(h))
+            self.statics[f"ST{i}"] = struct.Struct(bits.struct_format(h.fixed))
 
     def _action(self, a: ir.Action) -> None:
         params = ", ".join(["S", *(n for p in a.params for n in self._param_names(p))])

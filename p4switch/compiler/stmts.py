@@ -35,6 +35,8 @@ class Names:
     structs: dict[str, str] = field(default_factory=dict)  # header type -> struct.Struct
     sm: dict[str, int] = field(default_factory=dict)  # standard metadata field -> slot
     too_short: int = 1  # error.PacketTooShort
+    header_too_short: int = 4  # error.HeaderTooShort
+    invalid_argument: int = 6  # error.ParserInvalidArgument
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ class StmtCompiler:
         self.assign(st.target, st.value)
 
     def assign(self, target: ir.Expr, value: ir.Expr) -> None:
-        if isinstance(target.type, ir.StructT | ir.StackT):
+        if isinstance(target.type, ir.StructT | ir.StackT | ir.VarbitT):
             found = path_of(value)
             assert found is not None, "struct values are references (checked by the front-end)"
             var, path = found
@@ -153,7 +155,7 @@ class StmtCompiler:
 
     def _declare(self, st: ir.Declare, info: Block) -> None:
         var = st.var
-        if isinstance(var.type, ir.StructT | ir.StackT):
+        if isinstance(var.type, ir.StructT | ir.StackT | ir.VarbitT):
             for leaf, t in leaves(var.type):
                 zero = "False" if isinstance(t, ir.BoolT) else "0"
                 self.src.line(f"{self.storage.ref(var, leaf)} = {zero}")
@@ -236,15 +238,41 @@ class StmtCompiler:
     def _extract(self, st: ir.Extract, info: Block) -> None:
         header = st.header.type
         assert isinstance(header, ir.StructT)
-        size = header.width // 8
+        fixed = header.fixed
+        size = fixed.width // 8
         found = path_of(st.header)
         assert found is not None
         var, path = found
-        targets = [self.storage.ref(var, (*path, f.name)) for f in header.fields]
+        targets = [self.storage.ref(var, (*path, f.name)) for f in fixed.fields]
         self.src.line(f"if off + {size} > n: raise ParserReject({self.names.too_short}, off)")
-        bits.unpack(self.src, header, targets, self.names.structs[header.name], "data", "off")
+        varbit = header.varbit
+        nbits = self._varbit_size(st, varbit, size) if varbit is not None else ""
+        if fixed.fields:
+            bits.unpack(self.src, fixed, targets, self.names.structs[header.name], "data", "off")
+        if varbit is not None:
+            value = self._leaf(st.header, (varbit.name,))
+            end = f"off + {size} + ({nbits} >> 3)"
+            self.src.line(f"{value} = int.from_bytes(data[off + {size} : {end}], 'big')")
+            self.src.line(f"{self._leaf(st.header, (varbit.name, ir.VARBIT_LEN))} = {nbits}")
+            self.src.line(f"off += {nbits} >> 3")
         self.src.line(f"{self.storage.valid(st.header)} = 1")
         self.src.line(f"off += {size}")
+
+    def _varbit_size(self, st: ir.Extract, field: ir.Field, size: int) -> str:
+        """`extract(h, bits)`: `bits` for the varbit field, checked (more than its maximum:
+        HeaderTooShort; not whole bytes: ParserInvalidArgument; past the packet's end:
+        PacketTooShort), in a temporary."""
+        assert isinstance(field.type, ir.VarbitT)
+        assert st.bits is not None, "a varbit header takes extract(h, bits) (front-end)"
+        nbits = self.src.temp("_vb")
+        reject = "raise ParserReject({}, off)"
+        self.src.line(f"{nbits} = {self.x.expr(st.bits)}")
+        too_long = reject.format(self.names.header_too_short)
+        self.src.line(f"if {nbits} > {field.type.max}: {too_long}")
+        self.src.line(f"if {nbits} & 7: {reject.format(self.names.invalid_argument)}")
+        short = reject.format(self.names.too_short)
+        self.src.line(f"if off + {size} + ({nbits} >> 3) > n: {short}")
+        return nbits
 
     def _advance(self, st: ir.Advance, info: Block) -> None:
         amount = self.src.temp("_n")
@@ -259,17 +287,24 @@ class StmtCompiler:
     def _emit(self, st: ir.Emit, info: Block) -> None:
         header = st.header.type
         assert isinstance(header, ir.StructT)
+        fixed = header.fixed
         found = path_of(st.header)
         assert found is not None
         var, path = found
-        values = [self.storage.ref(var, (*path, f.name)) for f in header.fields]
+        values = [self.storage.ref(var, (*path, f.name)) for f in fixed.fields]
         packer = self.names.structs[header.name]
         with self.src.block(f"if {self.storage.valid(st.header)}:"):
-            joined = bits._joined(values)
-            if bits.simple(header) and joined.startswith("S["):
+            joined = bits._joined(values) if values else ""
+            if not values:
+                pass  # a header of a varbit field alone
+            elif bits.simple(fixed) and joined.startswith("S["):
                 self.src.line(f"out.append({packer}.pack(*{joined}))")
             else:
-                self.src.line(f"out.append({packer}.pack({bits.pack_args(header, values)}))")
+                self.src.line(f"out.append({packer}.pack({bits.pack_args(fixed, values)}))")
+            if header.varbit is not None:  # as many bytes as it holds
+                value = self._leaf(st.header, (header.varbit.name,))
+                length = self._leaf(st.header, (header.varbit.name, ir.VARBIT_LEN))
+                self.src.line(f"out.append({value}.to_bytes({length} >> 3, 'big'))")
 
     # --- hashes and checksums -------------------------------------------------------------------
 

@@ -26,7 +26,6 @@ _BINARY = {
 }  # fmt: skip
 _UNARY = {"neg": "-", "pos": "+", "bnot": "~", "lnot": "!"}
 _KEYWORD_TYPES = {
-    "varbit_type": "varbit",
     "bool_type": "bool",
     "error_type": "error",
     "void_type": "void",
@@ -121,6 +120,9 @@ class CodeBuilder(Transformer):
 
     def bit_type(self, meta: Any, c: list) -> s.BitsRef:
         return s.BitsRef(self._loc(meta), self._width(c[0]), False)
+
+    def varbit_type(self, meta: Any, c: list) -> s.VarbitRef:
+        return s.VarbitRef(self._loc(meta), self._width(c[0]))
 
     def int_type(self, meta: Any, c: list) -> s.BitsRef:
         return s.BitsRef(self._loc(meta), self._width(c[0]), True)

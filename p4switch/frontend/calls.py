@@ -203,11 +203,16 @@ class CallLowering:
             if named != given:
                 raise P4CompileError.at(call.loc, f"{method}<{named}> of a {given}")
         if packet.kind == "packet_in" and method == "extract":
-            if len(call.args) == 2:
-                raise P4CompileError.at(call.loc, "variable-size extract (varbit) is not supported")
-            _arity(call, 1, "extract(header)")
-            header = self.x.lvalue(call.args[0], scope)
+            header = self.x.lvalue(call.args[0], scope) if call.args else None
+            varbit = isinstance(header, ir.Expr) and _varbit_of(header) is not None
+            _arity(
+                call, 2 if varbit else 1, "extract(header, bits)" if varbit else "extract(header)"
+            )
+            assert header is not None
             _need_header(header, call.loc, "extract")
+            if varbit:
+                bits = self.x.expr(call.args[1], scope, U32)
+                return [ir.Extract(header, bits), *union_siblings_invalid(header)]
             if isinstance(header, ir.StackIndex) and header.kind == "next":
                 return [ir.Extract(header), _next_index_plus(header.stack, 1)]
             return [ir.Extract(header), *union_siblings_invalid(header)]
@@ -325,12 +330,27 @@ class CallLowering:
         for item in items:
             if isinstance(item.type, ir.IntLitT | ir.StringT | ir.TupleT | ir.ExternT):
                 raise P4CompileError.at(e.loc, f"cannot hash a {item.type} (give it a width)")
+            if _has_varbit(item.type):
+                what = "varbit fields in a hash or checksum are not supported by p4switch"
+                raise P4CompileError.at(e.loc, what)
         return items
 
 
 def _arity(call: s.CallExpr, n: int, what: str) -> None:
     if len(call.args) != n:
         raise P4CompileError.at(call.loc, f"{what} takes {n} argument(s), got {len(call.args)}")
+
+
+def _has_varbit(t: ir.Type) -> bool:
+    if isinstance(t, ir.StackT):
+        return _has_varbit(t.element)
+    if isinstance(t, ir.StructT):
+        return any(_has_varbit(f.type) for f in t.fields)
+    return isinstance(t, ir.VarbitT)
+
+
+def _varbit_of(e: ir.Expr) -> ir.Field | None:
+    return e.type.varbit if isinstance(e.type, ir.StructT) and e.type.is_header else None
 
 
 def _need_header(e: ir.Expr, loc: ir.Loc, what: str) -> None:

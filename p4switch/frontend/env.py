@@ -135,6 +135,14 @@ class TypeEnv:
             return self._keyword(ref)
         if isinstance(ref, s.StackTypeRef):
             return self._stack(ref, type_vars)
+        if isinstance(ref, s.VarbitRef):
+            assert self.const_int is not None
+            size = self.const_int(ref.max)
+            if not 8 <= size <= MAX_WIDTH or size % 8:
+                raise P4CompileError.at(
+                    ref.loc, f"varbit<{size}>: a multiple of 8 in 8..{MAX_WIDTH}"
+                )
+            return ir.VarbitT(size)
         assert isinstance(ref, s.NamedTypeRef)
         if type_vars and ref.name in type_vars:
             return type_vars[ref.name]
@@ -183,8 +191,6 @@ class TypeEnv:
         }
         if ref.name in simple:
             return simple[ref.name]
-        if ref.name == "varbit":
-            raise P4CompileError.at(ref.loc, "varbit fields are not supported by p4switch")
         raise P4CompileError.at(ref.loc, f"type {ref.name} is not supported by p4switch")
 
     def error_code(self, name: str, loc: ir.Loc) -> int:

@@ -316,7 +316,7 @@ class ExprChecker:
     def _check_operands(self, e: s.BinaryExpr, t: ir.Type) -> None:
         op = e.op
         if op in ("==", "!="):
-            if isinstance(t, ir.StructT | ir.TupleT | ir.ExternT | ir.StringT):
+            if isinstance(t, ir.StructT | ir.TupleT | ir.ExternT | ir.StringT | ir.VarbitT):
                 raise P4CompileError.at(e.loc, f"comparing values of type {t} is not supported")
             return
         if not is_numeric(t):

@@ -155,10 +155,15 @@ class ProgramChecker:
                 raise P4CompileError.at(f.loc, f"field {f.name!r} is declared twice")
             names.add(f.name)
             t = self.env.resolve(f.type)
-            if header and not isinstance(t, ir.BitT | ir.BoolT):
+            if header and isinstance(t, ir.VarbitT) and f is not d.fields[-1]:
+                what = "a varbit field must be its header's last field (as BMv2 needs)"
+                raise P4CompileError.at(f.loc, what)
+            if header and not isinstance(t, ir.BitT | ir.BoolT | ir.VarbitT):
                 raise P4CompileError.at(
-                    f.loc, f"a header field must be bit<N>, int<N> or bool, not {t}"
+                    f.loc, f"a header field must be bit<N>, int<N>, bool or varbit, not {t}"
                 )
+            if not header and isinstance(t, ir.VarbitT):
+                raise P4CompileError.at(f.loc, "varbit fields belong in headers")
             if union and not (isinstance(t, ir.StructT) and t.is_header):
                 raise P4CompileError.at(f.loc, f"a header union holds headers, not {t}")
             if isinstance(t, ir.ExternT | ir.VoidT | ir.StringT | ir.IntLitT | ir.BlockT):

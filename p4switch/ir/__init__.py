@@ -75,6 +75,7 @@ from p4switch.ir.statements import (
 from p4switch.ir.types import (
     STACK_NEXT,
     STACK_NEXT_TYPE,
+    VARBIT_LEN,
     Annotation,
     BitT,
     BlockT,
@@ -92,6 +93,7 @@ from p4switch.ir.types import (
     TupleT,
     Type,
     TypeVar,
+    VarbitT,
     VoidT,
     bit_width,
     find_annotation,
@@ -100,6 +102,7 @@ from p4switch.ir.types import (
 __all__ = [
     "STACK_NEXT",
     "STACK_NEXT_TYPE",
+    "VARBIT_LEN",
     "Action",
     "Advance",
     "Annotation",
@@ -171,6 +174,7 @@ __all__ = [
     "Unary",
     "Var",
     "VarRef",
+    "VarbitT",
     "Verify",
     "VoidT",
     "bit_width",

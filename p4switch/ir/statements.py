@@ -74,6 +74,7 @@ class SetValid(Stmt):
 @dataclass(frozen=True)
 class Extract(Stmt):
     header: Expr
+    bits: Expr | None = None  # the size of a header's varbit field: `extract(h, bits)`
 
 
 @dataclass(frozen=True)

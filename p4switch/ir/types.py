@@ -56,6 +56,20 @@ class BitT(Type):
 
 
 @dataclass(frozen=True)
+class VarbitT(Type):
+    """`varbit<max>`: up to `max` bits, as many as the parser extracted (a header's last
+    field). Kept as its value and its length in bits (the member `VARBIT_LEN`)."""
+
+    max: int
+
+    def __str__(self) -> str:
+        return f"varbit<{self.max}>"
+
+
+VARBIT_LEN = "$len"
+
+
+@dataclass(frozen=True)
 class BoolT(Type):
     def __str__(self) -> str:
         return "bool"
@@ -130,8 +144,21 @@ class StructT(Type):
 
     @property
     def width(self) -> int:
-        """Total bit width of a header's fields."""
-        return sum(bit_width(f.type) for f in self.fields)
+        """Total bit width of a header's fields (its fixed ones, for one with a varbit)."""
+        return sum(bit_width(f.type) for f in self.fields if not isinstance(f.type, VarbitT))
+
+    @property
+    def varbit(self) -> Field | None:
+        """A header's varbit field (always its last), if it has one."""
+        last = self.fields[-1] if self.fields else None
+        return last if last is not None and isinstance(last.type, VarbitT) else None
+
+    @property
+    def fixed(self) -> StructT:
+        """A header without its varbit field: the part of fixed size."""
+        if self.varbit is None:
+            return self
+        return StructT(self.name, self.fields[:-1], self.is_header, self.annotations)
 
     def __str__(self) -> str:
         return self.name

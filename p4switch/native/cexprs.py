@@ -42,6 +42,8 @@ def literal(value: int | bool, where: str = "") -> str:
 def check_width(t: ir.Type, what: str, where: str) -> None:
     if isinstance(t, ir.BitT) and t.width > MAX_WIDTH:
         raise NativeUnsupported(f"{what} of type {t} (wider than 64 bits)", where)
+    if isinstance(t, ir.VarbitT):
+        raise NativeUnsupported(f"{what} of type {t}", where)
 
 
 class CExprCompiler:

@@ -58,6 +58,7 @@ from p4switch.frontend.syntax.expressions import (
     TupleKey,
     TypeRef,
     UnaryExpr,
+    VarbitRef,
 )
 from p4switch.frontend.syntax.statements import (
     AssignStmt,
@@ -140,4 +141,5 @@ __all__ = [
     "UnaryExpr",
     "Unsupported",
     "VarDecl",
+    "VarbitRef",
 ]

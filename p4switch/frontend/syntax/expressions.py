@@ -19,6 +19,12 @@ class BitsRef(TypeRef):
 
 
 @dataclass(frozen=True)
+class VarbitRef(TypeRef):
+    loc: Loc
+    max: ExprSyntax
+
+
+@dataclass(frozen=True)
 class KeywordTypeRef(TypeRef):
     """`bool`, `error`, `void`, `string`, `int` (arbitrary precision), `varbit<N>`, ..."""
 

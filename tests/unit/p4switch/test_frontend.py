@@ -91,13 +91,6 @@ def test_a_cast_makes_it_legal(tmp_path: Path) -> None:
     assert compile_file(path).tables
 
 
-def test_varbit_is_refused(tmp_path: Path) -> None:
-    path, text = variant(tmp_path, "bit<16> etherType;", "varbit<16> etherType;")
-    err = refused(path)
-    assert (err.line, err.col) == position(text, "varbit")
-    assert "varbit" in err.what and "not supported" in err.what
-
-
 def test_undeclared_name(tmp_path: Path) -> None:
     path, text = variant(tmp_path, "dmac.apply();", "dmac.apply();\n        nosuch = 1;")
     err = refused(path)

@@ -1,0 +1,128 @@
+"""varbit fields (IPv4 options after a header that counts them): `extract(h, bits)`, emit of
+as many bytes as were extracted, copies, and the parser errors the spec names. The python back
+end runs them; the native one refuses them by name (the switch then runs python, saying so)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from p4switch.exceptions import NativeUnsupported, P4CompileError
+from p4switch.program import compile_file
+
+PROGRAM = """\
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> eth_type; }
+header ip_t { bit<4> version; bit<4> ihl; bit<8> tos; bit<8> ttl; bit<8> proto; }
+header opts_t { varbit<96> options; }
+struct headers { eth_t eth; ip_t ip; opts_t opts; }
+struct meta { }
+parser P(packet_in p, out headers h, inout meta m, inout standard_metadata_t s) {
+    state start {
+        p.extract(h.eth);
+        transition select(h.eth.eth_type) { 0x0800: ip; default: accept; }
+    }
+    state ip {
+        p.extract(h.ip);
+        p.extract(h.opts, (bit<32>) (h.ip.ihl - 1) * 32);  // ihl counts 4-byte words
+        transition accept;
+    }
+}
+control V(inout headers h, inout meta m) { apply { } }
+control I(inout headers h, inout meta m, inout standard_metadata_t s) {
+    apply {
+        s.egress_spec = 1;
+        opts_t saved = h.opts;  // a copy keeps the value and its length
+        h.ip.ttl = h.ip.ttl - 1;
+        if (h.eth.dst[0:0] == 1) { h.opts.setInvalid(); h.ip.ihl = 1; }
+        if (h.eth.dst[1:1] == 1) { h.opts = saved; }
+    }
+}
+control E(inout headers h, inout meta m, inout standard_metadata_t s) { apply { } }
+control C(inout headers h, inout meta m) { apply { } }
+control D(packet_out p, in headers h) { apply { p.emit(h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def compiled(tmp_path: Path, text: str = PROGRAM):
+    path = tmp_path / "varbit.p4"
+    path.write_text(text)
+    return compile_file(path)
+
+
+def frame(flags: int, ihl: int, options: bytes) -> bytes:
+    eth = bytes(5) + bytes([flags]) + bytes(6) + b"\x08\x00"
+    return eth + bytes([0x40 | ihl, 0, 64, 17]) + options + b"payload"
+
+
+def run(tmp_path: Path, data: bytes, text: str = PROGRAM):
+    program = compiled(tmp_path, text)
+    pipe = program.pipeline(program.new_state())
+    return pipe, list(pipe.process(0, data))
+
+
+@pytest.mark.parametrize("words", [0, 1, 3])
+def test_options_of_any_length_go_through(tmp_path: Path, words: int) -> None:
+    options = bytes(range(1, 4 * words + 1))
+    _, ((port, out),) = run(tmp_path, frame(0, words + 1, options))
+    assert port == 1
+    assert out == frame(0, words + 1, options).replace(b"\x40\x11", b"\x3f\x11", 1)
+
+
+def test_options_stripped_and_copied_back(tmp_path: Path) -> None:
+    options = bytes(range(1, 9))
+    _, ((_, out),) = run(tmp_path, frame(1, 3, options))
+    assert out[14:] == bytes([0x41, 0, 63, 17]) + b"payload"  # stripped
+    _, ((_, out),) = run(tmp_path, frame(3, 3, options))
+    assert out[14:] == bytes([0x41, 0, 63, 17]) + options + b"payload"  # the copy restored
+
+
+@pytest.mark.parametrize(
+    ("ihl", "options", "error"),
+    [
+        (5, bytes(16), "HeaderTooShort"),  # 128 bits into a varbit<96>
+        (0, b"", "HeaderTooShort"),  # ihl - 1 wraps around: far too many
+        (3, bytes(4), "PacketTooShort"),  # 64 bits announced, 32 there
+    ],
+)
+def test_what_the_parser_rejects(tmp_path: Path, ihl: int, options: bytes, error: str) -> None:
+    data = frame(0, ihl, options)[: 18 + len(options)]  # no payload after the options
+    pipe, _ = run(tmp_path, data)
+    assert pipe.counts.get(f"parser_error.{error}") == 1
+
+
+def test_a_size_that_is_not_whole_bytes(tmp_path: Path) -> None:
+    text = PROGRAM.replace("(bit<32>) (h.ip.ihl - 1) * 32", "(bit<32>) h.ip.tos")
+    pipe, _ = run(tmp_path, frame(0, 1, b"")[:14] + bytes([0x41, 12, 64, 17]) + bytes(8), text)
+    assert pipe.counts.get("parser_error.ParserInvalidArgument") == 1
+
+
+def test_the_native_back_end_refuses_varbit_by_name(tmp_path: Path) -> None:
+    program = compiled(tmp_path)
+    with pytest.raises(NativeUnsupported) as err:
+        program.pipeline(program.new_state(), backend="native")
+    assert "varbit<96>" in str(err.value)
+
+
+BAD = [
+    ("p.extract(h.opts, (bit<32>) (h.ip.ihl - 1) * 32);", "p.extract(h.opts);",
+     "takes 2 argument(s), got 1"),
+    ("header opts_t { varbit<96> options; }", "header opts_t { varbit<96> options; bit<8> x; }",
+     "must be its header's last field"),
+    ("header opts_t { varbit<96> options; }", "header opts_t { varbit<12> options; }",
+     "a multiple of 8"),
+    ("struct meta { }", "struct meta { varbit<8> v; }", "belong in headers"),
+    ("h.ip.ttl = h.ip.ttl - 1;", "if (h.opts.options == saved.options) { h.ip.ttl = 0; }",
+     "comparing values of type varbit<96>"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("old", "new", "words"), BAD)
+def test_what_varbit_refuses(tmp_path: Path, old: str, new: str, words: str) -> None:
+    assert old in PROGRAM
+    with pytest.raises(P4CompileError) as err:
+        compiled(tmp_path, PROGRAM.replace(old, new, 1))
+    assert words in err.value.what and err.value.line > 0, err.value
