@@ -24,6 +24,8 @@ _MATCH = {
     "exact": p4info_pb2.MatchField.EXACT,
     "lpm": p4info_pb2.MatchField.LPM,
     "ternary": p4info_pb2.MatchField.TERNARY,
+    "range": p4info_pb2.MatchField.RANGE,
+    "optional": p4info_pb2.MatchField.OPTIONAL,
 }
 _UNIT = {
     "packets": p4info_pb2.CounterSpec.PACKETS,

@@ -110,6 +110,12 @@ def _action_spec(a: ir.Action) -> runtime.ActionSpec:
     return runtime.ActionSpec(a.name, params)
 
 
+def _field_match(m: tuple[int, int] | ir.KeyRange) -> runtime.FieldMatch:
+    if isinstance(m, ir.KeyRange):
+        return runtime.range_match(m.low, m.high)
+    return runtime.FieldMatch(*m)
+
+
 def _table_spec(t: ir.Table) -> runtime.TableSpec:
     return runtime.TableSpec(
         name=t.name,
@@ -123,7 +129,7 @@ def _table_spec(t: ir.Table) -> runtime.TableSpec:
         direct_counter=t.direct_counter,
         static_entries=tuple(
             runtime.StaticEntry(
-                tuple(runtime.FieldMatch(v, m) for v, m in e.match),
+                tuple(_field_match(m) for m in e.match),
                 runtime.ActionCall(e.action, e.args),
                 e.priority,
             )

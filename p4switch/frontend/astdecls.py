@@ -228,7 +228,8 @@ class DeclBuilder(CodeBuilder):
         return s.ActionRefSyntax(c[1].loc, c[1], c[0])
 
     def entry(self, meta: Any, c: list) -> s.EntrySyntax:
-        return s.EntrySyntax(self._loc(meta), c[0], c[1])
+        priority, keyset, action, _annos = c
+        return s.EntrySyntax(self._loc(meta), keyset, action, priority)
 
 
 def _local(decl: Any) -> Any:

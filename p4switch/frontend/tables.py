@@ -12,7 +12,8 @@ from p4switch.frontend.env import ActionEntity, InstanceEntity, Scope
 from p4switch.frontend.exprcheck import ExprChecker
 from p4switch.frontend.stmtcheck import StmtChecker
 
-MATCH_KINDS = ("exact", "lpm", "ternary")
+MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
+PRIORITY_KINDS = ("ternary", "range", "optional")  # entries may overlap: ordered by priority
 UNSUPPORTED_PROPERTIES = ("implementation", "meters", "support_timeout", "idle_timeout")
 
 
@@ -176,28 +177,54 @@ class TableChecker:
             raise P4CompileError.at(prop.loc, "a table without keys cannot have entries")
         entries = []
         items = _items(prop)
-        ternary = any(k.match_kind == "ternary" for k in keys)
+        ordered = any(k.match_kind in PRIORITY_KINDS for k in keys)
+        given = [e.priority is not None for e in items if isinstance(e, s.EntrySyntax)]
+        if any(given) and not all(given):
+            raise P4CompileError.at(prop.loc, "give every entry a priority, or none")
         for i, entry in enumerate(items):
             assert isinstance(entry, s.EntrySyntax)
-            match = self.stmts.keyset(entry.keyset, [k.expr for k in keys], scope)
+            match = self.stmts.entry_keyset(entry.keyset, [k.expr for k in keys], scope)
             fields = []
             for k, m in zip(keys, match, strict=True):
                 fields.append(_field(k, m, entry.loc))
             action, args, ref = self._call(entry.action, refs, scope)
             if ref.scope == "DEFAULT_ONLY":
                 raise P4CompileError.at(entry.loc, f"{action.decl.name} is @defaultonly")
-            priority = len(items) - i if ternary else 0
+            priority = len(items) - i if ordered else 0  # the first entry listed wins
+            if entry.priority is not None:
+                if not ordered:
+                    what = "entries of a table with only exact and lpm keys take no priority"
+                    raise P4CompileError.at(entry.priority.loc, what)
+                priority = self.stmts.x.const_int(entry.priority, scope)
+                if priority <= 0:
+                    raise P4CompileError.at(entry.priority.loc, "a priority must be 1 or more")
             entries.append(ir.ConstEntry(tuple(fields), action.name, args, priority))
         return tuple(entries)
 
 
-def _field(key: ir.MatchKey, m: tuple[int, int] | None, loc: ir.Loc) -> tuple[int, int]:
+def _field(
+    key: ir.MatchKey, m: tuple[int, int] | ir.KeyRange | None, loc: ir.Loc
+) -> tuple[int, int] | ir.KeyRange:
     full = (1 << key.bitwidth) - 1
+    if key.match_kind == "range":
+        if m is None:
+            return ir.KeyRange(0, full)
+        if isinstance(m, ir.KeyRange):
+            if m.low > m.high:
+                raise P4CompileError.at(loc, f"range {m.low}..{m.high} of {key.name} is empty")
+            return m
+        if m[1] != full:
+            raise P4CompileError.at(loc, f"range key {key.name} takes a value or a range")
+        return ir.KeyRange(m[0], m[0])
+    if isinstance(m, ir.KeyRange):
+        raise P4CompileError.at(loc, f"{key.match_kind} key {key.name} cannot take a range")
     if m is None:
         if key.match_kind == "exact":
             raise P4CompileError.at(loc, f"exact key {key.name} cannot be a wildcard")
         return 0, 0
     value, mask = m
+    if key.match_kind == "optional" and mask != full:
+        raise P4CompileError.at(loc, f"optional key {key.name} takes a value or _, not a mask")
     if key.match_kind == "exact" and mask != full:
         raise P4CompileError.at(loc, f"exact key {key.name} cannot take a mask")
     if key.match_kind == "lpm" and (mask | (mask - 1 if mask else full)) != full:

@@ -60,8 +60,16 @@ class TableActionRef:
 
 
 @dataclass(frozen=True)
+class KeyRange:
+    """A range key's `low .. high` in an entry."""
+
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
 class ConstEntry:
-    match: tuple[tuple[int, int], ...]  # (value, mask) per key
+    match: tuple[tuple[int, int] | KeyRange, ...]  # (value, mask) per key, or a range
     action: str
     args: tuple[int, ...]
     priority: int = 0

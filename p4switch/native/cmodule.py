@@ -307,6 +307,10 @@ class _UnitBuilder:
         self.src.line(f"static const uint32_t p4g_metadata[] = {{{', '.join(map(str, slots))}}};")
         shapes = []
         for t in self.p.tables:
+            ranged = next((k for k in t.keys if k.match_kind == "range"), None)
+            if ranged is not None:
+                what = f"table {t.name}: range key {ranged.name}"
+                raise NativeUnsupported(what, str(t.loc or self.p.path))
             nargs = max((len(self.p.action(r.action).params) for r in t.actions), default=0)
             exact = int(all(k.match_kind == "exact" for k in t.keys))
             shapes.append(f"{{{len(t.keys)}, {nargs}, {exact}}}")

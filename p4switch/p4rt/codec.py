@@ -2,8 +2,9 @@
 
 Integers travel as big-endian binary strings. Values sent by a client may carry leading zero
 bytes but must fit the P4Info bitwidth; values sent back are canonical (shortest form). Match
-fields the client leaves out are wildcards for lpm and ternary keys (an exact key cannot be left
-out). Every refusal is a `P4RTError` carrying the canonical code the specification names.
+fields the client leaves out are wildcards for lpm, ternary, range and optional keys (an exact
+key cannot be left out). Every refusal is a `P4RTError` carrying the canonical code the
+specification names.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import P4RTError, StateError
-from p4switch.p4rt.schema import P4InfoIndex, TableInfo
+from p4switch.p4rt.schema import FieldInfo, P4InfoIndex, TableInfo
 from p4switch.runtime import (
     ActionCall,
     FieldMatch,
@@ -94,36 +95,49 @@ def decode_match(
         kind = fm.WhichOneof("field_match_type")
         if kind != info.kind:
             raise invalid(f"{table.name}: {info.name} is an {info.kind} field, got {kind} match")
-        what = f"{table.name}: {info.name}"
-        full = (1 << info.bitwidth) - 1
-        if kind == "exact":
-            decoded[info.index] = FieldMatch(decode_uint(fm.exact.value, info.bitwidth, what), full)
-        elif kind == "lpm":
-            plen = fm.lpm.prefix_len
-            if not 0 < plen <= info.bitwidth:
-                raise invalid(
-                    f"{what}: prefix length {plen} outside 1..{info.bitwidth} "
-                    "(leave a don't-care lpm field out)"
-                )
-            value = decode_uint(fm.lpm.value, info.bitwidth, what)
-            mask = full ^ ((1 << (info.bitwidth - plen)) - 1)
-            if value & ~mask:
-                raise invalid(f"{what}: bits beyond the /{plen} prefix are set")
-            decoded[info.index] = FieldMatch(value, mask)
-        else:
-            value = decode_uint(fm.ternary.value, info.bitwidth, what)
-            mask = decode_uint(fm.ternary.mask, info.bitwidth, f"{what} mask")
-            if mask == 0:
-                raise invalid(f"{what}: mask is zero (leave a don't-care ternary field out)")
-            if value & ~mask:
-                raise invalid(f"{what}: value has bits set outside the mask")
-            decoded[info.index] = FieldMatch(value, mask)
+        decoded[info.index] = _decode_field(fm, info, f"{table.name}: {info.name}")
     for info in table.fields:
         if decoded[info.index] is None:
             if info.kind == "exact":
                 raise invalid(f"{table.name}: exact match field {info.name} is missing")
-            decoded[info.index] = FieldMatch(0, 0)
+            everything = (1 << info.bitwidth) - 1 if info.kind == "range" else None
+            decoded[info.index] = FieldMatch(0, 0, everything)
     return tuple(m for m in decoded if m is not None)
+
+
+def _decode_field(fm: p4runtime_pb2.FieldMatch, info: FieldInfo, what: str) -> FieldMatch:
+    full = (1 << info.bitwidth) - 1
+    if info.kind == "exact":
+        return FieldMatch(decode_uint(fm.exact.value, info.bitwidth, what), full)
+    if info.kind == "lpm":
+        plen = fm.lpm.prefix_len
+        if not 0 < plen <= info.bitwidth:
+            raise invalid(
+                f"{what}: prefix length {plen} outside 1..{info.bitwidth} "
+                "(leave a don't-care lpm field out)"
+            )
+        value = decode_uint(fm.lpm.value, info.bitwidth, what)
+        mask = full ^ ((1 << (info.bitwidth - plen)) - 1)
+        if value & ~mask:
+            raise invalid(f"{what}: bits beyond the /{plen} prefix are set")
+        return FieldMatch(value, mask)
+    if info.kind == "range":
+        low = decode_uint(fm.range.low, info.bitwidth, f"{what} low")
+        high = decode_uint(fm.range.high, info.bitwidth, f"{what} high")
+        if low > high:
+            raise invalid(f"{what}: range {low}..{high} is empty")
+        if (low, high) == (0, full):
+            raise invalid(f"{what}: the whole range (leave a don't-care range field out)")
+        return FieldMatch(low, 0, high)
+    if info.kind == "optional":
+        return FieldMatch(decode_uint(fm.optional.value, info.bitwidth, what), full)
+    value = decode_uint(fm.ternary.value, info.bitwidth, what)
+    mask = decode_uint(fm.ternary.mask, info.bitwidth, f"{what} mask")
+    if mask == 0:
+        raise invalid(f"{what}: mask is zero (leave a don't-care ternary field out)")
+    if value & ~mask:
+        raise invalid(f"{what}: value has bits set outside the mask")
+    return FieldMatch(value, mask)
 
 
 def encode_match(table: TableInfo, match: Sequence[FieldMatch]) -> list[p4runtime_pb2.FieldMatch]:
@@ -139,6 +153,16 @@ def encode_match(table: TableInfo, match: Sequence[FieldMatch]) -> list[p4runtim
                 continue
             fm.lpm.value = encode_uint(m.value)
             fm.lpm.prefix_len = prefix_len(m)
+        elif info.kind == "range":
+            assert m.high is not None
+            if (m.value, m.high) == (0, (1 << info.bitwidth) - 1):
+                continue
+            fm.range.low = encode_uint(m.value)
+            fm.range.high = encode_uint(m.high)
+        elif info.kind == "optional":
+            if m.mask == 0:
+                continue
+            fm.optional.value = encode_uint(m.value)
         else:
             if m.mask == 0:
                 continue

@@ -36,7 +36,7 @@ class FieldInfo:
     id: int
     name: str
     bitwidth: int
-    kind: str  # "exact", "lpm" or "ternary"
+    kind: str  # "exact", "lpm", "ternary", "range" or "optional"
     index: int  # position of the field in the run-time key
 
 

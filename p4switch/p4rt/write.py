@@ -94,7 +94,10 @@ def apply_update(pipeline: InstalledPipeline, update: p4runtime_pb2.Update) -> U
 
 def check_priority(info: TableInfo, table: TableState, priority: int) -> None:
     if table.spec.needs_priority and priority <= 0:
-        raise invalid(f"{info.name}: entries of a table with ternary keys need a priority > 0")
+        raise invalid(
+            f"{info.name}: entries of a table with ternary, range or optional keys need a"
+            " priority > 0"
+        )
     if not table.spec.needs_priority and priority != 0:
         raise invalid(f"{info.name}: entries of this table take no priority (got {priority})")
 

@@ -30,7 +30,14 @@ from p4switch.runtime.specs import (
     TableSpec,
 )
 from p4switch.runtime.state import CounterState, RegisterState, SwitchState
-from p4switch.runtime.tables import TableEntry, TableState, exact, lpm, prefix_len
+from p4switch.runtime.tables import (
+    TableEntry,
+    TableState,
+    exact,
+    lpm,
+    prefix_len,
+    range_match,
+)
 
 __all__ = [
     "ActionCall",
@@ -53,4 +60,5 @@ __all__ = [
     "exact",
     "lpm",
     "prefix_len",
+    "range_match",
 ]

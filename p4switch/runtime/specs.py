@@ -20,7 +20,7 @@ class ActionSpec:
 @dataclass(frozen=True)
 class KeySpec:
     name: str  # as P4Info names match fields, e.g. "hdr.ipv4.dstAddr"
-    match_kind: str  # "exact", "lpm" or "ternary"
+    match_kind: str  # "exact", "lpm", "ternary", "range" or "optional"
     bitwidth: int
 
 
@@ -32,10 +32,17 @@ class ActionCall:
 
 @dataclass(frozen=True)
 class FieldMatch:
-    """One key field of an entry as (value, mask); a wildcard is (0, 0)."""
+    """One key field of an entry as (value, mask); a wildcard is (0, 0). A range field is
+    `value`..`high` (mask 0)."""
 
     value: int
     mask: int
+    high: int | None = None  # range fields only: the largest value matched
+
+    def matches(self, v: int) -> bool:
+        if self.high is not None:
+            return self.value <= v <= self.high
+        return (v & self.mask) == self.value
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,11 @@ class TableSpec:
 
     @property
     def needs_priority(self) -> bool:
-        return any(k.match_kind == "ternary" for k in self.keys)
+        return any(k.match_kind in PRIORITY_KINDS for k in self.keys)
+
+
+# match kinds whose entries may overlap: their tables order entries by priority
+PRIORITY_KINDS = ("ternary", "range", "optional")
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,10 @@ def lpm(value: int, prefix_len: int, bitwidth: int) -> FieldMatch:
     return FieldMatch(value, mask)
 
 
+def range_match(low: int, high: int) -> FieldMatch:
+    return FieldMatch(low, 0, high)
+
+
 def prefix_len(m: FieldMatch) -> int:
     """The prefix length of an lpm field's mask."""
     return bin(m.mask).count("1")
@@ -59,6 +63,7 @@ class TableState:
         self.version = 0  # bumped by every change of entries or default: a copy knows it is stale
         self._entries: dict[tuple[tuple[FieldMatch, ...], int], TableEntry] = {}
         self._exact_only = all(k.match_kind == "exact" for k in spec.keys)
+        self._has_ranges = any(k.match_kind == "range" for k in spec.keys)
         self._by_values: dict[tuple[int, ...], TableEntry] = {}  # exact-only tables
         self._ordered: list[TableEntry] = []  # others: by priority, then longest prefix
         for e in spec.static_entries:
@@ -74,6 +79,11 @@ class TableState:
         if self._exact_only:
             entry = self._by_values.get(tuple(values))
             return (entry.action, entry) if entry is not None else (self.default, None)
+        if self._has_ranges:
+            for entry in self._ordered:
+                if all(m.matches(v) for v, m in zip(values, entry.match, strict=True)):
+                    return entry.action, entry
+            return self.default, None
         for entry in self._ordered:
             if all((v & m.mask) == m.value for v, m in zip(values, entry.match, strict=True)):
                 return entry.action, entry
@@ -172,14 +182,24 @@ class TableState:
             full = (1 << k.bitwidth) - 1
             if not (0 <= m.value <= full and 0 <= m.mask <= full):
                 raise InvalidArgument(f"{spec.name}: {k.name} is {k.bitwidth} bits wide")
-            if m.value & ~m.mask:
+            if m.value & ~m.mask and m.high is None:
                 raise InvalidArgument(f"{spec.name}: {k.name} has value bits outside its mask")
             if k.match_kind == "exact" and m.mask != full:
                 raise InvalidArgument(f"{spec.name}: {k.name} is an exact field")
             if k.match_kind == "lpm" and (m.mask | (m.mask - 1 if m.mask else full)) != full:
                 raise InvalidArgument(f"{spec.name}: {k.name} mask is not a prefix")
+            if k.match_kind == "optional" and m.mask not in (0, full):
+                raise InvalidArgument(f"{spec.name}: {k.name} is optional: a value or nothing")
+            if (k.match_kind == "range") != (m.high is not None):
+                raise InvalidArgument(f"{spec.name}: {k.name} takes a range only if it is one")
+            if m.high is not None and not (m.mask == 0 and m.value <= m.high <= full):
+                what = f"range {m.value}..{m.high} is empty or too wide"
+                raise InvalidArgument(f"{spec.name}: {k.name}: {what}")
         if spec.needs_priority and entry.priority <= 0:
-            raise InvalidArgument(f"{spec.name}: entries of a ternary table need a priority > 0")
+            raise InvalidArgument(
+                f"{spec.name}: entries of a table with ternary, range or optional keys need a"
+                " priority > 0"
+            )
         if not spec.needs_priority and entry.priority != 0:
             raise InvalidArgument(f"{spec.name}: entries of this table take no priority")
         self.check_action(entry.action, default=False)

@@ -139,6 +139,7 @@ class EntrySyntax:
     loc: Loc
     keyset: ExprSyntax
     action: ExprSyntax
+    priority: ExprSyntax | None = None  # `priority = 10: ...`
 
 
 @dataclass(frozen=True)

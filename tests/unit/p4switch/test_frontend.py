@@ -129,10 +129,10 @@ def test_unsupported_extern_is_named(tmp_path: Path) -> None:
 
 
 def test_unsupported_match_kind(tmp_path: Path) -> None:
-    path, text = variant(tmp_path, "hdr.ethernet.dstAddr: exact", "hdr.ethernet.dstAddr: range")
+    path, text = variant(tmp_path, "hdr.ethernet.dstAddr: exact", "hdr.ethernet.dstAddr: selector")
     err = refused(path)
-    assert err.line == position(text, "dstAddr: range")[0]
-    assert "match kind range is not supported" in err.what
+    assert err.line == position(text, "dstAddr: selector")[0]
+    assert "match kind selector is not supported" in err.what
 
 
 UNSUPPORTED = [
