@@ -22,8 +22,10 @@ CLONE = 1  # 0: no clone requested; 1: clone() called during the current control
 CLONE_SESSION = 2
 CLONE_FIELD_LIST = 3  # the field list to preserve, -1 for none
 TRUNCATE = 4  # bytes to keep on output, -1 for all
-INTERNAL = 5
-INTERNAL_DEFAULTS = (0, 0, 0, -1, -1)
+RESUBMIT = 5  # the field list to preserve when resubmitted after ingress; -1: not resubmitted
+RECIRCULATE = 6  # the same, recirculated after egress
+INTERNAL = 7
+INTERNAL_DEFAULTS = (0, 0, 0, -1, -1, -1, -1)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from p4switch.compiler.layout import (
     CLONE,
     CLONE_FIELD_LIST,
     CLONE_SESSION,
+    RECIRCULATE,
+    RESUBMIT,
     TRUNCATE,
     leaf_exprs,
     leaves,
@@ -116,6 +118,9 @@ class StmtCompiler:
         self.src.line(f"S[{CLONE_SESSION}] = {self.x.expr(st.session)}")
         fl = -1 if st.field_list is None else st.field_list
         self.src.line(f"S[{CLONE_FIELD_LIST}] = {fl}")
+
+    def _resubmit(self, st: ir.Resubmit, info: Block) -> None:
+        self.src.line(f"S[{RECIRCULATE if st.recirculate else RESUBMIT}] = {st.field_list}")
 
     def _truncate(self, st: ir.Truncate, info: Block) -> None:
         self.src.line(f"S[{TRUNCATE}] = {self.x.expr(st.length)}")
@@ -382,6 +387,7 @@ _STATEMENTS: dict[type[ir.Stmt], Callable[[StmtCompiler, Any, Block], None]] = {
     ir.Hash: StmtCompiler._hash,
     ir.Checksum: StmtCompiler._checksum,
     ir.Truncate: StmtCompiler._truncate,
+    ir.Resubmit: StmtCompiler._resubmit,
     ir.Random: StmtCompiler._random,
 }
 

@@ -4,10 +4,13 @@ the blocks.
 parser -> verify checksum -> ingress -> packet replication -> egress (per copy) -> compute
 checksum -> deparser. After ingress, as simple_switch: a requested clone goes first (I2E: the
 packet as it entered ingress, parsed again, user metadata reset but for the preserved field
-list, instance_type 1), then multicast when `mcast_grp` is set (one copy per replica of the
-group, instance_type 5, `egress_rid` = the replica's instance), else drop when `egress_spec` is
-511, else unicast to `egress_spec`. After egress: an E2E clone (the packet as egress left it,
-metadata reset, instance_type 2), then drop if `egress_spec` is 511, else deparse and send.
+list, instance_type 1), then a resubmit (the packet as it entered, through the pipeline again
+with the preserved field list, instance_type 6; this copy goes no further), then multicast when
+`mcast_grp` is set (one copy per replica of the group, instance_type 5, `egress_rid` = the
+replica's instance), else drop when `egress_spec` is 511, else unicast to `egress_spec`. After
+egress: an E2E clone (the packet as egress left it, metadata reset, instance_type 2), then drop
+if `egress_spec` is 511, else deparse, then recirculate (the deparsed packet through the
+pipeline again, instance_type 4, same ingress port, the field list preserved) or send.
 
 Packets the parser rejects are dropped and counted (`parser_reject="drop"`, the default), or
 continue to ingress with `parser_error` set as BMv2 does (`parser_reject="ingress"`).
@@ -26,6 +29,8 @@ from p4switch.compiler.layout import (
     CLONE_FIELD_LIST,
     CLONE_SESSION,
     PAYLOAD,
+    RECIRCULATE,
+    RESUBMIT,
     TRUNCATE,
 )
 from p4switch.compiler.module import CompiledCode
@@ -33,8 +38,9 @@ from p4switch.compiler.module import CompiledCode
 log = logging.getLogger(__name__)
 
 DROP_PORT = 511
-NORMAL, INGRESS_CLONE, EGRESS_CLONE, REPLICATION = 0, 1, 2, 5
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRCULATED, REPLICATION, RESUBMITTED = 0, 1, 2, 4, 5, 6
 MAX_EGRESS_CLONES = 8  # an egress clone of an egress clone ... stops here
+MAX_PASSES = 16  # a packet resubmitted or recirculated more often than this is dropped
 
 
 class Pipeline:
@@ -105,7 +111,26 @@ class Pipeline:
             return []
 
     def _process(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = []
+        self._pass(ingress_port, data, None, out, 0)
+        return out
+
+    def _pass(
+        self,
+        ingress_port: int,
+        data: bytes,
+        again: tuple[int, list, int] | None,
+        out: list[tuple[int, bytes]],
+        passes: int,
+    ) -> None:
+        """One pass through the pipeline; `again` is (instance type, the state of the pass
+        before, its field list) for a resubmitted or recirculated packet."""
         S = self._template[:]
+        if again is not None:
+            kind, before, field_list = again
+            for slot in self._code.field_lists.get(field_list, ()):
+                S[slot] = before[slot]
+            S[self._instance_type] = kind
         S[self._ingress_port] = ingress_port
         S[self._packet_length] = len(data)
         S[self._ingress_ts] = (time.monotonic_ns() - self._start) // 1000
@@ -113,15 +138,18 @@ class Pipeline:
         if off < 0:
             self._count("parser_error." + self._error_name(S[self._parser_error]))
             if self._drop_rejected:
-                return []
+                return
         else:
             S[PAYLOAD] = off
         if self._verify is not None:
             self._verify(S)
         self._ingress(S)
-        out: list[tuple[int, bytes]] = []
         if S[CLONE]:
             self._clone_i2e(S, data, out)
+        if S[RESUBMIT] >= 0:  # the packet as it came in, through ingress again
+            if self._more_passes(passes, "drop.resubmit_depth"):
+                self._pass(ingress_port, data, (RESUBMITTED, S, S[RESUBMIT]), out, passes + 1)
+            return
         group = S[self._mcast_grp]
         if group:
             replicas = self.state.pre.groups.get(group)
@@ -132,13 +160,18 @@ class Pipeline:
                 copy[self._egress_port] = r.egress_port
                 copy[self._egress_rid] = r.instance
                 copy[self._instance_type] = REPLICATION
-                self._egress(copy, data, out, 0, 0)
+                self._egress(copy, data, out, 0, 0, passes)
         elif S[self._egress_spec] == DROP_PORT:
             self._count("drop.ingress")
         else:
             S[self._egress_port] = S[self._egress_spec]
-            self._egress(S, data, out, 0, 0)
-        return out
+            self._egress(S, data, out, 0, 0, passes)
+
+    def _more_passes(self, passes: int, reason: str) -> bool:
+        if passes + 1 >= MAX_PASSES:
+            self._count(reason)
+            return False
+        return True
 
     def _egress(
         self,
@@ -147,6 +180,7 @@ class Pipeline:
         out: list[tuple[int, bytes]],
         cut: int,
         depth: int,
+        passes: int = 0,
     ) -> None:
         S[self._egress_spec] = 0
         S[self._egress_ts] = (time.monotonic_ns() - self._start) // 1000
@@ -168,6 +202,11 @@ class Pipeline:
             frame = frame[:limit]
         if cut:
             frame = frame[:cut]
+        if S[RECIRCULATE] >= 0:  # the packet as egress left it, through ingress again
+            if self._more_passes(passes, "drop.recirculate_depth"):
+                port = S[self._ingress_port]
+                self._pass(port, frame, (RECIRCULATED, S, S[RECIRCULATE]), out, passes + 1)
+            return
         out.append((S[self._egress_port], frame))
 
     # --- clones -------------------------------------------------------------------------------
@@ -188,6 +227,7 @@ class Pipeline:
             copy[slot] = S[slot]
         copy[CLONE] = 0
         copy[TRUNCATE] = -1
+        copy[RECIRCULATE] = -1
         return copy
 
     def _clone_i2e(self, S: list, data: bytes, out: list[tuple[int, bytes]]) -> None:

@@ -56,6 +56,8 @@ class CallLowering:
             "mark_to_drop": self._mark_to_drop,
             "clone": self._clone,
             "clone_preserving_field_list": self._clone,
+            "resubmit_preserving_field_list": self._resubmit,
+            "recirculate_preserving_field_list": self._resubmit,
             "hash": self._hash,
             "verify_checksum": self._checksum,
             "update_checksum": self._checksum,
@@ -247,6 +249,16 @@ class CallLowering:
         session = self.x.expr(call.args[1], scope, U32)
         field_list = self.x.const_int(call.args[2], scope) if preserving else None
         return [ir.Clone(kind, session, field_list)]
+
+    def _resubmit(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        name = call.callee.name if isinstance(call.callee, s.Name) else "resubmit"
+        if ctx.kind == "parser":
+            raise P4CompileError.at(call.loc, f"{name} cannot be called from a parser")
+        _arity(call, 1, f"{name}(index)")
+        index = self.x.const_int(call.args[0], scope)
+        if not 0 <= index < 256:
+            raise P4CompileError.at(call.args[0].loc, "a field list index is a bit<8>")
+        return [ir.Resubmit(name.startswith("recirculate"), index)]
 
     def _hash(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
         _arity(call, 5, "hash(result, algorithm, base, data, max)")

@@ -119,11 +119,9 @@ enum CloneType {
 
 @p4switch_unsupported
 extern void resubmit<T>(in T data);
-@p4switch_unsupported
 extern void resubmit_preserving_field_list(bit<8> index);
 @p4switch_unsupported
 extern void recirculate<T>(in T data);
-@p4switch_unsupported
 extern void recirculate_preserving_field_list(bit<8> index);
 
 /* Send a copy of the packet to the ports of clone session `session`. */

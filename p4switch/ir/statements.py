@@ -126,6 +126,15 @@ class Clone(Stmt):
 
 
 @dataclass(frozen=True)
+class Resubmit(Stmt):
+    """`resubmit_preserving_field_list` (ingress) or `recirculate_preserving_field_list`
+    (egress): the packet goes through the pipeline again, keeping that field list."""
+
+    recirculate: bool
+    field_list: int
+
+
+@dataclass(frozen=True)
 class Hash(Stmt):
     dest: Expr
     algorithm: str

@@ -142,6 +142,14 @@ class CStmtCompiler:
         fl = "P4S_NONE" if st.field_list is None else literal(st.field_list)
         self.src.line(f"S[{CLONE_FIELD_LIST}] = {fl};")
 
+    def _resubmit(self, st: ir.Resubmit, info: CBlock) -> None:
+        what = (
+            "recirculate_preserving_field_list"
+            if st.recirculate
+            else "resubmit_preserving_field_list"
+        )
+        raise NativeUnsupported(what, self.x.where)
+
     def _truncate(self, st: ir.Truncate, info: CBlock) -> None:
         self.src.line(f"S[{TRUNCATE}] = {self.x.expr(st.length)};")
 
@@ -351,5 +359,6 @@ _STATEMENTS: dict[type[ir.Stmt], Callable[[CStmtCompiler, Any, CBlock], None]] =
     ir.Hash: CStmtCompiler._hash,
     ir.Checksum: CStmtCompiler._checksum,
     ir.Truncate: CStmtCompiler._truncate,
+    ir.Resubmit: CStmtCompiler._resubmit,
     ir.Random: CStmtCompiler._random,
 }

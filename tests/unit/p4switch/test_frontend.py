@@ -137,7 +137,7 @@ def test_unsupported_match_kind(tmp_path: Path) -> None:
 
 UNSUPPORTED = [
     ("typedef bit<9> port_t;", "bit<8> f<T>(in T x) { return 1; }", "generic functions"),
-    ("dmac.apply();", "resubmit_preserving_field_list(1);", "resubmit_preserving_field_list"),
+    ("dmac.apply();", "recirculate(hdr.ethernet);", "recirculate is not supported"),
     ("state start {", "value_set<bit<16>>(4) vs;", "parser value sets"),
     ("dmac.apply();", "clone3(CloneType.I2E, 1, {hdr.ethernet.etherType});", "clone3 is not"),
     ("dmac.apply();", "digest(1, hdr.ethernet.etherType);", "digest is not"),
