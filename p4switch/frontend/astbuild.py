@@ -159,6 +159,33 @@ class CodeBuilder(Transformer):
     def block(self, meta: Any, c: list) -> s.BlockStmt:
         return s.BlockStmt(self._loc(meta), tuple(c))
 
+    def for_stmt(self, meta: Any, c: list) -> s.ForStmt:
+        init, cond, updates, body = c
+        return s.ForStmt(self._loc(meta), tuple(init or ()), cond, tuple(updates or ()), body)
+
+    def for_list(self, meta: Any, c: list) -> list:
+        return c
+
+    def for_typed_var(self, meta: Any, c: list) -> s.VarDecl:
+        return self.local_typed_var(meta, [(), *c])
+
+    def for_var(self, meta: Any, c: list) -> s.StmtSyntax:
+        return self.local_var_or_instance(meta, [(), *c])
+
+    def for_in_stmt(self, meta: Any, c: list) -> s.ForInStmt:
+        type_, name, over, body = c
+        return s.ForInStmt(self._loc(meta), type_, str(name), over, body)
+
+    def for_in_named_stmt(self, meta: Any, c: list) -> s.ForInStmt:
+        head, name, over, body = c
+        return s.ForInStmt(self._loc(meta), _type_of(head), str(name), over, body)
+
+    def break_stmt(self, meta: Any, c: list) -> s.BreakStmt:
+        return s.BreakStmt(self._loc(meta))
+
+    def continue_stmt(self, meta: Any, c: list) -> s.ContinueStmt:
+        return s.ContinueStmt(self._loc(meta))
+
     def assign_stmt(self, meta: Any, c: list) -> s.AssignStmt:
         return s.AssignStmt(self._loc(meta), c[0], c[1])
 

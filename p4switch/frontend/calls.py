@@ -31,6 +31,15 @@ CUSTOM = {"crc16_custom": "crc16", "crc32_custom": "crc32"}
 U32 = ir.BitT(32)
 
 
+@dataclass
+class LoopFlags:
+    """A `for` loop's `break` and `continue`, as two local booleans (frontend/loops.py)."""
+
+    broke: ir.Var
+    skipped: ir.Var
+    used: bool = False
+
+
 ApplyBlock = Callable[[s.CallExpr, BlockInstanceEntity, Scope, "BlockContext"], list[ir.Stmt]]
 
 
@@ -43,6 +52,7 @@ class BlockContext:
     called_actions: set[str] = field(default_factory=set)
     result: ir.Var | None = None  # in a function with a value: where `return e` puts it
     nested: bool = False  # a control applied by another (inlined: no `return` of its own)
+    loop: LoopFlags | None = None  # inside a `for`: its break and continue
 
 
 class CallLowering:
@@ -65,6 +75,7 @@ class CallLowering:
             "truncate": self._truncate,
             "random": self._random,
             "log_msg": lambda call, scope, ctx: [],
+            "static_assert": self._static_assert,
         }
 
     def lower(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
@@ -249,6 +260,10 @@ class CallLowering:
         session = self.x.expr(call.args[1], scope, U32)
         field_list = self.x.const_int(call.args[2], scope) if preserving else None
         return [ir.Clone(kind, session, field_list)]
+
+    def _static_assert(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        self.x.static_assert(call, scope)  # refuses the program if false
+        return []
 
     def _resubmit(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
         name = call.callee.name if isinstance(call.callee, s.Name) else "resubmit"

@@ -367,6 +367,8 @@ class ExprChecker:
             found = scope.lookup(callee.name)
             if isinstance(found, FunctionEntity):
                 return self.function_call(e, found, scope)
+            if found is None and callee.name == "static_assert":
+                return self.static_assert(e, scope)
             if found is None:
                 self._name(callee, scope)  # raises: not declared, or a type
         if isinstance(callee, s.MemberExpr):
@@ -395,6 +397,20 @@ class ExprChecker:
             if isinstance(callee.base, s.Name) and scope.lookup(callee.base.name) is None:
                 self._name(callee.base, scope)  # raises: not declared, or not a value
         raise P4CompileError.at(e.loc, "this call has no value; it can only be a statement")
+
+    def static_assert(self, e: s.CallExpr, scope: Scope) -> ir.Expr:
+        """`static_assert(check[, message])`: `check` must be a constant true, or the program
+        is refused with the message; its value is true."""
+        if len(e.args) not in (1, 2):
+            raise P4CompileError.at(e.loc, "static_assert takes a condition and a message")
+        check = self.expr(e.args[0], scope)
+        if not (isinstance(check, ir.Const) and isinstance(check.type, ir.BoolT)):
+            raise P4CompileError.at(e.args[0].loc, "static_assert needs a constant bool")
+        if not check.value:
+            message = e.args[1] if len(e.args) == 2 else None
+            text = message.value if isinstance(message, s.StrLit) else "condition is false"
+            raise P4CompileError.at(e.loc, f"static_assert failed: {text}")
+        return ir.Const(ir.BoolT(), True)
 
     def function_call(self, e: s.CallExpr, fn: FunctionEntity, scope: Scope) -> ir.Expr:
         """A function's call in an expression: its value (see `ir.FunctionCall`)."""

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
-from p4switch.frontend import rewrite, stacks
+from p4switch.frontend import loops, rewrite, stacks
 from p4switch.frontend import syntax as s
 from p4switch.frontend.calls import BlockContext, CallLowering, union_siblings_invalid
 from p4switch.frontend.env import ActionEntity, Scope, TableEntity
@@ -66,6 +66,28 @@ class StmtChecker:
             out.append(st)
         return out
 
+    def _loop(
+        self,
+        st: s.ForStmt | s.ForInStmt | s.BreakStmt | s.ContinueStmt,
+        scope: Scope,
+        ctx: BlockContext,
+    ) -> list[ir.Stmt]:
+        if isinstance(st, s.ForStmt):
+            return loops.unroll_for(st, scope, ctx, self.block, self._compile_time)
+        if isinstance(st, s.ForInStmt):
+            return loops.unroll_for_in(st, scope, ctx, self.block, self.x)
+        return loops.jump(st, ctx)
+
+    def _compile_time(self, e: s.ExprSyntax, scope: Scope, t: object) -> tuple[ir.Type, int | bool]:
+        """The value of `e`, which must be known at compile time (an unrolled loop's)."""
+        expected = self.x.env.resolve(t) if isinstance(t, s.TypeRef) else t
+        assert expected is None or isinstance(expected, ir.Type)
+        value = self.x.expr(e, scope, expected)
+        if not isinstance(value, ir.Const):
+            what = "p4switch unrolls for loops: this must be known at compile time"
+            raise P4CompileError.at(e.loc, what)
+        return value.type, value.value
+
     def _temp(self, t: ir.Type) -> ir.Var:
         self._temps += 1
         return ir.Var(f"tmp{self._temps}", t, in_slots=False)
@@ -99,6 +121,8 @@ class StmtChecker:
             if _is_action_run(st.expr):
                 return [self._switch(st, scope, ctx)]
             return list(self.block([self._switch_value(st, scope)], scope, ctx))
+        if isinstance(st, s.ForStmt | s.ForInStmt | s.BreakStmt | s.ContinueStmt):
+            return self._loop(st, scope, ctx)
         if isinstance(st, s.Instantiation):
             raise P4CompileError.at(st.loc, "instances can only be declared in a control or parser")
         raise P4CompileError.at(st.loc, "this statement is not supported")

@@ -94,3 +94,35 @@ class SwitchStmt(StmtSyntax):
     loc: Loc
     expr: ExprSyntax
     cases: tuple[SwitchCaseSyntax, ...]
+
+
+@dataclass(frozen=True)
+class ForStmt(StmtSyntax):
+    """`for (init; cond; updates) body` (P4_16 1.2.5)."""
+
+    loc: Loc
+    init: tuple[StmtSyntax, ...]
+    cond: ExprSyntax | None
+    updates: tuple[StmtSyntax, ...]
+    body: StmtSyntax
+
+
+@dataclass(frozen=True)
+class ForInStmt(StmtSyntax):
+    """`for (T x in lo .. hi) body` or `for (H x in stack) body`."""
+
+    loc: Loc
+    type: TypeRef
+    name: str
+    over: ExprSyntax
+    body: StmtSyntax
+
+
+@dataclass(frozen=True)
+class BreakStmt(StmtSyntax):
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class ContinueStmt(StmtSyntax):
+    loc: Loc
