@@ -279,6 +279,13 @@ class CodeBuilder(Transformer):
     def init_list(self, meta: Any, c: list) -> list:
         return c
 
+    def named_list_lit(self, meta: Any, c: list) -> s.ListLit:
+        pairs = [x for x in c if x is not None]
+        return s.ListLit(self._loc(meta), tuple(v for _, v in pairs), tuple(n for n, _ in pairs))
+
+    def named_init(self, meta: Any, c: list) -> tuple[str, s.ExprSyntax]:
+        return str(c[0]), c[1]
+
     def list_lit(self, meta: Any, c: list) -> s.ListLit:
         return s.ListLit(self._loc(meta), tuple(c[0] or ()))
 

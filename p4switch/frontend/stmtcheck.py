@@ -153,6 +153,18 @@ class StmtChecker:
         nested structs); a header becomes valid, as the spec says."""
         assert isinstance(st.value, s.ListLit) and isinstance(target.type, ir.StructT)
         fields, items = target.type.fields, st.value.items
+        if st.value.names:  # `{b = 2, a = 1}`: every field once, in any order
+            given = dict(zip(st.value.names, items, strict=True))
+            names = [f.name for f in fields]
+            for name in st.value.names:
+                if name not in names:
+                    raise P4CompileError.at(
+                        st.value.loc, f"{target.type.name} has no field {name!r}"
+                    )
+            if len(given) != len(st.value.names) or set(given) != set(names):
+                what = f"name each field of {target.type.name} once: {', '.join(names)}"
+                raise P4CompileError.at(st.value.loc, what)
+            items = tuple(given[n] for n in names)
         if len(items) != len(fields):
             what = f"{len(items)} values for {target.type.name}, which has {len(fields)} fields"
             raise P4CompileError.at(st.value.loc, what)
@@ -163,6 +175,19 @@ class StmtChecker:
         if target.type.is_header:
             out.append(ir.SetValid(target, True))
         return out
+
+    def declare_block_var(
+        self, st: s.VarDecl, scope: Scope, ctx: BlockContext
+    ) -> tuple[ir.Var, list[ir.Stmt]]:
+        """A parser's or control's own variable (kept in slots), and the statements setting
+        its initial value (a `{...}` initialiser field by field)."""
+        if isinstance(st.init, s.ListLit):
+            bare = s.VarDecl(st.loc, st.type, st.name, None, st.annotations)
+            decl = self.declare(bare, scope, in_slots=True)
+            assign = s.AssignStmt(st.loc, s.Name(st.loc, st.name), st.init)
+            return decl.var, [decl, *self.stmt(assign, scope, ctx)]
+        decl = self.declare(st, scope, in_slots=True)
+        return decl.var, self.lower([decl], ctx, st.loc)
 
     def declare(self, st: s.VarDecl, scope: Scope, in_slots: bool) -> ir.Declare:
         t = self.x.env.resolve(st.type)

@@ -323,9 +323,9 @@ class ProgramChecker:
         init: list[ir.Stmt] = []
         for st in d.locals:
             if isinstance(st, s.VarDecl):
-                decl = self.stmts.declare(st, scope, in_slots=True)
-                locals_.append(decl.var)
-                init += self.stmts.lower([decl], self.ctx, st.loc)
+                var, stmts = self.stmts.declare_block_var(st, scope, self.ctx)
+                locals_.append(var)
+                init += stmts
             elif isinstance(st, s.ConstDecl):
                 self.stmts.constant(st, scope)
             elif isinstance(st, s.Unsupported):
@@ -390,9 +390,9 @@ class ProgramChecker:
         init: list[ir.Stmt] = []
         for item in d.locals:
             if isinstance(item, s.VarDecl):
-                decl = self.stmts.declare(item, scope, in_slots=True)
-                locals_.append(decl.var)
-                init += self.stmts.lower([decl], self.ctx, item.loc)
+                var, stmts = self.stmts.declare_block_var(item, scope, self.ctx)
+                locals_.append(var)
+                init += stmts
             elif isinstance(item, s.ConstDecl):
                 self.stmts.constant(item, scope)
             elif isinstance(item, s.Instantiation):

@@ -159,6 +159,7 @@ class TernaryExpr(ExprSyntax):
 class ListLit(ExprSyntax):
     loc: Loc
     items: tuple[ExprSyntax, ...]
+    names: tuple[str, ...] = ()  # `{a = 1, b = 2}`: the field each item initialises
 
 
 @dataclass(frozen=True)

@@ -58,3 +58,35 @@ def test_a_count_that_does_not_match_is_refused(tmp_path: Path) -> None:
     with pytest.raises(P4CompileError) as err:
         compile_file(path)
     assert "3 values for tag_t, which has 2 fields" in err.value.what and err.value.line == 17
+
+
+NAMED = PROGRAM.replace(
+    "control I(inout headers h, inout meta m, inout standard_metadata_t s) {\n",
+    "control I(inout headers h, inout meta m, inout standard_metadata_t s) {\n"
+    "    pair_t kept = {y = 8w2, x = 8w1};  // a control's own variable, by field name\n",
+).replace("nest_t n = {{3, 4}, 16w0x0506};", "nest_t n = {z = 16w0x0506, p = kept};")
+
+
+def test_named_field_initialisers_and_control_level_ones(tmp_path: Path, backend: str) -> None:
+    path = tmp_path / "named.p4"
+    path.write_text(NAMED)
+    program = compile_file(path)
+    pipe = program.pipeline(program.new_state())
+    ((_, out),) = pipe.process(0, bytes(12) + b"\x08\x00")
+    assert out[12:16] == b"\x05\x06" + bytes([3, 9])  # 1 + 2, by name
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "words"),
+    [
+        ("{y = 8w2, x = 8w1}", "{y = 8w2, w = 8w1}", "pair_t has no field 'w'"),
+        ("{y = 8w2, x = 8w1}", "{y = 8w2}", "name each field of pair_t once: x, y"),
+        ("{y = 8w2, x = 8w1}", "{y = 8w2, y = 8w1}", "name each field of pair_t once"),
+    ],
+)
+def test_what_named_initialisers_refuse(tmp_path: Path, old: str, new: str, words: str) -> None:
+    path = tmp_path / "bad.p4"
+    path.write_text(NAMED.replace(old, new))
+    with pytest.raises(P4CompileError) as err:
+        compile_file(path)
+    assert words in err.value.what and err.value.line == 14  # the control-level declaration
