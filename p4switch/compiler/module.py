@@ -47,6 +47,7 @@ class CompiledCode:
         """Run the module against `state`: the namespace holding its functions."""
         ns: dict[str, Any] = dict(self.statics)
         ns["RNG"] = rng
+        ns["PAYLOAD_DATA"] = [b""]  # the current packet's payload, set by the pipeline
         for name, g in self.tables.items():
             table = state.table(name)
             ns[g] = table

@@ -349,7 +349,10 @@ class StmtCompiler:
 
     def _checksum(self, st: ir.Checksum, info: Block) -> None:
         assert isinstance(st.checksum.type, ir.BitT)
-        value = f"({st.algorithm}({self._bytes(st.data)}) & {st.checksum.type.mask})"
+        data = self._bytes(st.data)
+        if st.payload:  # the packet's payload, past what the parser extracted
+            data = f"{data} + PAYLOAD_DATA[0]"
+        value = f"({st.algorithm}({data}) & {st.checksum.type.mask})"
         cond = self.x.expr(st.cond)
         always = isinstance(st.cond, ir.Const) and st.cond.value
         if st.verify:

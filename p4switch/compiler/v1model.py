@@ -69,6 +69,7 @@ class Pipeline:
         self._code = code
         self._drop_rejected = parser_reject == "drop"
         ns = code.bind(state, random.Random(seed))
+        self._payload: list[bytes] = ns["PAYLOAD_DATA"]  # for checksums with payload
         self._parse: Callable[[list, bytes], int] = ns["parse"]
         # an empty control is not called at all (None): a call costs more than the check
         empty = code.empty_controls
@@ -142,6 +143,7 @@ class Pipeline:
         else:
             S[PAYLOAD] = off
         if self._verify is not None:
+            self._payload[0] = data[S[PAYLOAD] :]
             self._verify(S)
         self._ingress(S)
         if S[CLONE]:
@@ -192,6 +194,7 @@ class Pipeline:
             self._count("drop.egress")
             return
         if self._compute is not None:
+            self._payload[0] = data[S[PAYLOAD] :]
             self._compute(S)
         parts: list[bytes] = []
         self._deparse(S, parts)

@@ -71,6 +71,8 @@ class CallLowering:
             "hash": self._hash,
             "verify_checksum": self._checksum,
             "update_checksum": self._checksum,
+            "verify_checksum_with_payload": self._checksum,
+            "update_checksum_with_payload": self._checksum,
             "verify": self._verify,
             "truncate": self._truncate,
             "random": self._random,
@@ -292,7 +294,7 @@ class CallLowering:
 
     def _checksum(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
         name = call.callee.name if isinstance(call.callee, s.Name) else "checksum"
-        verify = name == "verify_checksum"
+        verify = name.startswith("verify_checksum")
         _arity(call, 4, f"{name}(condition, data, checksum, algorithm)")
         cond = self.x.bool_expr(call.args[0], scope)
         data = self._data(call.args[1], scope)
@@ -302,7 +304,8 @@ class CallLowering:
         if not isinstance(checksum.type, ir.BitT):
             raise P4CompileError.at(call.args[2].loc, "the checksum must be a bit<N> field")
         algo = self._algorithm(call.args[3], scope)
-        return [ir.Checksum(verify, cond, data, checksum, algo)]
+        payload = name.endswith("_with_payload")
+        return [ir.Checksum(verify, cond, data, checksum, algo, payload)]
 
     def _verify(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
         if ctx.kind != "parser":

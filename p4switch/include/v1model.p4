@@ -146,10 +146,8 @@ extern void log_msg<T>(string msg, in T data);
 extern void verify_checksum<T, O>(in bool condition, in T data, in O checksum, HashAlgorithm algo);
 extern void update_checksum<T, O>(in bool condition, in T data, inout O checksum,
                                   HashAlgorithm algo);
-@p4switch_unsupported
 extern void verify_checksum_with_payload<T, O>(in bool condition, in T data, in O checksum,
                                                HashAlgorithm algo);
-@p4switch_unsupported
 extern void update_checksum_with_payload<T, O>(in bool condition, in T data, inout O checksum,
                                                HashAlgorithm algo);
 

@@ -162,3 +162,4 @@ class Checksum(Stmt):
     data: tuple[Expr, ...]
     checksum: Expr
     algorithm: str
+    payload: bool = False  # `*_with_payload`: the payload follows the fields

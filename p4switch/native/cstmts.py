@@ -314,6 +314,8 @@ class CStmtCompiler:
 
     def _checksum(self, st: ir.Checksum, info: CBlock) -> None:
         assert isinstance(st.checksum.type, ir.BitT)
+        if st.payload:
+            raise NativeUnsupported("a checksum with payload", self.x.where)
         cond = self.x.expr(st.cond)
         always = isinstance(st.cond, ir.Const) and st.cond.value
         with self.src.block("if (1)" if always else f"if ({cond})"):
