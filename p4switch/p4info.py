@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
@@ -27,6 +28,7 @@ _MATCH = {
     "range": p4info_pb2.MatchField.RANGE,
     "optional": p4info_pb2.MatchField.OPTIONAL,
 }
+_METER_UNIT = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
 _UNIT = {
     "packets": p4info_pb2.CounterSpec.PACKETS,
     "bytes": p4info_pb2.CounterSpec.BYTES,
@@ -111,16 +113,17 @@ class SymbolIds:
 def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     ids = SymbolIds()
     actions = [a for a in program.actions if not a.function]
-    for a in actions:
-        ids.add(PREFIX.ACTION, a.name, a.annotations)
-    for t in program.tables:
-        ids.add(PREFIX.TABLE, t.name, t.annotations)
-    for c in program.counters:
-        ids.add(PREFIX.COUNTER, c.name, c.annotations)
-    for d in program.direct_counters:
-        ids.add(PREFIX.DIRECT_COUNTER, d.name, d.annotations)
-    for r in program.registers:
-        ids.add(PREFIX.REGISTER, r.name, r.annotations)
+    objects: list[tuple[int, Any]] = [
+        *((PREFIX.ACTION, a) for a in actions),
+        *((PREFIX.TABLE, t) for t in program.tables),
+        *((PREFIX.COUNTER, c) for c in program.counters),
+        *((PREFIX.DIRECT_COUNTER, d) for d in program.direct_counters),
+        *((PREFIX.REGISTER, r) for r in program.registers),
+        *((PREFIX.METER, m) for m in program.meters),
+        *((PREFIX.DIRECT_METER, d) for d in program.direct_meters),
+    ]
+    for prefix, obj in objects:
+        ids.add(prefix, obj.name, obj.annotations)
     for h in program.controller_headers:
         ids.add(PREFIX.CONTROLLER_HEADER, h.type.name, h.annotations)
     ids.assign()
@@ -143,6 +146,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         msg = info.direct_counters.add(direct_table_id=ids.id(PREFIX.TABLE, d.table))
         _preamble(msg.preamble, ids, PREFIX.DIRECT_COUNTER, d.name, d.annotations)
         msg.spec.unit = _UNIT[d.unit]
+    _meters(info, program, ids)
     for r in program.registers:
         msg = info.registers.add(size=r.size)
         _preamble(msg.preamble, ids, PREFIX.REGISTER, r.name, r.annotations)
@@ -156,6 +160,17 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         for i, f in enumerate(h.type.fields, start=1):
             msg.metadata.add(id=i, name=f.name, bitwidth=ir.bit_width(f.type))
     return info
+
+
+def _meters(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> None:
+    for m in program.meters:
+        meter = info.meters.add(size=m.size)
+        _preamble(meter.preamble, ids, PREFIX.METER, m.name, m.annotations)
+        meter.spec.unit = _METER_UNIT[m.unit]
+    for dm in program.direct_meters:
+        direct = info.direct_meters.add(direct_table_id=ids.id(PREFIX.TABLE, dm.table))
+        _preamble(direct.preamble, ids, PREFIX.DIRECT_METER, dm.name, dm.annotations)
+        direct.spec.unit = _METER_UNIT[dm.unit]
 
 
 def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
@@ -173,6 +188,8 @@ def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
         msg.const_default_action_id = ids.id(PREFIX.ACTION, t.default_action)
     if t.direct_counter is not None:
         msg.direct_resource_ids.append(ids.id(PREFIX.DIRECT_COUNTER, t.direct_counter))
+    if t.direct_meter is not None:
+        msg.direct_resource_ids.append(ids.id(PREFIX.DIRECT_METER, t.direct_meter))
     msg.size = t.size
     if t.const_entries:
         msg.is_const_table = True

@@ -44,10 +44,13 @@ class CompiledProgram:
     counters: tuple[runtime.CounterSpec, ...]
     program: ir.Program = field(repr=False)
     code: CompiledCode = field(repr=False)
+    meters: tuple[runtime.MeterSpec, ...] = ()
 
     def new_state(self) -> runtime.SwitchState:
         """Fresh run-time state for this program, with its tables' declared entries installed."""
-        return runtime.SwitchState(self.actions, self.tables, self.registers, self.counters)
+        return runtime.SwitchState(
+            self.actions, self.tables, self.registers, self.counters, self.meters
+        )
 
     def pipeline(
         self,
@@ -95,11 +98,12 @@ def compile_file(
     return CompiledProgram(
         p4info=p4info,
         actions=tuple(_action_spec(a) for a in program.actions),
-        tables=tuple(_table_spec(t) for t in program.tables),
+        tables=tuple(_table_spec(t, program.direct_meters) for t in program.tables),
         registers=tuple(
             runtime.RegisterSpec(r.name, r.value_type.width, r.size) for r in program.registers
         ),
         counters=tuple(runtime.CounterSpec(c.name, c.size, c.unit) for c in program.counters),
+        meters=tuple(runtime.MeterSpec(m.name, m.size, m.unit) for m in program.meters),
         program=program,
         code=generate(program),
     )
@@ -116,7 +120,7 @@ def _field_match(m: tuple[int, int] | ir.KeyRange) -> runtime.FieldMatch:
     return runtime.FieldMatch(*m)
 
 
-def _table_spec(t: ir.Table) -> runtime.TableSpec:
+def _table_spec(t: ir.Table, meters: tuple[ir.DirectMeter, ...] = ()) -> runtime.TableSpec:
     return runtime.TableSpec(
         name=t.name,
         keys=tuple(runtime.KeySpec(k.name, k.match_kind, k.bitwidth) for k in t.keys),
@@ -127,6 +131,8 @@ def _table_spec(t: ir.Table) -> runtime.TableSpec:
         table_only=frozenset(r.action for r in t.actions if r.scope == "TABLE_ONLY"),
         default_only=frozenset(r.action for r in t.actions if r.scope == "DEFAULT_ONLY"),
         direct_counter=t.direct_counter,
+        direct_meter=t.direct_meter,
+        direct_meter_unit=next((d.unit for d in meters if d.name == t.direct_meter), "packets"),
         static_entries=tuple(
             runtime.StaticEntry(
                 tuple(_field_match(m) for m in e.match),

@@ -34,6 +34,7 @@ class Names:
     table_runs: dict[str, str] = field(default_factory=dict)  # table -> apply, returns action
     registers: dict[str, tuple[str, int]] = field(default_factory=dict)  # -> (cells, size)
     counters: dict[str, tuple[str, str, int, str]] = field(default_factory=dict)
+    meters: dict[str, str] = field(default_factory=dict)  # meter -> its MeterState's global
     structs: dict[str, str] = field(default_factory=dict)  # header type -> struct.Struct
     sm: dict[str, int] = field(default_factory=dict)  # standard metadata field -> slot
     too_short: int = 1  # error.PacketTooShort
@@ -226,6 +227,12 @@ class StmtCompiler:
         for i, target in enumerate(outs):
             self.store(target, f"{result}[{i}]")
 
+    def _meter(self, st: ir.MeterExecute, info: Block) -> None:
+        meter = self.names.meters[st.meter]
+        plen = self.names.sm["packet_length"]
+        index = self.x.expr(st.index)
+        self.store(st.dest, f"{meter}.execute({index}, S[{plen}], CLOCK())")
+
     def _count(self, st: ir.CounterCount, info: Block) -> None:
         packets, nbytes, size, unit = self.names.counters[st.counter]
         index = self._simple(st.index)
@@ -391,6 +398,7 @@ _STATEMENTS: dict[type[ir.Stmt], Callable[[StmtCompiler, Any, Block], None]] = {
     ir.Checksum: StmtCompiler._checksum,
     ir.Truncate: StmtCompiler._truncate,
     ir.Resubmit: StmtCompiler._resubmit,
+    ir.MeterExecute: StmtCompiler._meter,
     ir.Random: StmtCompiler._random,
 }
 

@@ -197,7 +197,25 @@ class CallLowering:
         if inst.kind == "direct_counter" and method == "count":
             _arity(call, 0, "direct_counter.count()")
             return []  # a direct counter counts every hit of its table by itself
+        if inst.kind == "meter" and method == "execute_meter":
+            _arity(call, 2, "meter.execute_meter(index, result)")
+            dest = self._color(call.args[1], scope)
+            return [ir.MeterExecute(inst.name, self._index(call.args[0], scope), dest)]
+        if inst.kind == "direct_meter" and method == "read":
+            _arity(call, 1, "direct_meter.read(result)")
+            dest = self._color(call.args[0], scope)
+            assert inst.color is not None  # the color of its table's hit entry
+            assert isinstance(dest.type, ir.BitT)
+            return [ir.Assign(dest, ir.Cast(dest.type, ir.VarRef(inst.color)))]
         raise P4CompileError.at(call.loc, f"{inst.kind} has no method {method!r}")
+
+    def _color(self, e: s.ExprSyntax, scope: Scope) -> ir.Expr:
+        dest = self.x.lvalue(e, scope)
+        if not isinstance(dest.type, ir.BitT) or dest.type.signed or dest.type.width < 2:
+            raise P4CompileError.at(
+                e.loc, f"a meter's color goes to a bit<N>, N >= 2, not {dest.type}"
+            )
+        return dest
 
     def _index(self, e: s.ExprSyntax, scope: Scope) -> ir.Expr:
         index = self.x.expr(e, scope)

@@ -36,7 +36,7 @@ class TableEntity:
 
 @dataclass(frozen=True)
 class InstanceEntity:
-    """An extern object instance: register, counter or direct_counter."""
+    """An extern object instance: register, counter, direct_counter, meter or direct_meter."""
 
     kind: str
     name: str  # fully qualified
@@ -44,6 +44,7 @@ class InstanceEntity:
     size: int = 0
     unit: str = ""
     loc: ir.Loc | None = None
+    color: ir.Var | None = None  # direct meters: where the hit entry's color is put
 
 
 @dataclass(eq=False)

@@ -14,7 +14,7 @@ from p4switch.frontend.stmtcheck import StmtChecker
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 PRIORITY_KINDS = ("ternary", "range", "optional")  # entries may overlap: ordered by priority
-UNSUPPORTED_PROPERTIES = ("implementation", "meters", "support_timeout", "idle_timeout")
+UNSUPPORTED_PROPERTIES = ("implementation", "support_timeout", "idle_timeout")
 
 
 class TableChecker:
@@ -23,6 +23,7 @@ class TableChecker:
         self.x: ExprChecker = stmts.x
         self._noaction = noaction
         self.direct_counters: dict[str, str] = {}  # direct counter -> its table
+        self.direct_meters: dict[str, str] = {}  # direct meter -> its table
 
     def check(self, decl: s.TableDecl, name: str, scope: Scope) -> ir.Table:
         props: dict[str, s.TableProperty] = {}
@@ -31,7 +32,8 @@ class TableChecker:
                 raise P4CompileError.at(p.loc, f"table property {p.name!r} is given twice")
             if p.name in UNSUPPORTED_PROPERTIES:
                 raise P4CompileError.at(p.loc, f"table property {p.name!r} is not supported")
-            if p.name not in ("key", "actions", "default_action", "size", "entries", "counters"):
+            known = ("key", "actions", "default_action", "size", "entries", "counters", "meters")
+            if p.name not in known:
                 raise P4CompileError.at(p.loc, f"unknown table property {p.name!r}")
             props[p.name] = p
         keys = self._keys(props.get("key"), scope)
@@ -51,7 +53,8 @@ class TableChecker:
             size = self.x.const_int(_expr(props["size"]), scope)
             if size <= 0:
                 raise P4CompileError.at(props["size"].loc, "a table size must be positive")
-        counter = self._counter(props.get("counters"), name, scope)
+        counter = self._direct(props.get("counters"), name, scope, "direct_counter")
+        meter = self._direct(props.get("meters"), name, scope, "direct_meter")
         entries = self._entries(props.get("entries"), keys, refs, scope)
         return ir.Table(
             name=name,
@@ -66,6 +69,7 @@ class TableChecker:
             direct_counter=counter,
             annotations=decl.annotations,
             loc=decl.loc,
+            direct_meter=meter,
         )
 
     def _keys(self, prop: s.TableProperty | None, scope: Scope) -> list[ir.MatchKey]:
@@ -152,16 +156,20 @@ class TableChecker:
             raise P4CompileError.at(prop.loc, f"{action.decl.name} is @tableonly")
         return action.name, args, prop.const
 
-    def _counter(self, prop: s.TableProperty | None, table: str, scope: Scope) -> str | None:
+    def _direct(
+        self, prop: s.TableProperty | None, table: str, scope: Scope, kind: str
+    ) -> str | None:
+        """`counters = c` (a direct_counter) or `meters = m` (a direct_meter): its name."""
         if prop is None:
             return None
         e = _expr(prop)
         found = scope.lookup(e.name) if isinstance(e, s.Name) else None
-        if not isinstance(found, InstanceEntity) or found.kind != "direct_counter":
-            raise P4CompileError.at(e.loc, "counters = ... must name a direct_counter")
-        if found.name in self.direct_counters:
+        if not isinstance(found, InstanceEntity) or found.kind != kind:
+            raise P4CompileError.at(e.loc, f"{prop.name} = ... must name a {kind}")
+        attached = self.direct_counters if kind == "direct_counter" else self.direct_meters
+        if found.name in attached:
             raise P4CompileError.at(e.loc, f"{found.name} is already attached to a table")
-        self.direct_counters[found.name] = table
+        attached[found.name] = table
         return found.name
 
     def _entries(

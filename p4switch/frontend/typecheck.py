@@ -65,6 +65,8 @@ class ProgramChecker:
         self.registers: list[ir.Register] = []
         self.counters: list[ir.Counter] = []
         self.direct_counters: dict[str, InstanceEntity] = {}
+        self.meters: list[ir.Meter] = []
+        self.direct_meters: dict[str, InstanceEntity] = {}
         self.blocks: dict[str, s.ParserDecl | s.ControlDecl] = {}
         self.block_types: dict[str, s.BlockTypeDecl] = {}
         self.ctx = BlockContext("control", "")
@@ -194,7 +196,9 @@ class ProgramChecker:
             values.append(int(c.value))
         return ir.EnumT(d.name, tuple(names), tuple(values), under)
 
-    def _instance(self, st: s.Instantiation, scope: Scope, prefix: str) -> None:
+    def _instance(
+        self, st: s.Instantiation, scope: Scope, prefix: str, locals_: list[ir.Var] | None = None
+    ) -> None:
         kind = type_name(st.type)
         name = control_plane_name(st.name, st.annotations, prefix)
         if kind in self.env.unsupported:
@@ -215,15 +219,34 @@ class ProgramChecker:
             (unit,) = self._ctor_args(st, scope, 1, unit_at=0)
             entity = InstanceEntity("direct_counter", name, None, 0, unit, st.loc)
             self.direct_counters[name] = entity
+        elif kind == "meter":
+            size, unit = self._ctor_args(st, scope, 2, unit_at=1, units="MeterType")
+            entity = InstanceEntity("meter", name, None, size, unit, st.loc)
+            self.meters.append(ir.Meter(name, size, unit, st.annotations))
+        elif kind == "direct_meter":
+            if locals_ is None:
+                raise P4CompileError.at(st.loc, "declare a direct meter in a control")
+            (unit,) = self._ctor_args(st, scope, 1, unit_at=0, units="MeterType")
+            color = ir.Var(f"{name}.color", ir.BitT(2), in_slots=True)
+            locals_.append(color)
+            entity = InstanceEntity("direct_meter", name, None, 0, unit, st.loc, color)
+            self.direct_meters[name] = entity
         else:
             raise P4CompileError.at(st.loc, f"cannot instantiate {kind} here")
-        if any(r.name == name for r in self.registers[:-1]) or any(
-            c.name == name for c in self.counters[:-1]
-        ):
+        names = [*(r.name for r in self.registers), *(c.name for c in self.counters)]
+        names += [m.name for m in self.meters]
+        if names.count(name) > 1:
             raise P4CompileError.at(st.loc, f"another object is already named {name}")
         scope.declare(st.name, entity, st.loc)
 
-    def _ctor_args(self, st: s.Instantiation, scope: Scope, n: int, unit_at: int = -1) -> list:
+    def _ctor_args(
+        self,
+        st: s.Instantiation,
+        scope: Scope,
+        n: int,
+        unit_at: int = -1,
+        units: str = "CounterType",
+    ) -> list:
         if len(st.args) != n:
             raise P4CompileError.at(st.loc, f"{type_name(st.type)} takes {n} argument(s)")
         out: list = []
@@ -231,12 +254,9 @@ class ProgramChecker:
             if i == unit_at:
                 c = self.x.expr(a, scope)
                 t = c.type
-                if not (
-                    isinstance(c, ir.Const) and isinstance(t, ir.EnumT) and t.name == "CounterType"
-                ):
-                    raise P4CompileError.at(
-                        a.loc, "expected CounterType.packets, .bytes or .packets_and_bytes"
-                    )
+                if not (isinstance(c, ir.Const) and isinstance(t, ir.EnumT) and t.name == units):
+                    members = ", ".join(f"{units}.{m}" for m in ("packets", "bytes"))
+                    raise P4CompileError.at(a.loc, f"expected {members} or the like")
                 out.append(UNITS[t.members[int(c.value)]])
             else:
                 size = self.x.const_int(a, scope)
@@ -399,7 +419,7 @@ class ProgramChecker:
                 if isinstance(self.blocks.get(type_name(item.type)), s.ControlDecl):
                     self._control_instance(item, scope, prefix, locals_)
                 else:
-                    self._instance(item, scope, prefix)
+                    self._instance(item, scope, prefix, locals_)
             elif isinstance(item, s.ActionDecl):
                 self._action(item, scope, prefix)
             elif isinstance(item, s.TableDecl):
@@ -514,6 +534,15 @@ class ProgramChecker:
                     entity.loc, f"direct counter {name} is not attached to a table"
                 )
             directs.append(ir.DirectCounter(name, entity.unit, table))
+        direct_meters = []
+        for name, entity in self.direct_meters.items():
+            table = self.table_checker.direct_meters.get(name)
+            if table is None:
+                raise P4CompileError.at(
+                    entity.loc, f"direct meter {name} is not attached to a table"
+                )
+            assert entity.color is not None
+            direct_meters.append(ir.DirectMeter(name, entity.unit, table, entity.color))
         return ir.Program(
             path=self.path,
             headers=hdr,
@@ -530,6 +559,8 @@ class ProgramChecker:
             registers=tuple(self.registers),
             counters=tuple(self.counters),
             direct_counters=tuple(directs),
+            meters=tuple(self.meters),
+            direct_meters=tuple(direct_meters),
             controller_headers=self._controller_headers(),
             errors=tuple(self.env.errors),
         )

@@ -80,14 +80,15 @@ extern register<T> {
     void write(in bit<32> index, in T value);
 }
 
-@p4switch_unsupported
+/* Two-rate three-color meters: the color is 0 (green), 1 (yellow) or 2 (red). */
 extern meter {
     meter(bit<32> size, MeterType type);
+    void execute_meter<T>(in bit<32> index, out T result);
 }
 
-@p4switch_unsupported
 extern direct_meter<T> {
     direct_meter(MeterType type);
+    void read(out T result);
 }
 
 @p4switch_unsupported

@@ -89,6 +89,7 @@ class Table:
     direct_counter: str | None = None
     annotations: tuple[Annotation, ...] = ()
     loc: Loc | None = None
+    direct_meter: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,23 @@ class DirectCounter:
     name: str
     unit: str
     table: str
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class Meter:
+    name: str
+    size: int
+    unit: str  # "packets" or "bytes"
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class DirectMeter:
+    name: str
+    unit: str
+    table: str
+    color: Var  # where the table's apply puts the color of the hit entry's meter
     annotations: tuple[Annotation, ...] = ()
 
 
@@ -169,6 +187,8 @@ class Program:
     direct_counters: tuple[DirectCounter, ...]
     controller_headers: tuple[ControllerHeader, ...]
     errors: tuple[str, ...]  # error members; the code of each is its position
+    meters: tuple[Meter, ...] = ()
+    direct_meters: tuple[DirectMeter, ...] = ()
 
     def action(self, name: str) -> Action:
         return next(a for a in self.actions if a.name == name)

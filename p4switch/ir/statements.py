@@ -114,6 +114,13 @@ class CounterCount(Stmt):
 
 
 @dataclass(frozen=True)
+class MeterExecute(Stmt):
+    meter: str
+    index: Expr
+    dest: Expr  # the color: 0 green, 1 yellow, 2 red
+
+
+@dataclass(frozen=True)
 class MarkToDrop(Stmt):
     pass
 

@@ -90,6 +90,7 @@ class _UnitBuilder:
     def build(self) -> NativeCode:
         p, names = self.p, self.names
         self._check_widths()
+        self._check_externs()
         sm = p.standard_metadata
         assert isinstance(sm.type, ir.StructT)
         names.sm = {f.name: self.layout.slot(sm, (f.name,)) for f in sm.type.fields}
@@ -158,6 +159,17 @@ class _UnitBuilder:
         for v in slot_vars:
             for path, t in leaves(v.type):
                 check_width(t, "field " + ".".join((v.name, *path)), p.path)
+
+    def _check_externs(self) -> None:
+        """Meters and range keys run on the python back end only."""
+        meters = [m.name for m in self.p.meters] + [m.name for m in self.p.direct_meters]
+        if meters:
+            raise NativeUnsupported(f"meter {meters[0]}", self.p.path)
+        for t in self.p.tables:
+            ranged = next((k for k in t.keys if k.match_kind == "range"), None)
+            if ranged is not None:
+                what = f"table {t.name}: range key {ranged.name}"
+                raise NativeUnsupported(what, str(t.loc or self.p.path))
 
     def _exits(self) -> set[str]:
         """Actions that may run `exit`, themselves or through an action they call."""
@@ -307,10 +319,6 @@ class _UnitBuilder:
         self.src.line(f"static const uint32_t p4g_metadata[] = {{{', '.join(map(str, slots))}}};")
         shapes = []
         for t in self.p.tables:
-            ranged = next((k for k in t.keys if k.match_kind == "range"), None)
-            if ranged is not None:
-                what = f"table {t.name}: range key {ranged.name}"
-                raise NativeUnsupported(what, str(t.loc or self.p.path))
             nargs = max((len(self.p.action(r.action).params) for r in t.actions), default=0)
             exact = int(all(k.match_kind == "exact" for k in t.keys))
             shapes.append(f"{{{len(t.keys)}, {nargs}, {exact}}}")

@@ -20,6 +20,7 @@ from p4switch.p4rt.schema import FieldInfo, P4InfoIndex, TableInfo
 from p4switch.runtime import (
     ActionCall,
     FieldMatch,
+    MeterConfig,
     Replica,
     SwitchState,
     TableEntry,
@@ -226,7 +227,15 @@ def entry_to_proto(
     if counters and table.direct_counter_id:
         unit = schema.direct_counters[table.direct_counter_id].unit
         msg.counter_data.CopyFrom(counter_data(entry.packets, entry.bytes, unit))
+    if entry.meter is not None:
+        msg.meter_config.CopyFrom(meter_config(entry.meter.config))
     return msg
+
+
+def meter_config(config: MeterConfig) -> p4runtime_pb2.MeterConfig:
+    return p4runtime_pb2.MeterConfig(
+        cir=config.cir, cburst=config.cburst, pir=config.pir, pburst=config.pburst
+    )
 
 
 def default_entry_to_proto(

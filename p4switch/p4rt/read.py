@@ -24,10 +24,11 @@ from p4switch.p4rt.codec import (
     encode_uint,
     entry_to_proto,
     invalid,
+    meter_config,
     pre_to_proto,
     refused_by_state,
 )
-from p4switch.p4rt.schema import CounterInfo, RegisterInfo, TableInfo
+from p4switch.p4rt.schema import CounterInfo, MeterInfo, RegisterInfo, TableInfo
 from p4switch.p4rt.write import check_priority, index_cells, table_of
 from p4switch.runtime import TableEntry
 
@@ -37,8 +38,6 @@ Entities = list[p4runtime_pb2.Entity]
 
 # entity kinds p4switch does not program, and the P4Info objects they would refer to
 _UNSUPPORTED = {
-    "meter_entry": "meters",
-    "direct_meter_entry": "meters",
     "action_profile_member": "action profiles",
     "action_profile_group": "action profiles",
     "value_set_entry": "value sets",
@@ -159,7 +158,7 @@ def _direct(key: p4runtime_pb2.TableEntry, data: p4runtime_pb2.CounterData) -> p
     )
 
 
-_Info = TypeVar("_Info", CounterInfo, RegisterInfo)
+_Info = TypeVar("_Info", CounterInfo, RegisterInfo, MeterInfo)
 
 
 def _chosen(by_id: Mapping[int, _Info], wanted: int, kind: str) -> list[_Info]:
@@ -218,7 +217,51 @@ def _pre(pipeline: InstalledPipeline, q: p4runtime_pb2.PacketReplicationEngineEn
     return out
 
 
+def _meters(pipeline: InstalledPipeline, q: p4runtime_pb2.MeterEntry) -> Entities:
+    out: Entities = []
+    for info in _chosen(pipeline.schema.meters, q.meter_id, "meter"):
+        meter = pipeline.state.meter(info.name)
+        for i in index_cells(q, info.size, info.name):
+            entry = p4runtime_pb2.MeterEntry(meter_id=info.id)
+            entry.index.index = i
+            config = meter.config(i)
+            if config is not None:
+                entry.config.CopyFrom(meter_config(config))
+            out.append(p4runtime_pb2.Entity(meter_entry=entry))
+    return out
+
+
+def _direct_meters(pipeline: InstalledPipeline, q: p4runtime_pb2.DirectMeterEntry) -> Entities:
+    te = q.table_entry
+    if te.table_id == 0:
+        infos = [t for t in pipeline.schema.tables.values() if t.direct_meter_id]
+    else:
+        info, _ = table_of(pipeline, te.table_id)
+        if not info.direct_meter_id:
+            raise invalid(f"{info.name} has no direct meter")
+        infos = [info]
+    out: Entities = []
+    for info in infos:
+        table = pipeline.state.table(info.name)
+        entries = list(table.entries())
+        if te.match:
+            match = decode_match(info, te.match)
+            check_priority(info, table, te.priority)
+            found = table.get(match, te.priority)
+            if found is None:
+                raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no entry with this key")
+            entries = [found]
+        for e in entries:
+            entry = p4runtime_pb2.DirectMeterEntry(table_entry=_key(info, e))
+            if e.meter is not None:
+                entry.config.CopyFrom(meter_config(e.meter.config))
+            out.append(p4runtime_pb2.Entity(direct_meter_entry=entry))
+    return out
+
+
 _HANDLERS: dict[str, Callable[[InstalledPipeline, Any], Entities]] = {
+    "meter_entry": _meters,
+    "direct_meter_entry": _direct_meters,
     "table_entry": _tables,
     "direct_counter_entry": _direct_counters,
     "counter_entry": _counters,

@@ -65,6 +65,7 @@ class TableInfo:
     fields: tuple[FieldInfo, ...]  # in P4Info order
     action_ids: frozenset[int]
     direct_counter_id: int  # 0: none
+    direct_meter_id: int  # 0: none
     is_const: bool  # `const entries`: only the default entry may be changed
     idle_timeout: bool  # the program asks for idle-timeout notifications (not supported)
     indirect: bool  # implemented by an action profile or selector (not supported)
@@ -87,6 +88,14 @@ class CounterInfo:
     name: str
     size: int
     unit: str  # "packets", "bytes" or "packets_and_bytes"
+
+
+@dataclass(frozen=True)
+class MeterInfo:
+    id: int
+    name: str
+    size: int
+    unit: str  # "packets" or "bytes"
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,7 @@ class P4InfoIndex:
     registers: Mapping[int, RegisterInfo]
     counters: Mapping[int, CounterInfo]
     direct_counters: Mapping[int, DirectCounterInfo]
+    meters: Mapping[int, MeterInfo]
     packet_in: ControllerHeaderInfo | None
     packet_out: ControllerHeaderInfo | None
     unsupported: frozenset[str]  # kinds of P4Info objects p4switch cannot program
@@ -154,6 +164,8 @@ class P4InfoIndex:
             d.preamble.id: _bind_direct_counter(d, state, tables, problems)
             for d in p4info.direct_counters
         }
+        meters = {m.preamble.id: _bind_meter(m, state, problems) for m in p4info.meters}
+        _check_direct_meters(p4info, state, tables, problems)
         headers = {
             h.preamble.name: _controller_header(h, problems)
             for h in p4info.controller_packet_metadata
@@ -163,7 +175,6 @@ class P4InfoIndex:
                 "the P4Info does not describe the loaded program: " + "; ".join(problems)
             )
         present = {
-            "meters": len(p4info.meters) + len(p4info.direct_meters),
             "action profiles": len(p4info.action_profiles),
             "value sets": len(p4info.value_sets),
             "digests": len(p4info.digests),
@@ -176,6 +187,7 @@ class P4InfoIndex:
             registers=registers,
             counters=counters,
             direct_counters=direct,
+            meters=meters,
             packet_in=headers.get("packet_in"),
             packet_out=headers.get("packet_out"),
             unsupported=frozenset(kind for kind, n in present.items() if n),
@@ -248,12 +260,14 @@ def _bind_table(
             )
         _check_table_actions(t, spec, action_names, problems)
     direct = [i for i in t.direct_resource_ids if i >> 24 == p4info_pb2.P4Ids.DIRECT_COUNTER]
+    metered = [i for i in t.direct_resource_ids if i >> 24 == p4info_pb2.P4Ids.DIRECT_METER]
     return TableInfo(
         id=t.preamble.id,
         name=name,
         fields=tuple(fields),
         action_ids=frozenset(ref.id for ref in t.action_refs),
         direct_counter_id=direct[0] if direct else 0,
+        direct_meter_id=metered[0] if metered else 0,
         is_const=t.is_const_table,
         idle_timeout=t.idle_timeout_behavior == p4info_pb2.Table.NOTIFY_CONTROL,
         indirect=t.implementation_id != 0,
@@ -287,6 +301,30 @@ def _bind_register(r: p4info_pb2.Register, state: SwitchState, problems: list[st
     elif spec is None or spec.bitwidth != bitwidth or spec.size != r.size:
         problems.append(f"register {name} bit<{bitwidth}>[{r.size}] is not in the program")
     return RegisterInfo(r.preamble.id, name, bitwidth, r.size)
+
+
+def _bind_meter(m: p4info_pb2.Meter, state: SwitchState, problems: list[str]) -> MeterInfo:
+    name = m.preamble.name
+    unit = "bytes" if m.spec.unit == p4info_pb2.MeterSpec.BYTES else "packets"
+    spec = state.meters[name].spec if name in state.meters else None
+    if spec is None or spec.size != m.size or spec.unit != unit:
+        problems.append(f"meter {name}[{m.size}] ({unit}) is not in the program")
+    return MeterInfo(m.preamble.id, name, m.size, unit)
+
+
+def _check_direct_meters(
+    p4info: p4info_pb2.P4Info,
+    state: SwitchState,
+    tables: Mapping[int, TableInfo],
+    problems: list[str],
+) -> None:
+    for d in p4info.direct_meters:
+        table = tables.get(d.direct_table_id)
+        name = d.preamble.name
+        if table is None:
+            problems.append(f"direct meter {name}: no table with id {d.direct_table_id:#x}")
+        elif table.name in state.tables and state.tables[table.name].spec.direct_meter != name:
+            problems.append(f"direct meter {name}: the program does not attach it to {table.name}")
 
 
 def _bind_counter(c: p4info_pb2.Counter, state: SwitchState, problems: list[str]) -> CounterInfo:

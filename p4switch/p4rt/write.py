@@ -25,7 +25,14 @@ from p4switch.p4rt.codec import (
     refused_by_state,
 )
 from p4switch.p4rt.schema import TableInfo
-from p4switch.runtime import CloneSession, TableEntry, TableState
+from p4switch.runtime import (
+    CloneSession,
+    FieldMatch,
+    MeterCell,
+    MeterConfig,
+    TableEntry,
+    TableState,
+)
 
 log = logging.getLogger(__name__)
 
@@ -142,33 +149,115 @@ def _table_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.Tab
     if utype == INSERT:
         if which is None:
             raise invalid(f"{info.name}: an inserted entry needs an action")
-        entry = TableEntry(
-            match,
-            decode_action(pipeline.schema, info, msg.action.action),
-            msg.priority,
-            metadata=msg.metadata,
-            controller_metadata=msg.controller_metadata,
-        )
-        if msg.HasField("counter_data"):
-            entry.packets, entry.bytes = _counts(msg.counter_data, info.name)
-        table.insert(entry)
-        return lambda: table.delete(match, msg.priority)
+        return _insert(pipeline, info, table, match, msg)
     old = table.get(match, msg.priority)
     if old is None:
         raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no entry with this key to modify")
-    saved = (old.action, old.metadata, old.controller_metadata, old.packets, old.bytes)
+    saved = (old.action, old.metadata, old.controller_metadata, old.packets, old.bytes, old.meter)
     counts = _counts(msg.counter_data, info.name) if msg.HasField("counter_data") else None
+    meter = _meter_cell(msg.meter_config, info.name) if msg.HasField("meter_config") else None
     if which == "action":
         action = decode_action(pipeline.schema, info, msg.action.action)
         table.modify(TableEntry(match, action, msg.priority))
     old.metadata, old.controller_metadata = msg.metadata, msg.controller_metadata
     if counts is not None:
         old.packets, old.bytes = counts
+    if meter is not None:
+        old.meter = meter
 
     def undo() -> None:
-        old.action, old.metadata, old.controller_metadata, old.packets, old.bytes = saved
+        (old.action, old.metadata, old.controller_metadata, old.packets, old.bytes, old.meter) = (
+            saved
+        )
 
     return undo
+
+
+def _meter_config(msg: p4runtime_pb2.MeterConfig, what: str) -> MeterConfig:
+    config = MeterConfig(msg.cir, msg.cburst, msg.pir, msg.pburst)
+    try:
+        config.check(what)
+    except StateError as err:
+        raise invalid(str(err)) from None
+    return config
+
+
+def _meter_cell(msg: p4runtime_pb2.MeterConfig, what: str) -> MeterCell:
+    return MeterCell(_meter_config(msg, what))
+
+
+def _meter_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.MeterEntry) -> Undo:
+    """Configure a meter's cells (one index, or all): a config, or none (back to GREEN)."""
+    if utype != MODIFY:
+        raise invalid("meter entries can only be modified")
+    if msg.meter_id == 0:
+        raise invalid("meter id 0 is not valid in a write")
+    info = pipeline.schema.meters.get(msg.meter_id)
+    if info is None:
+        raise P4RTError(code_pb2.NOT_FOUND, f"no meter with id {msg.meter_id:#x}")
+    if msg.HasField("counter_data"):
+        raise P4RTError(code_pb2.UNIMPLEMENTED, "p4switch keeps no meter counters")
+    meter = pipeline.state.meter(info.name)
+    cells = index_cells(msg, info.size, info.name)
+    config = _meter_config(msg.config, info.name) if msg.HasField("config") else None
+    saved = [(i, meter.cells[i]) for i in cells]
+    for i in cells:
+        meter.set(i, config)
+
+    def undo() -> None:
+        for i, cell in saved:
+            meter.cells[i] = cell
+
+    return undo
+
+
+def _direct_meter_entry(
+    pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.DirectMeterEntry
+) -> Undo:
+    """Configure the direct meter of one table entry (no config: back to GREEN)."""
+    if utype != MODIFY:
+        raise invalid("direct meter entries can only be modified")
+    info, table = table_of(pipeline, msg.table_entry.table_id)
+    if not info.direct_meter_id:
+        raise invalid(f"{info.name} has no direct meter")
+    if msg.HasField("counter_data"):
+        raise P4RTError(code_pb2.UNIMPLEMENTED, "p4switch keeps no meter counters")
+    if msg.table_entry.is_default_action:
+        raise invalid(f"{info.name}: the default entry has no direct meter (it runs on hits)")
+    match = decode_match(info, msg.table_entry.match)
+    check_priority(info, table, msg.table_entry.priority)
+    entry = table.get(match, msg.table_entry.priority)
+    if entry is None:
+        raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no entry with this key")
+    saved = entry.meter
+    entry.meter = _meter_cell(msg.config, info.name) if msg.HasField("config") else None
+
+    def undo() -> None:
+        entry.meter = saved
+
+    return undo
+
+
+def _insert(
+    pipeline: InstalledPipeline,
+    info: TableInfo,
+    table: TableState,
+    match: tuple[FieldMatch, ...],
+    msg: p4runtime_pb2.TableEntry,
+) -> Undo:
+    entry = TableEntry(
+        match,
+        decode_action(pipeline.schema, info, msg.action.action),
+        msg.priority,
+        metadata=msg.metadata,
+        controller_metadata=msg.controller_metadata,
+    )
+    if msg.HasField("counter_data"):
+        entry.packets, entry.bytes = _counts(msg.counter_data, info.name)
+    if msg.HasField("meter_config"):
+        entry.meter = _meter_cell(msg.meter_config, info.name)
+    table.insert(entry)
+    return lambda: table.delete(match, msg.priority)
 
 
 def _check_entry_fields(info: TableInfo, msg: p4runtime_pb2.TableEntry) -> None:
@@ -178,7 +267,9 @@ def _check_entry_fields(info: TableInfo, msg: p4runtime_pb2.TableEntry) -> None:
         if info.idle_timeout:
             raise P4RTError(code_pb2.UNIMPLEMENTED, "p4switch does not support idle timeouts")
         raise invalid(f"{info.name} does not support idle timeouts")
-    if msg.HasField("meter_config") or msg.HasField("meter_counter_data"):
+    if msg.HasField("meter_counter_data"):
+        raise P4RTError(code_pb2.UNIMPLEMENTED, "p4switch keeps no meter counters")
+    if msg.HasField("meter_config") and not info.direct_meter_id:
         raise invalid(f"{info.name} has no direct meter")
     if msg.HasField("counter_data") and not info.direct_counter_id:
         raise invalid(f"{info.name} has no direct counter")
@@ -225,9 +316,11 @@ def check_index(index: int, size: int, what: str) -> int:
 
 
 def index_cells(
-    msg: p4runtime_pb2.CounterEntry | p4runtime_pb2.RegisterEntry, size: int, what: str
+    msg: p4runtime_pb2.CounterEntry | p4runtime_pb2.RegisterEntry | p4runtime_pb2.MeterEntry,
+    size: int,
+    what: str,
 ) -> Sequence[int]:
-    """The one index a counter or register entry names, else every index (a wildcard)."""
+    """The one index a counter, register or meter entry names, else every index (a wildcard)."""
     return [check_index(msg.index.index, size, what)] if msg.HasField("index") else range(size)
 
 
@@ -379,6 +472,8 @@ _HANDLERS: dict[str, Callable[[InstalledPipeline, int, Any], Undo]] = {
     "table_entry": _table_entry,
     "counter_entry": _counter_entry,
     "direct_counter_entry": _direct_counter_entry,
+    "meter_entry": _meter_entry,
+    "direct_meter_entry": _direct_meter_entry,
     "register_entry": _register_entry,
     "packet_replication_engine_entry": _pre_entry,
 }

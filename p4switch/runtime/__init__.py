@@ -13,10 +13,20 @@ compiled pipeline keeps references to the `TableState` objects and to the lists
 place (`cells[:] = ...`), never replace them.
 
 `specs` holds what a program declares (and the values entries are made of), `tables` the
-tables and their entries, `replication` multicast groups and clone sessions, `state` registers,
-counters and `SwitchState`. Every name is exported here.
+tables and their entries, `replication` multicast groups and clone sessions, `meters` meters,
+`state` registers, counters and `SwitchState`. Every name is exported here.
 """
 
+from p4switch.runtime.meters import (
+    GREEN,
+    RED,
+    YELLOW,
+    MeterCell,
+    MeterConfig,
+    MeterSpec,
+    MeterState,
+    direct_meter_color,
+)
 from p4switch.runtime.replication import CloneSession, PacketReplication, Replica
 from p4switch.runtime.specs import (
     ActionCall,
@@ -40,6 +50,9 @@ from p4switch.runtime.tables import (
 )
 
 __all__ = [
+    "GREEN",
+    "RED",
+    "YELLOW",
     "ActionCall",
     "ActionSpec",
     "CloneSession",
@@ -47,6 +60,10 @@ __all__ = [
     "CounterState",
     "FieldMatch",
     "KeySpec",
+    "MeterCell",
+    "MeterConfig",
+    "MeterSpec",
+    "MeterState",
     "PacketReplication",
     "ParamSpec",
     "RegisterSpec",
@@ -57,6 +74,7 @@ __all__ = [
     "TableEntry",
     "TableSpec",
     "TableState",
+    "direct_meter_color",
     "exact",
     "lpm",
     "prefix_len",

@@ -67,6 +67,8 @@ class TableSpec:
     direct_counter: str | None = None  # name of the direct counter attached, if any
     static_entries: tuple[StaticEntry, ...] = ()  # installed when the state is created
     const_entries: bool = False  # `const entries`: the control plane may not change them
+    direct_meter: str | None = None  # name of the direct meter attached, if any
+    direct_meter_unit: str = "packets"  # its unit: "packets" or "bytes"
 
     @property
     def needs_priority(self) -> bool:

@@ -1,11 +1,14 @@
-"""Registers, counters, and `SwitchState`: everything a P4Runtime client can read or write."""
+"""Registers, counters, and `SwitchState`: everything a P4Runtime client can read or write
+(meters are in `meters`)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from p4switch.exceptions import InvalidArgument, NotFound
+from p4switch.runtime.meters import MeterSpec, MeterState
 from p4switch.runtime.replication import PacketReplication
 from p4switch.runtime.specs import ActionSpec, CounterSpec, RegisterSpec, TableSpec
 from p4switch.runtime.tables import TableState
@@ -65,8 +68,13 @@ class SwitchState:
         tables: Sequence[TableSpec],
         registers: Sequence[RegisterSpec] = (),
         counters: Sequence[CounterSpec] = (),
+        meters: Sequence[MeterSpec] = (),
+        clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
+        """`clock` gives the time in nanoseconds meters run on (a test may give its own)."""
         self.lock = threading.RLock()
+        self.meters = {m.name: MeterState(m) for m in meters}
+        self.clock = clock
         self.actions = {a.name: a for a in actions}
         self.tables = {t.name: TableState(t, self.actions) for t in tables}
         self.registers = {r.name: RegisterState(r) for r in registers}
@@ -88,6 +96,12 @@ class SwitchState:
             return self.registers[name]
         except KeyError:
             raise NotFound(f"no register {name!r}") from None
+
+    def meter(self, name: str) -> MeterState:
+        try:
+            return self.meters[name]
+        except KeyError:
+            raise NotFound(f"no meter {name!r}") from None
 
     def counter(self, name: str) -> CounterState:
         try:

@@ -13,6 +13,7 @@ from p4switch.exceptions import (
     PermissionDenied,
     ResourceExhausted,
 )
+from p4switch.runtime.meters import MeterCell
 from p4switch.runtime.specs import ActionCall, ActionSpec, FieldMatch, TableSpec
 
 
@@ -25,6 +26,7 @@ class TableEntry:
     bytes: int = 0  # in this class body `bytes` is this field: the type below is builtins.bytes
     metadata: builtins.bytes = b""  # opaque to the switch: the controller's cookie, read back
     controller_metadata: int = 0
+    meter: MeterCell | None = None  # direct meter: this entry's cell, None: unconfigured
 
     @property
     def key(self) -> tuple[tuple[FieldMatch, ...], int]:

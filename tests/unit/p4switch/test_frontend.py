@@ -121,11 +121,11 @@ def test_conditions_must_be_bool(tmp_path: Path) -> None:
 
 def test_unsupported_extern_is_named(tmp_path: Path) -> None:
     path, text = variant(
-        tmp_path, "action forward", "meter(32w16, MeterType.packets) m;\n    action forward"
+        tmp_path, "action forward", "action_profile(32w16) ap;\n    action forward"
     )
     err = refused(path)
-    assert err.line == position(text, "meter(")[0]
-    assert "meter is not supported by p4switch" in err.what
+    assert err.line == position(text, "action_profile(")[0]
+    assert "action_profile is not supported by p4switch" in err.what
 
 
 def test_unsupported_match_kind(tmp_path: Path) -> None:

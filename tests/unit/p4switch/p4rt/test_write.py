@@ -312,5 +312,7 @@ def test_multicast_groups_and_clone_sessions(switch) -> None:
 
 def test_unsupported_entities_are_unimplemented(switch) -> None:
     _, client = switch
-    meter = p4runtime_pb2.MeterEntry(meter_id=0x14000001)
-    assert refused(client, E.update(E.MODIFY, meter)) == ["UNIMPLEMENTED"]
+    member = p4runtime_pb2.ActionProfileMember(action_profile_id=0x11000001, member_id=1)
+    assert refused(client, E.update(E.INSERT, member)) == ["UNIMPLEMENTED"]
+    meter = p4runtime_pb2.MeterEntry(meter_id=0x15000001)  # meters are programmed: no such one
+    assert refused(client, E.update(E.MODIFY, meter)) == ["NOT_FOUND"]
