@@ -260,6 +260,9 @@ class _Builder:
         for case in state.cases:
             conds = []
             for (key, full), ks in zip(keys, case.keysets, strict=True):
+                if isinstance(ks, ir.KeyRange):
+                    conds.append(f"{literal(ks.low)} <= {key} <= {literal(ks.high)}")
+                    continue
                 if ks is None or ks[1] == 0:
                     continue
                 value, mask = ks

@@ -362,40 +362,27 @@ class StmtChecker:
 
     def keyset(
         self, e: s.ExprSyntax, keys: Sequence[ir.Expr], scope: Scope
-    ) -> tuple[tuple[int, int] | None, ...]:
-        """(value, mask) per key, None for a wildcard: for select cases."""
-        out = []
-        for item in self._keyset(e, keys, scope, ranges=False):
-            assert not isinstance(item, ir.KeyRange)
-            out.append(item)
-        return tuple(out)
-
-    def entry_keyset(
-        self, e: s.ExprSyntax, keys: Sequence[ir.Expr], scope: Scope
     ) -> tuple[tuple[int, int] | ir.KeyRange | None, ...]:
-        """The same for a table entry, which may also give a range, `low .. high`."""
-        return self._keyset(e, keys, scope, ranges=True)
-
-    def _keyset(
-        self, e: s.ExprSyntax, keys: Sequence[ir.Expr], scope: Scope, ranges: bool
-    ) -> tuple[tuple[int, int] | ir.KeyRange | None, ...]:
+        """(value, mask) or a range `low .. high` per key, None for a wildcard: for select
+        cases and table entries."""
         if isinstance(e, s.DefaultKey | s.DontCare):
             return (None,) * len(keys)
         items = e.items if isinstance(e, s.TupleKey) else (e,)
         if len(items) != len(keys):
             raise P4CompileError.at(e.loc, f"{len(keys)} key values expected, got {len(items)}")
-        return tuple(self._key(i, k.type, scope, ranges) for i, k in zip(items, keys, strict=True))
+        return tuple(self._key(i, k.type, scope) for i, k in zip(items, keys, strict=True))
 
     def _key(
-        self, e: s.ExprSyntax, t: ir.Type, scope: Scope, ranges: bool
+        self, e: s.ExprSyntax, t: ir.Type, scope: Scope
     ) -> tuple[int, int] | ir.KeyRange | None:
         full = t.mask if isinstance(t, ir.BitT) else 1
         if isinstance(e, s.DefaultKey | s.DontCare):
             return None
-        if isinstance(e, s.RangeExpr) and ranges:
-            return ir.KeyRange(self._const(e.lo, t, scope), self._const(e.hi, t, scope))
         if isinstance(e, s.RangeExpr):
-            raise P4CompileError.at(e.loc, "ranges (..) in select cases are not supported")
+            low, high = self._const(e.lo, t, scope), self._const(e.hi, t, scope)
+            if low > high:
+                raise P4CompileError.at(e.loc, f"range {low}..{high} is empty")
+            return ir.KeyRange(low, high)
         if isinstance(e, s.MaskExpr):
             value, mask = self._const(e.value, t, scope), self._const(e.mask, t, scope)
             return value & mask, mask

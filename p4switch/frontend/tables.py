@@ -191,7 +191,7 @@ class TableChecker:
             raise P4CompileError.at(prop.loc, "give every entry a priority, or none")
         for i, entry in enumerate(items):
             assert isinstance(entry, s.EntrySyntax)
-            match = self.stmts.entry_keyset(entry.keyset, [k.expr for k in keys], scope)
+            match = self.stmts.keyset(entry.keyset, [k.expr for k in keys], scope)
             fields = []
             for k, m in zip(keys, match, strict=True):
                 fields.append(_field(k, m, entry.loc))

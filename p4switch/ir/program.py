@@ -12,6 +12,14 @@ from p4switch.ir.types import Annotation, BitT, Loc, StructT, Type
 
 
 @dataclass(frozen=True)
+class KeyRange:
+    """A range key's `low .. high` in an entry."""
+
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
 class Param:
     name: str
     type: Type
@@ -57,14 +65,6 @@ class TableActionRef:
         if "tableonly" in names:
             return "TABLE_ONLY"
         return "TABLE_AND_DEFAULT"
-
-
-@dataclass(frozen=True)
-class KeyRange:
-    """A range key's `low .. high` in an entry."""
-
-    low: int
-    high: int
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,8 @@ class Control:
 
 @dataclass(frozen=True)
 class SelectCase:
-    keysets: tuple[tuple[int, int] | None, ...]  # (value, mask) per key; None: any value
+    # (value, mask) per key, or a range `low .. high`; None: any value
+    keysets: tuple[tuple[int, int] | KeyRange | None, ...]
     next_state: str
 
 

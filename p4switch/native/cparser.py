@@ -68,6 +68,9 @@ class ParserGenerator:
         for case in state.cases:
             conds = []
             for (key, full), ks in zip(keys, case.keysets, strict=True):
+                if isinstance(ks, ir.KeyRange):
+                    conds.append(f"{key} >= {literal(ks.low)} && {key} <= {literal(ks.high)}")
+                    continue
                 if ks is None or ks[1] == 0:
                     continue
                 value, mask = ks

@@ -184,3 +184,39 @@ def test_what_p4runtime_refuses(
         client.write(entry(program, priority, low, high, opt, 1))
     errors = write_errors(caught.value)
     assert code_names(errors) == ["INVALID_ARGUMENT"] and words in errors[0].message
+
+
+SELECT_RANGES = eth_program("apply { s.egress_spec = (bit<9>) h.eth.src[7:0]; }").replace(
+    "state start { p.extract(h.eth); transition accept; }",
+    """state start {
+        p.extract(h.eth);
+        transition select(h.eth.eth_type, h.eth.dst[7:0]) {
+            (0x0600 .. 0x06ff, _): low;
+            (_, 10 .. 20): mid;
+            default: accept;
+        }
+    }
+    state low { h.eth.src[7:0] = 2; transition accept; }
+    state mid { h.eth.src[7:0] = 3; transition accept; }""",
+)
+
+
+@pytest.mark.parametrize(
+    ("eth_type", "low_dst", "port"),
+    [(0x0600, 0, 2), (0x06FF, 15, 2), (0x0700, 10, 3), (0x0800, 20, 3), (0x0800, 21, 0)],
+)
+def test_ranges_in_select_cases(
+    tmp_path: Path, backend: str, eth_type: int, low_dst: int, port: int
+) -> None:
+    assert "0x0600 .. 0x06ff" in SELECT_RANGES
+    program = compiled(tmp_path, SELECT_RANGES)
+    pipe = program.pipeline(program.new_state())
+    assert [p for p, _ in pipe.process(0, frame(low_dst, eth_type))] == [port]
+
+
+def test_an_empty_select_range_is_refused(tmp_path: Path) -> None:
+    text = SELECT_RANGES.replace("10 .. 20", "20 .. 10")
+    with pytest.raises(P4CompileError) as err:
+        compiled(tmp_path, text)
+    line = next(i for i, x in enumerate(text.splitlines(), 1) if "20 .. 10" in x)
+    assert "range 20..10 is empty" in err.value.what and err.value.line == line
