@@ -63,6 +63,9 @@ class Layout:
             for i in range(t.size):
                 self._place(var, (*path, str(i)), t.element)
             self._new(var, (*path, ir.STACK_NEXT))
+        elif isinstance(t, ir.TupleT):
+            for i, element in enumerate(t.elements):
+                self._place(var, (*path, str(i)), element)
         else:
             self._new(var, path)
 
@@ -96,6 +99,8 @@ def leaves(t: ir.Type, path: Path = ()) -> list[tuple[Path, ir.Type]]:
         return out
     if isinstance(t, ir.VarbitT):
         return [(path, t), ((*path, ir.VARBIT_LEN), ir.BitT(32))]
+    if isinstance(t, ir.TupleT):
+        return [leaf for i, e in enumerate(t.elements) for leaf in leaves(e, (*path, str(i)))]
     if isinstance(t, ir.StackT):
         out = []
         for i in range(t.size):

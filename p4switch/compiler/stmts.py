@@ -132,7 +132,7 @@ class StmtCompiler:
         self.assign(st.target, st.value)
 
     def assign(self, target: ir.Expr, value: ir.Expr) -> None:
-        if isinstance(target.type, ir.StructT | ir.StackT | ir.VarbitT):
+        if isinstance(target.type, ir.StructT | ir.StackT | ir.VarbitT | ir.TupleT):
             found = path_of(value)
             assert found is not None, "struct values are references (checked by the front-end)"
             var, path = found
@@ -161,7 +161,7 @@ class StmtCompiler:
 
     def _declare(self, st: ir.Declare, info: Block) -> None:
         var = st.var
-        if isinstance(var.type, ir.StructT | ir.StackT | ir.VarbitT):
+        if isinstance(var.type, ir.StructT | ir.StackT | ir.VarbitT | ir.TupleT):
             for leaf, t in leaves(var.type):
                 zero = "False" if isinstance(t, ir.BoolT) else "0"
                 self.src.line(f"{self.storage.ref(var, leaf)} = {zero}")

@@ -156,6 +156,14 @@ class CodeBuilder(Transformer):
         type_ = s.NamedTypeRef(self._tok(tname), str(tname), tuple(targs))
         return s.Instantiation(self._tok(name), type_, tuple(args or ()), str(name), annos)
 
+    def local_generic_var(self, meta: Any, c: list) -> s.VarDecl:
+        annos, tname, targs, name, init = c
+        type_ = s.NamedTypeRef(self._tok(tname), str(tname), tuple(targs))
+        return s.VarDecl(self._tok(name), type_, str(name), init, annos)
+
+    def generic_var_stmt(self, meta: Any, c: list) -> s.VarDecl:
+        return self.local_generic_var(meta, [(), *c])
+
     def block(self, meta: Any, c: list) -> s.BlockStmt:
         return s.BlockStmt(self._loc(meta), tuple(c))
 

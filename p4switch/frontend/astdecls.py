@@ -34,8 +34,9 @@ class DeclBuilder(CodeBuilder):
         return s.TypedefDecl(self._tok(c[2]), str(c[2]), c[1], newtype=True)
 
     def _struct(self, kind: str, meta: Any, c: list) -> s.StructDecl:
-        annos, name, *fields = c
-        return s.StructDecl(self._tok(name), str(name), kind, tuple(fields), annos)
+        annos, name, tparams, *fields = c
+        loc = self._tok(name)
+        return s.StructDecl(loc, str(name), kind, tuple(fields), annos, tuple(tparams or ()))
 
     def struct_decl(self, meta: Any, c: list) -> s.StructDecl:
         return self._struct("struct", meta, c)

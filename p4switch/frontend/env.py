@@ -123,6 +123,9 @@ class TypeEnv:
     match_kinds: list[str] = field(default_factory=list)
     unsupported: set[str] = field(default_factory=set)  # names declared @p4switch_unsupported
     const_int: Callable[[s.ExprSyntax], int] | None = None
+    # generic structs and headers by name, and how the checker makes one for type arguments
+    generics: dict[str, s.StructDecl] = field(default_factory=dict)
+    instantiate: Callable[[s.StructDecl, tuple[ir.Type, ...], ir.Loc], ir.StructT] | None = None
 
     def declare(self, name: str, t: ir.Type, loc: ir.Loc) -> None:
         if name in self.types:
@@ -149,7 +152,14 @@ class TypeEnv:
             return type_vars[ref.name]
         if ref.name in self.unsupported:
             raise P4CompileError.at(ref.loc, f"{ref.name} is not supported by p4switch")
+        generic = self.generics.get(ref.name)
+        if generic is not None:  # a generic struct or header, made for these type arguments
+            args = tuple(self.resolve(a, type_vars) for a in ref.args)
+            assert self.instantiate is not None
+            return self.instantiate(generic, args, ref.loc)
         found = self.types.get(ref.name)
+        if found is None and ref.name == "tuple" and ref.args:
+            return ir.TupleT(tuple(self.resolve(a, type_vars) for a in ref.args))
         if found is None:
             raise P4CompileError.at(ref.loc, f"unknown type {ref.name!r}")
         if isinstance(found, ir.ExternT):

@@ -122,6 +122,11 @@ class ExprChecker:
         """`hs[i]`: a constant index is the element itself; any other is a `StackIndex`."""
         stack = self._expr(e.base, scope)
         t = stack.type
+        if isinstance(t, ir.TupleT) and not isinstance(stack, ir.ListExpr):
+            i = self.const_int(e.index, scope)
+            if not 0 <= i < len(t.elements):
+                raise P4CompileError.at(e.index.loc, f"index {i} is outside {t}")
+            return ir.Member(stack, str(i), t.elements[i])
         if not isinstance(t, ir.StackT):
             raise P4CompileError.at(e.loc, f"cannot index a {t} (only header stacks)")
         index = self._expr(e.index, scope)

@@ -131,7 +131,7 @@ class StmtChecker:
         target = self.x.lvalue(st.target, scope)
         if isinstance(target.type, ir.ExternT):
             raise P4CompileError.at(st.loc, "extern instances cannot be assigned")
-        if isinstance(st.value, s.ListLit) and isinstance(target.type, ir.StructT):
+        if isinstance(st.value, s.ListLit) and isinstance(target.type, ir.StructT | ir.TupleT):
             return self._assign_list(st, target, scope, ctx)
         assign = ir.Assign(target, self.x.expr(st.value, scope, target.type))
         others = union_siblings_invalid(target)
@@ -149,30 +149,38 @@ class StmtChecker:
     def _assign_list(
         self, st: s.AssignStmt, target: ir.Expr, scope: Scope, ctx: BlockContext
     ) -> list[ir.Stmt]:
-        """`x = {a, b, ...}` for a struct or header x: each field in order (nested lists for
-        nested structs); a header becomes valid, as the spec says."""
-        assert isinstance(st.value, s.ListLit) and isinstance(target.type, ir.StructT)
-        fields, items = target.type.fields, st.value.items
+        """`x = {a, b, ...}` for a struct, header or tuple x: each field in order (nested lists
+        for nested structs); a header becomes valid, as the spec says."""
+        assert isinstance(st.value, s.ListLit)
+        t = target.type
+        if isinstance(t, ir.TupleT):  # its elements, by position
+            if st.value.names:
+                raise P4CompileError.at(st.value.loc, "a tuple's elements have no names")
+            t = ir.StructT(str(t), tuple(ir.Field(str(i), e) for i, e in enumerate(t.elements)))
+        assert isinstance(t, ir.StructT)
+        fields, items = t.fields, st.value.items
         if st.value.names:  # `{b = 2, a = 1}`: every field once, in any order
             given = dict(zip(st.value.names, items, strict=True))
             names = [f.name for f in fields]
             for name in st.value.names:
                 if name not in names:
-                    raise P4CompileError.at(
-                        st.value.loc, f"{target.type.name} has no field {name!r}"
-                    )
+                    raise P4CompileError.at(st.value.loc, f"{t.name} has no field {name!r}")
             if len(given) != len(st.value.names) or set(given) != set(names):
-                what = f"name each field of {target.type.name} once: {', '.join(names)}"
+                what = f"name each field of {t.name} once: {', '.join(names)}"
                 raise P4CompileError.at(st.value.loc, what)
             items = tuple(given[n] for n in names)
         if len(items) != len(fields):
-            what = f"{len(items)} values for {target.type.name}, which has {len(fields)} fields"
+            what = f"{len(items)} values for {t.name}, which has {len(fields)} fields"
             raise P4CompileError.at(st.value.loc, what)
         out: list[ir.Stmt] = []
-        for f, item in zip(fields, items, strict=True):
-            member = s.MemberExpr(item.loc, st.target, f.name)
+        for k, (f, item) in enumerate(zip(fields, items, strict=True)):
+            member: s.ExprSyntax = s.MemberExpr(item.loc, st.target, f.name)
+            if isinstance(target.type, ir.TupleT):
+                member = s.IndexExpr(
+                    item.loc, st.target, s.IntLit(item.loc, k, None, False, str(k))
+                )
             out += self.stmt(s.AssignStmt(item.loc, member, item), scope, ctx)
-        if target.type.is_header:
+        if t.is_header:
             out.append(ir.SetValid(target, True))
         return out
 

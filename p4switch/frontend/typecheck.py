@@ -55,6 +55,8 @@ class ProgramChecker:
         self.env = TypeEnv()
         self.x = ExprChecker(self.env)
         self.env.const_int = lambda e: self.x.const_int(e, self.top)
+        self.env.instantiate = self._instantiate
+        self._instances: dict[str, ir.StructT] = {}  # generic structs made, by name
         self.calls = CallLowering(self.x)
         self.calls.apply_control = self._apply_control
         self.calls.apply_parser = self._apply_parser
@@ -102,7 +104,25 @@ class ProgramChecker:
         self.env.declare(d.name, t, d.loc)
 
     def _struct_decl(self, d: s.StructDecl) -> None:
+        if d.type_params:  # made for each use's type arguments (`_instantiate`)
+            if d.name in self.env.generics or d.name in self.env.types:
+                raise P4CompileError.at(d.loc, f"type {d.name!r} is already declared")
+            self.env.generics[d.name] = d
+            return
         self.env.declare(d.name, self._struct(d), d.loc)
+
+    def _instantiate(self, d: s.StructDecl, args: tuple[ir.Type, ...], loc: ir.Loc) -> ir.StructT:
+        """`S<bit<8>>` of `struct S<T> { ... }`: a struct named `S<bit<8>>`, T bound."""
+        if len(args) != len(d.type_params):
+            n = len(d.type_params)
+            raise P4CompileError.at(loc, f"{d.name} takes {n} type argument(s), got {len(args)}")
+        name = f"{d.name}<{', '.join(str(a) for a in args)}>"
+        made = self._instances.get(name)
+        if made is None:
+            made = self._instances[name] = self._struct(
+                d, dict(zip(d.type_params, args, strict=True)), name
+            )
+        return made
 
     def _enum_decl(self, d: s.EnumDecl) -> None:
         self.env.declare(d.name, self._enum(d), d.loc)
@@ -148,7 +168,9 @@ class ProgramChecker:
             else:
                 self._instance(st, self.top, "")
 
-    def _struct(self, d: s.StructDecl) -> ir.StructT:
+    def _struct(
+        self, d: s.StructDecl, type_vars: dict[str, ir.Type] | None = None, name: str = ""
+    ) -> ir.StructT:
         header = d.kind == "header"
         union = d.kind == "header_union"
         fields, names = [], set()
@@ -156,7 +178,7 @@ class ProgramChecker:
             if f.name in names:
                 raise P4CompileError.at(f.loc, f"field {f.name!r} is declared twice")
             names.add(f.name)
-            t = self.env.resolve(f.type)
+            t = self.env.resolve(f.type, type_vars)
             if header and isinstance(t, ir.VarbitT) and f is not d.fields[-1]:
                 what = "a varbit field must be its header's last field (as BMv2 needs)"
                 raise P4CompileError.at(f.loc, what)
@@ -171,7 +193,7 @@ class ProgramChecker:
             if isinstance(t, ir.ExternT | ir.VoidT | ir.StringT | ir.IntLitT | ir.BlockT):
                 raise P4CompileError.at(f.loc, f"a field cannot be of type {t}")
             fields.append(ir.Field(f.name, t, f.annotations))
-        out = ir.StructT(d.name, tuple(fields), header, d.annotations, is_union=union)
+        out = ir.StructT(name or d.name, tuple(fields), header, d.annotations, is_union=union)
         if header and out.width % 8:
             raise P4CompileError.at(
                 d.loc, f"header {d.name} is {out.width} bits; headers must be whole bytes"

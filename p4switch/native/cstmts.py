@@ -156,7 +156,7 @@ class CStmtCompiler:
     # --- assignments --------------------------------------------------------------------------
 
     def _assign(self, st: ir.Assign, info: CBlock) -> None:
-        if isinstance(st.target.type, ir.StructT | ir.StackT):
+        if isinstance(st.target.type, ir.StructT | ir.StackT | ir.TupleT):
             var, path = path_of(st.value)
             for leaf, _ in leaves(st.target.type):
                 self.src.line(
@@ -183,7 +183,7 @@ class CStmtCompiler:
 
     def _declare(self, st: ir.Declare, info: CBlock) -> None:
         var = st.var
-        if isinstance(var.type, ir.StructT | ir.StackT):
+        if isinstance(var.type, ir.StructT | ir.StackT | ir.TupleT):
             for leaf, _ in leaves(var.type):
                 self.src.line(f"{self.storage.ref(var, leaf)} = 0;")
             if st.init is not None:

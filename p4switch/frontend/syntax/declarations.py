@@ -29,6 +29,7 @@ class StructDecl(Decl):
     kind: str  # "struct", "header" or "header_union"
     fields: tuple[FieldDecl, ...]
     annotations: tuple[Annotation, ...] = ()
+    type_params: tuple[str, ...] = ()  # a generic struct or header: `struct S<T> { ... }`
 
 
 @dataclass(frozen=True)

@@ -90,3 +90,29 @@ def test_what_named_initialisers_refuse(tmp_path: Path, old: str, new: str, word
     with pytest.raises(P4CompileError) as err:
         compile_file(path)
     assert words in err.value.what and err.value.line == 14  # the control-level declaration
+
+
+TUPLES = PROGRAM.replace(
+    "nest_t n = {{3, 4}, 16w0x0506};",
+    "tuple<bit<8>, bit<16>> pair = {8w3, 16w0x0506};\n"
+    "        tuple<bit<8>, bit<16>> copy = pair;\n"
+    "        copy[0] = copy[0] + 1;\n"
+    "        nest_t n = {{pair[0], copy[0]}, copy[1]};",
+)
+
+
+def test_tuples_hold_values_by_position(tmp_path: Path, backend: str) -> None:
+    path = tmp_path / "tuples.p4"
+    path.write_text(TUPLES)
+    program = compile_file(path)
+    pipe = program.pipeline(program.new_state())
+    ((_, out),) = pipe.process(0, bytes(12) + b"\x08\x00")
+    assert out[12:16] == b"\x05\x06" + bytes([3 + 4, 9])  # pair[0] + copy[0], pair[1]
+
+
+def test_a_tuple_index_must_be_in_range(tmp_path: Path) -> None:
+    path = tmp_path / "bad.p4"
+    path.write_text(TUPLES.replace("copy[0] = copy[0] + 1;", "copy[2] = 1;"))
+    with pytest.raises(P4CompileError) as err:
+        compile_file(path)
+    assert "index 2 is outside tuple<bit<8>, bit<16>>" in err.value.what
