@@ -51,9 +51,10 @@ class Layout:
         if isinstance(t, ir.StructT) and t.is_header:
             valid = self._new(var, (*path, "$valid"))
             first = self.size
-            for f in t.fields:
-                self._new(var, (*path, f.name))
-            if t.varbit is not None:  # its length in bits, after the fields
+            for f in t.fixed.fields:  # struct fields spread into their scalars, in order
+                self._new(var, (*path, *ir.field_path(f.name)))
+            if t.varbit is not None:  # its value and length in bits, after the fields
+                self._new(var, (*path, t.varbit.name))
                 self._new(var, (*path, t.varbit.name, ir.VARBIT_LEN))
             self._headers[(var, path)] = HeaderSlots(valid, first, t)
         elif isinstance(t, ir.StructT):

@@ -255,7 +255,7 @@ class StmtCompiler:
         found = path_of(st.header)
         assert found is not None
         var, path = found
-        targets = [self.storage.ref(var, (*path, f.name)) for f in fixed.fields]
+        targets = [self.storage.ref(var, (*path, *ir.field_path(f.name))) for f in fixed.fields]
         self.src.line(f"if off + {size} > n: raise ParserReject({self.names.too_short}, off)")
         varbit = header.varbit
         nbits = self._varbit_size(st, varbit, size) if varbit is not None else ""
@@ -303,7 +303,7 @@ class StmtCompiler:
         found = path_of(st.header)
         assert found is not None
         var, path = found
-        values = [self.storage.ref(var, (*path, f.name)) for f in fixed.fields]
+        values = [self.storage.ref(var, (*path, *ir.field_path(f.name))) for f in fixed.fields]
         packer = self.names.structs[header.name]
         with self.src.block(f"if {self.storage.valid(st.header)}:"):
             joined = bits._joined(values) if values else ""

@@ -182,9 +182,11 @@ class ProgramChecker:
             if header and isinstance(t, ir.VarbitT) and f is not d.fields[-1]:
                 what = "a varbit field must be its header's last field (as BMv2 needs)"
                 raise P4CompileError.at(f.loc, what)
-            if header and not isinstance(t, ir.BitT | ir.BoolT | ir.VarbitT):
+            if header and not (isinstance(t, ir.BitT | ir.BoolT | ir.VarbitT) or _flat_struct(t)):
                 raise P4CompileError.at(
-                    f.loc, f"a header field must be bit<N>, int<N>, bool or varbit, not {t}"
+                    f.loc,
+                    f"a header field must be bit<N>, int<N>, bool, varbit or a struct of those,"
+                    f" not {t}",
                 )
             if not header and isinstance(t, ir.VarbitT):
                 raise P4CompileError.at(f.loc, "varbit fields belong in headers")
@@ -636,6 +638,13 @@ def _splice_sub_parsers(state: ir.ParserState) -> list[ir.ParserState]:
     head = ir.ParserState(state.name, body[:at], (), (ir.SelectCase((), renamed("start")),))
     rest = ir.ParserState(after, body[at + 1 :], state.keys, state.cases)
     return [head, *sub, *_splice_sub_parsers(rest)]
+
+
+def _flat_struct(t: ir.Type) -> bool:
+    """A struct of bit<N>, int<N>, bool and such structs: what a header may hold (P4_16 7.2.2)."""
+    if not isinstance(t, ir.StructT) or t.is_header or t.is_union:
+        return False
+    return all(isinstance(f.type, ir.BitT | ir.BoolT) or _flat_struct(f.type) for f in t.fields)
 
 
 def _check_param(p: s.ParamDecl, t: ir.Type, what: str, directionless_scalar: bool) -> None:

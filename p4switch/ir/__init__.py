@@ -101,6 +101,7 @@ from p4switch.ir.types import (
     VarbitT,
     VoidT,
     bit_width,
+    field_path,
     find_annotation,
 )
 
@@ -188,6 +189,7 @@ __all__ = [
     "Verify",
     "VoidT",
     "bit_width",
+    "field_path",
     "find_annotation",
     "walk",
 ]

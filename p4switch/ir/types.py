@@ -155,10 +155,12 @@ class StructT(Type):
 
     @property
     def fixed(self) -> StructT:
-        """A header without its varbit field: the part of fixed size."""
-        if self.varbit is None:
+        """A header as it moves to and from bytes: without its varbit field (the part of
+        fixed size), its struct fields spread into their scalars (named `s.f`)."""
+        fields = self.fields[:-1] if self.varbit is not None else self.fields
+        if self.varbit is None and not any(isinstance(f.type, StructT) for f in fields):
             return self
-        return StructT(self.name, self.fields[:-1], self.is_header, self.annotations)
+        return StructT(self.name, tuple(_flat(fields, "")), self.is_header, self.annotations)
 
     def __str__(self) -> str:
         return self.name
@@ -220,6 +222,21 @@ class BlockT(Type):
 
     def __str__(self) -> str:
         return self.name
+
+
+def _flat(fields: tuple[Field, ...], prefix: str) -> list[Field]:
+    out: list[Field] = []
+    for f in fields:
+        if isinstance(f.type, StructT):
+            out += _flat(f.type.fields, f"{prefix}{f.name}.")
+        else:
+            out.append(Field(prefix + f.name, f.type, f.annotations))
+    return out
+
+
+def field_path(name: str) -> tuple[str, ...]:
+    """The path of a field of `StructT.fixed` (`s.f`: field f of struct field s)."""
+    return tuple(name.split("."))
 
 
 def bit_width(t: Type) -> int:

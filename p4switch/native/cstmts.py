@@ -249,9 +249,10 @@ class CStmtCompiler:
     def _extract(self, st: ir.Extract, info: CBlock) -> None:
         header = st.header.type
         assert isinstance(header, ir.StructT)
+        header = header.fixed  # struct fields spread into their scalars
         size = header.width // 8
         var, path = path_of(st.header)
-        targets = [self.storage.ref(var, (*path, f.name)) for f in header.fields]
+        targets = [self.storage.ref(var, (*path, *ir.field_path(f.name))) for f in header.fields]
         self.src.line(f"if (n - off < {size}) P4S_REJECT({self.names.too_short});")
         unpack(self.src, header, targets, "data + off")
         self.src.line(f"{self.storage.valid(st.header)} = 1;")
@@ -270,9 +271,10 @@ class CStmtCompiler:
     def _emit(self, st: ir.Emit, info: CBlock) -> None:
         header = st.header.type
         assert isinstance(header, ir.StructT)
+        header = header.fixed  # struct fields spread into their scalars
         size = header.width // 8
         var, path = path_of(st.header)
-        values = [self.storage.ref(var, (*path, f.name)) for f in header.fields]
+        values = [self.storage.ref(var, (*path, *ir.field_path(f.name))) for f in header.fields]
         with self.src.block(f"if ({self.storage.valid(st.header)})"):
             self.src.line(f"if (cap - at < {size}) return -1;")
             pack(self.src, header, values, "o + at")

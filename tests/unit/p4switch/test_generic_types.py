@@ -63,3 +63,47 @@ def test_type_arguments_must_match(tmp_path: Path) -> None:
         )
     assert "tagged_t takes 1 type argument(s), got 2" in err.value.what
     assert err.value.line == 6
+
+
+NESTED = """\
+#include <core.p4>
+#include <v1model.p4>
+struct addr_t { bit<16> high; bit<32> low; }
+header eth_t { addr_t dst; addr_t src; bit<16> eth_type; }
+struct headers { eth_t eth; }
+struct meta { }
+parser P(packet_in p, out headers h, inout meta m, inout standard_metadata_t s) {
+    state start { p.extract(h.eth); transition accept; }
+}
+control V(inout headers h, inout meta m) { apply { } }
+control I(inout headers h, inout meta m, inout standard_metadata_t s) {
+    apply {
+        s.egress_spec = 1;
+        addr_t t = h.eth.dst;
+        h.eth.dst = h.eth.src;
+        h.eth.src = t;
+        h.eth.src.low = h.eth.src.low + 1;
+    }
+}
+control E(inout headers h, inout meta m, inout standard_metadata_t s) { apply { } }
+control C(inout headers h, inout meta m) { apply { } }
+control D(packet_out p, in headers h) { apply { p.emit(h.eth); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_a_header_holding_structs(tmp_path: Path, backend: str) -> None:
+    program = compiled(tmp_path, NESTED)
+    pipe = program.pipeline(program.new_state())
+    dst, src = bytes.fromhex("0a0b0c0d0e0f"), bytes.fromhex("010203040506")
+    ((_, out),) = list(pipe.process(0, dst + src + b"\x08\x00"))
+    assert out == src + bytes.fromhex("0a0b0c0d0e10") + b"\x08\x00"  # swapped, low + 1
+
+
+def test_a_header_cannot_hold_a_header(tmp_path: Path) -> None:
+    text = NESTED.replace(
+        "header eth_t { addr_t dst;", "header in_t { bit<8> x; }\nheader eth_t { in_t dst;"
+    )
+    with pytest.raises(P4CompileError) as err:
+        compiled(tmp_path, text)
+    assert "a struct of those, not in_t" in err.value.what
