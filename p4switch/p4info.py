@@ -121,6 +121,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         *((PREFIX.REGISTER, r) for r in program.registers),
         *((PREFIX.METER, m) for m in program.meters),
         *((PREFIX.DIRECT_METER, d) for d in program.direct_meters),
+        *((PREFIX.VALUE_SET, v) for v in program.value_sets),
     ]
     for prefix, obj in objects:
         ids.add(prefix, obj.name, obj.annotations)
@@ -163,6 +164,11 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
 
 
 def _meters(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> None:
+    """Meters, direct meters and (alike: arrays the control plane sets) parser value sets."""
+    for v in program.value_sets:
+        value_set = info.value_sets.add(size=v.size)
+        _preamble(value_set.preamble, ids, PREFIX.VALUE_SET, v.name, v.annotations)
+        value_set.match.add(id=1, bitwidth=v.bitwidth, match_type=p4info_pb2.MatchField.EXACT)
     for m in program.meters:
         meter = info.meters.add(size=m.size)
         _preamble(meter.preamble, ids, PREFIX.METER, m.name, m.annotations)

@@ -45,11 +45,17 @@ class CompiledProgram:
     program: ir.Program = field(repr=False)
     code: CompiledCode = field(repr=False)
     meters: tuple[runtime.MeterSpec, ...] = ()
+    value_sets: tuple[runtime.ValueSetSpec, ...] = ()
 
     def new_state(self) -> runtime.SwitchState:
         """Fresh run-time state for this program, with its tables' declared entries installed."""
         return runtime.SwitchState(
-            self.actions, self.tables, self.registers, self.counters, self.meters
+            self.actions,
+            self.tables,
+            self.registers,
+            self.counters,
+            self.meters,
+            value_sets=self.value_sets,
         )
 
     def pipeline(
@@ -104,6 +110,9 @@ def compile_file(
         ),
         counters=tuple(runtime.CounterSpec(c.name, c.size, c.unit) for c in program.counters),
         meters=tuple(runtime.MeterSpec(m.name, m.size, m.unit) for m in program.meters),
+        value_sets=tuple(
+            runtime.ValueSetSpec(v.name, v.bitwidth, v.size) for v in program.value_sets
+        ),
         program=program,
         code=generate(program),
     )

@@ -35,6 +35,7 @@ class Names:
     registers: dict[str, tuple[str, int]] = field(default_factory=dict)  # -> (cells, size)
     counters: dict[str, tuple[str, str, int, str]] = field(default_factory=dict)
     meters: dict[str, str] = field(default_factory=dict)  # meter -> its MeterState's global
+    value_sets: dict[str, str] = field(default_factory=dict)  # value set -> its state's global
     structs: dict[str, str] = field(default_factory=dict)  # header type -> struct.Struct
     sm: dict[str, int] = field(default_factory=dict)  # standard metadata field -> slot
     too_short: int = 1  # error.PacketTooShort

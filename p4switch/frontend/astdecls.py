@@ -188,8 +188,9 @@ class DeclBuilder(CodeBuilder):
     def ctor_params(self, meta: Any, c: list) -> tuple[s.ParamDecl, ...]:
         return tuple(c[0])
 
-    def value_set_decl(self, meta: Any, c: list) -> s.Unsupported:
-        return s.Unsupported(self._loc(meta), "parser value sets are not supported", str(c[-1]))
+    def value_set_decl(self, meta: Any, c: list) -> s.ValueSetDecl:
+        annos, type_, size, name = c
+        return s.ValueSetDecl(self._tok(name), str(name), type_, size, annos)
 
     def action_decl(self, meta: Any, c: list) -> s.ActionDecl:
         annos, name, params, body = c

@@ -64,6 +64,14 @@ class BlockInstanceEntity:
 
 
 @dataclass(frozen=True)
+class ValueSetEntity:
+    """A parser value set, named in select cases."""
+
+    name: str  # fully qualified
+    bitwidth: int
+
+
+@dataclass(frozen=True)
 class PacketEntity:
     kind: str  # "packet_in" or "packet_out"
 
@@ -77,6 +85,7 @@ Entity = (
     | InstanceEntity
     | BlockInstanceEntity
     | PacketEntity
+    | ValueSetEntity
 )
 
 

@@ -10,7 +10,7 @@ from p4switch.exceptions import P4CompileError
 from p4switch.frontend import loops, rewrite, stacks
 from p4switch.frontend import syntax as s
 from p4switch.frontend.calls import BlockContext, CallLowering, union_siblings_invalid
-from p4switch.frontend.env import ActionEntity, Scope, TableEntity
+from p4switch.frontend.env import ActionEntity, Scope, TableEntity, ValueSetEntity
 from p4switch.frontend.exprcheck import ExprChecker, lookahead_field
 
 FINAL_STATES = ("accept", "reject")
@@ -370,7 +370,7 @@ class StmtChecker:
 
     def keyset(
         self, e: s.ExprSyntax, keys: Sequence[ir.Expr], scope: Scope
-    ) -> tuple[tuple[int, int] | ir.KeyRange | None, ...]:
+    ) -> tuple[tuple[int, int] | ir.KeyRange | ir.ValueSetKey | None, ...]:
         """(value, mask) or a range `low .. high` per key, None for a wildcard: for select
         cases and table entries."""
         if isinstance(e, s.DefaultKey | s.DontCare):
@@ -382,10 +382,17 @@ class StmtChecker:
 
     def _key(
         self, e: s.ExprSyntax, t: ir.Type, scope: Scope
-    ) -> tuple[int, int] | ir.KeyRange | None:
+    ) -> tuple[int, int] | ir.KeyRange | ir.ValueSetKey | None:
         full = t.mask if isinstance(t, ir.BitT) else 1
         if isinstance(e, s.DefaultKey | s.DontCare):
             return None
+        found = scope.lookup(e.name) if isinstance(e, s.Name) else None
+        if isinstance(found, ValueSetEntity):
+            if not isinstance(t, ir.BitT) or t.width != found.bitwidth:
+                raise P4CompileError.at(
+                    e.loc, f"{found.name} holds bit<{found.bitwidth}>, the key is {t}"
+                )
+            return ir.ValueSetKey(found.name)
         if isinstance(e, s.RangeExpr):
             low, high = self._const(e.lo, t, scope), self._const(e.hi, t, scope)
             if low > high:

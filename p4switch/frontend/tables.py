@@ -211,9 +211,11 @@ class TableChecker:
 
 
 def _field(
-    key: ir.MatchKey, m: tuple[int, int] | ir.KeyRange | None, loc: ir.Loc
+    key: ir.MatchKey, m: tuple[int, int] | ir.KeyRange | ir.ValueSetKey | None, loc: ir.Loc
 ) -> tuple[int, int] | ir.KeyRange:
     full = (1 << key.bitwidth) - 1
+    if isinstance(m, ir.ValueSetKey):
+        raise P4CompileError.at(loc, f"{m.value_set} is a value set: it belongs in a select case")
     if key.match_kind == "range":
         if m is None:
             return ir.KeyRange(0, full)

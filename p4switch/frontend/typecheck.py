@@ -25,6 +25,7 @@ from p4switch.frontend.env import (
     Scope,
     TableEntity,
     TypeEnv,
+    ValueSetEntity,
 )
 from p4switch.frontend.exprcheck import ExprChecker, positional
 from p4switch.frontend.package import BLOCKS, PackageBinder, type_name
@@ -68,6 +69,7 @@ class ProgramChecker:
         self.counters: list[ir.Counter] = []
         self.direct_counters: dict[str, InstanceEntity] = {}
         self.meters: list[ir.Meter] = []
+        self.value_sets: list[ir.ValueSet] = []
         self.direct_meters: dict[str, InstanceEntity] = {}
         self.blocks: dict[str, s.ParserDecl | s.ControlDecl] = {}
         self.block_types: dict[str, s.BlockTypeDecl] = {}
@@ -374,6 +376,8 @@ class ProgramChecker:
                 self.stmts.constant(st, scope)
             elif isinstance(st, s.Unsupported):
                 raise P4CompileError.at(st.loc, st.what)
+            elif isinstance(st, s.ValueSetDecl):
+                self._value_set(st, scope, d.name)
             elif isinstance(st, s.Instantiation):
                 if not isinstance(self.blocks.get(type_name(st.type)), s.ParserDecl):
                     what = "only parsers can be instantiated in a parser"
@@ -391,6 +395,19 @@ class ProgramChecker:
         start = states.pop("start")
         start = ir.ParserState(start.name, tuple(init) + start.body, start.keys, start.cases)
         return tuple(s for st in (start, *states.values()) for s in _splice_sub_parsers(st))
+
+    def _value_set(self, st: s.ValueSetDecl, scope: Scope, prefix: str) -> None:
+        t = self.env.resolve(st.type)
+        if not isinstance(t, ir.BitT) or t.signed:
+            raise P4CompileError.at(st.loc, f"value sets of {t} are not supported (use bit<N>)")
+        size = self.x.const_int(st.size, scope)
+        if size <= 0:
+            raise P4CompileError.at(st.size.loc, "a value set's size must be positive")
+        name = control_plane_name(st.name, st.annotations, prefix)
+        if any(v.name == name for v in self.value_sets):
+            raise P4CompileError.at(st.loc, f"another value set is already named {name}")
+        self.value_sets.append(ir.ValueSet(name, t.width, size, st.annotations))
+        scope.declare(st.name, ValueSetEntity(name, t.width), st.loc)
 
     def _apply_parser(
         self, call: s.CallExpr, inst: BlockInstanceEntity, scope: Scope, ctx: BlockContext
@@ -584,6 +601,7 @@ class ProgramChecker:
             counters=tuple(self.counters),
             direct_counters=tuple(directs),
             meters=tuple(self.meters),
+            value_sets=tuple(self.value_sets),
             direct_meters=tuple(direct_meters),
             controller_headers=self._controller_headers(),
             errors=tuple(self.env.errors),

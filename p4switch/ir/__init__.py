@@ -48,6 +48,8 @@ from p4switch.ir.program import (
     SelectCase,
     Table,
     TableActionRef,
+    ValueSet,
+    ValueSetKey,
 )
 from p4switch.ir.statements import (
     Advance,
@@ -183,6 +185,8 @@ __all__ = [
     "Type",
     "TypeVar",
     "Unary",
+    "ValueSet",
+    "ValueSetKey",
     "Var",
     "VarRef",
     "VarbitT",

@@ -148,9 +148,26 @@ class Control:
 
 
 @dataclass(frozen=True)
+class ValueSetKey:
+    """A select case's key that matches the members of a parser value set."""
+
+    value_set: str
+
+
+@dataclass(frozen=True)
+class ValueSet:
+    """`value_set<bit<N>>(size)`: values the control plane gives a select case."""
+
+    name: str
+    bitwidth: int
+    size: int
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
 class SelectCase:
     # (value, mask) per key, or a range `low .. high`; None: any value
-    keysets: tuple[tuple[int, int] | KeyRange | None, ...]
+    keysets: tuple[tuple[int, int] | KeyRange | ValueSetKey | None, ...]
     next_state: str
 
 
@@ -190,6 +207,7 @@ class Program:
     errors: tuple[str, ...]  # error members; the code of each is its position
     meters: tuple[Meter, ...] = ()
     direct_meters: tuple[DirectMeter, ...] = ()
+    value_sets: tuple[ValueSet, ...] = ()
 
     def action(self, name: str) -> Action:
         return next(a for a in self.actions if a.name == name)

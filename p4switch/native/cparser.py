@@ -71,6 +71,8 @@ class ParserGenerator:
                 if isinstance(ks, ir.KeyRange):
                     conds.append(f"{key} >= {literal(ks.low)} && {key} <= {literal(ks.high)}")
                     continue
+                if isinstance(ks, ir.ValueSetKey):  # cmodule refuses value sets beforehand
+                    raise AssertionError(f"value set {ks.value_set} in the native parser")
                 if ks is None or ks[1] == 0:
                     continue
                 value, mask = ks

@@ -40,7 +40,6 @@ Entities = list[p4runtime_pb2.Entity]
 _UNSUPPORTED = {
     "action_profile_member": "action profiles",
     "action_profile_group": "action profiles",
-    "value_set_entry": "value sets",
     "digest_entry": "digests",
     "extern_entry": "externs",
 }
@@ -259,7 +258,23 @@ def _direct_meters(pipeline: InstalledPipeline, q: p4runtime_pb2.DirectMeterEntr
     return out
 
 
+def _value_sets(pipeline: InstalledPipeline, q: p4runtime_pb2.ValueSetEntry) -> Entities:
+    out: Entities = []
+    wanted = q.value_set_id
+    if wanted and wanted not in pipeline.schema.value_sets:
+        raise P4RTError(code_pb2.NOT_FOUND, f"no value set with id {wanted:#x}")
+    for info in pipeline.schema.value_sets.values():
+        if wanted not in (0, info.id):
+            continue
+        entry = p4runtime_pb2.ValueSetEntry(value_set_id=info.id)
+        for m in pipeline.state.value_set(info.name).members:
+            entry.members.add().match.add(field_id=1).exact.value = encode_uint(m.value)
+        out.append(p4runtime_pb2.Entity(value_set_entry=entry))
+    return out
+
+
 _HANDLERS: dict[str, Callable[[InstalledPipeline, Any], Entities]] = {
+    "value_set_entry": _value_sets,
     "meter_entry": _meters,
     "direct_meter_entry": _direct_meters,
     "table_entry": _tables,

@@ -99,6 +99,14 @@ class MeterInfo:
 
 
 @dataclass(frozen=True)
+class ValueSetInfo:
+    id: int
+    name: str
+    bitwidth: int
+    size: int
+
+
+@dataclass(frozen=True)
 class DirectCounterInfo:
     id: int
     name: str
@@ -135,6 +143,7 @@ class P4InfoIndex:
     counters: Mapping[int, CounterInfo]
     direct_counters: Mapping[int, DirectCounterInfo]
     meters: Mapping[int, MeterInfo]
+    value_sets: Mapping[int, ValueSetInfo]
     packet_in: ControllerHeaderInfo | None
     packet_out: ControllerHeaderInfo | None
     unsupported: frozenset[str]  # kinds of P4Info objects p4switch cannot program
@@ -165,6 +174,7 @@ class P4InfoIndex:
             for d in p4info.direct_counters
         }
         meters = {m.preamble.id: _bind_meter(m, state, problems) for m in p4info.meters}
+        value_sets = {v.preamble.id: _bind_value_set(v, state, problems) for v in p4info.value_sets}
         _check_direct_meters(p4info, state, tables, problems)
         headers = {
             h.preamble.name: _controller_header(h, problems)
@@ -176,7 +186,6 @@ class P4InfoIndex:
             )
         present = {
             "action profiles": len(p4info.action_profiles),
-            "value sets": len(p4info.value_sets),
             "digests": len(p4info.digests),
             "externs": len(p4info.externs),
         }
@@ -188,6 +197,7 @@ class P4InfoIndex:
             counters=counters,
             direct_counters=direct,
             meters=meters,
+            value_sets=value_sets,
             packet_in=headers.get("packet_in"),
             packet_out=headers.get("packet_out"),
             unsupported=frozenset(kind for kind, n in present.items() if n),
@@ -310,6 +320,17 @@ def _bind_meter(m: p4info_pb2.Meter, state: SwitchState, problems: list[str]) ->
     if spec is None or spec.size != m.size or spec.unit != unit:
         problems.append(f"meter {name}[{m.size}] ({unit}) is not in the program")
     return MeterInfo(m.preamble.id, name, m.size, unit)
+
+
+def _bind_value_set(
+    v: p4info_pb2.ValueSet, state: SwitchState, problems: list[str]
+) -> ValueSetInfo:
+    name = v.preamble.name
+    spec = state.value_sets[name].spec if name in state.value_sets else None
+    widths = [m.bitwidth for m in v.match]
+    if spec is None or spec.size != v.size or widths != [spec.bitwidth]:
+        problems.append(f"value set {name}[{v.size}] of {widths} bits is not in the program")
+    return ValueSetInfo(v.preamble.id, name, spec.bitwidth if spec else 0, v.size)
 
 
 def _check_direct_meters(

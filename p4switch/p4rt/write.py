@@ -211,6 +211,30 @@ def _meter_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.Met
     return undo
 
 
+def _value_set_entry(
+    pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.ValueSetEntry
+) -> Undo:
+    """Replace a parser value set's members (each one exact field, id 1)."""
+    if utype != MODIFY:
+        raise invalid("value set entries can only be modified (a write replaces every member)")
+    info = pipeline.schema.value_sets.get(msg.value_set_id)
+    if info is None:
+        raise P4RTError(code_pb2.NOT_FOUND, f"no value set with id {msg.value_set_id:#x}")
+    members = []
+    full = (1 << info.bitwidth) - 1
+    for member in msg.members:
+        if len(member.match) != 1 or member.match[0].field_id != 1:
+            raise invalid(f"{info.name}: a member is one match field, id 1")
+        fm = member.match[0]
+        if fm.WhichOneof("field_match_type") != "exact":
+            raise invalid(f"{info.name}: a member is an exact value")
+        members.append(FieldMatch(decode_uint(fm.exact.value, info.bitwidth, info.name), full))
+    value_set = pipeline.state.value_set(info.name)
+    saved = list(value_set.members)
+    value_set.set(members)
+    return lambda: value_set.set(saved)
+
+
 def _direct_meter_entry(
     pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.DirectMeterEntry
 ) -> Undo:
@@ -473,6 +497,7 @@ _HANDLERS: dict[str, Callable[[InstalledPipeline, int, Any], Undo]] = {
     "counter_entry": _counter_entry,
     "direct_counter_entry": _direct_counter_entry,
     "meter_entry": _meter_entry,
+    "value_set_entry": _value_set_entry,
     "direct_meter_entry": _direct_meter_entry,
     "register_entry": _register_entry,
     "packet_replication_engine_entry": _pre_entry,

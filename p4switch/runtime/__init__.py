@@ -38,8 +38,9 @@ from p4switch.runtime.specs import (
     RegisterSpec,
     StaticEntry,
     TableSpec,
+    ValueSetSpec,
 )
-from p4switch.runtime.state import CounterState, RegisterState, SwitchState
+from p4switch.runtime.state import CounterState, RegisterState, SwitchState, ValueSetState
 from p4switch.runtime.tables import (
     TableEntry,
     TableState,
@@ -74,6 +75,8 @@ __all__ = [
     "TableEntry",
     "TableSpec",
     "TableState",
+    "ValueSetSpec",
+    "ValueSetState",
     "direct_meter_color",
     "exact",
     "lpm",

@@ -91,3 +91,10 @@ class CounterSpec:
     name: str
     size: int
     unit: str = "packets_and_bytes"  # "packets", "bytes" or "packets_and_bytes"
+
+
+@dataclass(frozen=True)
+class ValueSetSpec:
+    name: str
+    bitwidth: int
+    size: int

@@ -7,10 +7,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from p4switch.exceptions import InvalidArgument, NotFound
+from p4switch.exceptions import InvalidArgument, NotFound, ResourceExhausted
 from p4switch.runtime.meters import MeterSpec, MeterState
 from p4switch.runtime.replication import PacketReplication
-from p4switch.runtime.specs import ActionSpec, CounterSpec, RegisterSpec, TableSpec
+from p4switch.runtime.specs import (
+    ActionSpec,
+    CounterSpec,
+    FieldMatch,
+    RegisterSpec,
+    TableSpec,
+    ValueSetSpec,
+)
 from p4switch.runtime.tables import TableState
 
 
@@ -59,6 +66,30 @@ class CounterState:
         self.packets[index], self.bytes[index] = packets, nbytes
 
 
+class ValueSetState:
+    """A parser value set: the values (with masks) its select cases match, set as a whole."""
+
+    def __init__(self, spec: ValueSetSpec) -> None:
+        self.spec = spec
+        self.members: list[FieldMatch] = []
+
+    def contains(self, value: int) -> bool:
+        return any((value & m.mask) == m.value for m in self.members)
+
+    def set(self, members: Sequence[FieldMatch]) -> None:
+        if len(members) > self.spec.size:
+            raise ResourceExhausted(
+                f"{self.spec.name}: {len(members)} members, it holds {self.spec.size}"
+            )
+        full = (1 << self.spec.bitwidth) - 1
+        for m in members:
+            if not (0 <= m.value <= full and 0 <= m.mask <= full) or m.value & ~m.mask:
+                raise InvalidArgument(
+                    f"{self.spec.name}: a member does not fit bit<{self.spec.bitwidth}>"
+                )
+        self.members[:] = list(members)
+
+
 class SwitchState:
     """Everything a P4Runtime client can read or write, for one loaded program."""
 
@@ -70,11 +101,13 @@ class SwitchState:
         counters: Sequence[CounterSpec] = (),
         meters: Sequence[MeterSpec] = (),
         clock: Callable[[], int] = time.monotonic_ns,
+        value_sets: Sequence[ValueSetSpec] = (),
     ) -> None:
         """`clock` gives the time in nanoseconds meters run on (a test may give its own)."""
         self.lock = threading.RLock()
         self.meters = {m.name: MeterState(m) for m in meters}
         self.clock = clock
+        self.value_sets = {v.name: ValueSetState(v) for v in value_sets}
         self.actions = {a.name: a for a in actions}
         self.tables = {t.name: TableState(t, self.actions) for t in tables}
         self.registers = {r.name: RegisterState(r) for r in registers}
@@ -102,6 +135,12 @@ class SwitchState:
             return self.meters[name]
         except KeyError:
             raise NotFound(f"no meter {name!r}") from None
+
+    def value_set(self, name: str) -> ValueSetState:
+        try:
+            return self.value_sets[name]
+        except KeyError:
+            raise NotFound(f"no value set {name!r}") from None
 
     def counter(self, name: str) -> CounterState:
         try:

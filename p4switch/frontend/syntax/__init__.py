@@ -30,6 +30,7 @@ from p4switch.frontend.syntax.declarations import (
     TopDecl,
     TypedefDecl,
     Unsupported,
+    ValueSetDecl,
 )
 from p4switch.frontend.syntax.expressions import (
     BinaryExpr,
@@ -148,6 +149,7 @@ __all__ = [
     "TypedefDecl",
     "UnaryExpr",
     "Unsupported",
+    "ValueSetDecl",
     "VarDecl",
     "VarbitRef",
 ]

@@ -162,6 +162,17 @@ class TableDecl(Decl):
 
 
 @dataclass(frozen=True)
+class ValueSetDecl(Decl):
+    """`value_set<T>(size) name;` in a parser."""
+
+    loc: Loc
+    name: str
+    type: TypeRef
+    size: ExprSyntax
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
 class SelectCaseSyntax:
     loc: Loc
     keyset: ExprSyntax
