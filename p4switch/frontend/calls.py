@@ -92,6 +92,11 @@ class CallLowering:
                 return self._functions[callee.name](call, scope, ctx)
             if found is None and callee.name in self.x.env.unsupported:
                 raise P4CompileError.at(callee.loc, f"{callee.name} is not supported by p4switch")
+            if found is None and callee.name in self.x.env.extern_functions:
+                what = (
+                    f"extern {callee.name} has no implementation in p4switch (user-defined externs)"
+                )
+                raise P4CompileError.at(callee.loc, what)
             if found is None:
                 raise P4CompileError.at(callee.loc, f"{callee.name!r} is not declared")
             raise P4CompileError.at(callee.loc, f"{callee.name!r} cannot be called")

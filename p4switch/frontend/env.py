@@ -131,6 +131,7 @@ class TypeEnv:
     errors: list[str] = field(default_factory=list)
     match_kinds: list[str] = field(default_factory=list)
     unsupported: set[str] = field(default_factory=set)  # names declared @p4switch_unsupported
+    extern_functions: set[str] = field(default_factory=set)  # every extern function declared
     const_int: Callable[[s.ExprSyntax], int] | None = None
     # generic structs and headers by name, and how the checker makes one for type arguments
     generics: dict[str, s.StructDecl] = field(default_factory=dict)

@@ -142,6 +142,7 @@ class ProgramChecker:
             self.env.unsupported.add(d.name)
 
     def _extern_function(self, d: s.ExternFunctionDecl) -> None:
+        self.env.extern_functions.add(d.name)
         if ir.find_annotation(d.proto.annotations, "p4switch_unsupported"):
             self.env.unsupported.add(d.name)
 
@@ -257,6 +258,9 @@ class ProgramChecker:
             locals_.append(color)
             entity = InstanceEntity("direct_meter", name, None, 0, unit, st.loc, color)
             self.direct_meters[name] = entity
+        elif isinstance(t, ir.ExternT):
+            what = f"extern {kind} has no implementation in p4switch (user-defined externs)"
+            raise P4CompileError.at(st.loc, what)
         else:
             raise P4CompileError.at(st.loc, f"cannot instantiate {kind} here")
         names = [*(r.name for r in self.registers), *(c.name for c in self.counters)]

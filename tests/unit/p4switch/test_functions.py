@@ -182,3 +182,27 @@ def test_explicit_type_arguments_of_extract_and_emit(tmp_path: Path, backend: st
     with pytest.raises(P4CompileError) as err:
         compiled(tmp_path, TYPE_ARGS.replace("extract<eth_t>", "extract<bit<8>>"))
     assert "extract<bit<8>> of a eth_t" in err.value.what and err.value.line == 7
+
+
+@pytest.mark.parametrize(
+    ("declared", "used", "words"),
+    [
+        ("extern void scramble(inout bit<48> x);", "scramble(h.eth.src);",
+         "extern scramble has no implementation in p4switch"),
+        ("extern Scrambler { Scrambler(); void run(inout bit<48> x); }", "",
+         "extern Scrambler has no implementation in p4switch"),
+    ],
+)  # fmt: skip
+def test_user_defined_externs_are_refused_by_name(
+    tmp_path: Path, declared: str, used: str, words: str
+) -> None:
+    text = (
+        declared
+        + "\n"
+        + eth_program(
+            "    Scrambler() s1;\n    apply { }" if not used else f"    apply {{ {used} }}"
+        )
+    )
+    with pytest.raises(P4CompileError) as err:
+        compiled(tmp_path, text)
+    assert words in err.value.what and err.value.line > 1
