@@ -72,11 +72,17 @@ class StmtCompiler:
     # --- control flow ---------------------------------------------------------------------------
 
     def _if(self, st: ir.If, info: Block) -> None:
-        with self.src.block(f"if {self.x.expr(st.cond)}:"):
-            self.block(st.then, info)
-        if st.else_:
-            with self.src.block("else:"):
-                self.block(st.else_, info)
+        keyword = "if"
+        while True:  # an else holding one if is an elif: long chains do not nest deeper
+            with self.src.block(f"{keyword} {self.x.expr(st.cond)}:"):
+                self.block(st.then, info)
+            if len(st.else_) == 1 and isinstance(st.else_[0], ir.If):
+                st, keyword = st.else_[0], "elif"
+                continue
+            if st.else_:
+                with self.src.block("else:"):
+                    self.block(st.else_, info)
+            return
 
     def _return(self, st: ir.Return, info: Block) -> None:
         self.src.line(info.returns)

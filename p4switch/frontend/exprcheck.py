@@ -135,8 +135,10 @@ class ExprChecker:
             if not 0 <= i < t.size:
                 raise P4CompileError.at(e.index.loc, f"index {i} is outside {t} (0..{t.size - 1})")
             return ir.Member(stack, str(i), t.element)
-        if not isinstance(index.type, ir.BitT) or index.type.signed:
-            raise P4CompileError.at(e.index.loc, f"a stack index must be bit<N>, not {index.type}")
+        if not isinstance(index.type, ir.BitT):
+            raise P4CompileError.at(
+                e.index.loc, f"a stack index must be bit<N> or int<N>, not {index.type}"
+            )
         if _applies_table(index):
             raise P4CompileError.at(e.index.loc, "a stack index may not apply a table")
         return ir.StackIndex(stack, index, t.element, "index", e.loc)

@@ -93,7 +93,10 @@ class PackageBinder:
         for mine, theirs in zip(user.params, expected.params, strict=True):
             want = self.env.resolve(theirs.type, tvars)
             got = self.env.resolve(mine.type)
-            if mine.direction != theirs.direction:
+            # an `in` parameter where the architecture says `inout` is the stricter promise
+            # (the block only reads it), as older v1model programs declare VerifyChecksum
+            narrower = (mine.direction, theirs.direction) == ("in", "inout")
+            if mine.direction != theirs.direction and not narrower:
                 raise P4CompileError.at(
                     mine.loc, f"parameter {mine.name} must be {theirs.direction or 'directionless'}"
                 )

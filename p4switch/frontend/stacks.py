@@ -55,7 +55,9 @@ def lower(
         chain: tuple[ir.Stmt, ...] = (ir.Verify(_FALSE, ir.Const(ir.ErrorT(), out_of_bounds)),)
     else:
         chain = ()
-    for i in reversed(range(min(stack.size, 1 << index.type.width))):
+    # the elements the index can name (a negative int<N> names none)
+    reach = 1 << (index.type.width - 1 if index.type.signed else index.type.width)
+    for i in reversed(range(min(stack.size, reach))):
         element = ir.Member(found.stack, str(i), stack.element)
         branch = lower(_replace(st, found, element), in_parser, out_of_bounds, temp)
         test = ir.Binary("==", index, ir.Const(index.type, i), ir.BoolT())

@@ -87,6 +87,9 @@ class TableChecker:
                 raise P4CompileError.at(k.loc, "a constant key needs a width (8w1, not 1)")
             if not isinstance(expr.type, ir.BitT | ir.BoolT):
                 raise P4CompileError.at(k.loc, f"cannot match on a {expr.type}")
+            if any(isinstance(e, ir.FunctionCall) for e in ir.walk(expr)):
+                what = "a table key cannot call a function (keys are read where the table is)"
+                raise P4CompileError.at(k.loc, what)
             if any(isinstance(e, ir.StackIndex) for e in ir.walk(expr)):
                 what = "a table key cannot pick a stack element at run time (use a constant index)"
                 raise P4CompileError.at(k.loc, what)

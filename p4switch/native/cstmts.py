@@ -88,11 +88,17 @@ class CStmtCompiler:
     # --- control flow ---------------------------------------------------------------------------
 
     def _if(self, st: ir.If, info: CBlock) -> None:
-        with self.src.block(f"if ({self.x.expr(st.cond)})"):
-            self.block(st.then, info)
-        if st.else_:
-            with self.src.block("else"):
-                self.block(st.else_, info)
+        keyword = "if"
+        while True:  # an else holding one if is an else if: long chains do not nest deeper
+            with self.src.block(f"{keyword} ({self.x.expr(st.cond)})"):
+                self.block(st.then, info)
+            if len(st.else_) == 1 and isinstance(st.else_[0], ir.If):
+                st, keyword = st.else_[0], "else if"
+                continue
+            if st.else_:
+                with self.src.block("else"):
+                    self.block(st.else_, info)
+            return
 
     def _return(self, st: ir.Return, info: CBlock) -> None:
         self.src.line(info.returns)

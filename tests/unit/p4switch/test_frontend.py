@@ -228,3 +228,15 @@ def test_refusals_inside_the_tree_builder_are_compile_errors(
     )
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.strip().count("\n") == 0 and run.stderr.startswith(f"{path}:")
+
+
+def test_an_in_parameter_where_the_architecture_says_inout(tmp_path: Path) -> None:
+    """Older v1model programs declare VerifyChecksum's headers `in`: the stricter promise is
+    accepted (and the block may then not write them); `out` for `inout` is still refused."""
+    old = "control L2VerifyChecksum(inout headers_t hdr"
+    path, _ = variant(tmp_path, old, "control L2VerifyChecksum(in headers_t hdr")
+    compile_file(path)
+    path, text = variant(tmp_path, old, "control L2VerifyChecksum(out headers_t hdr")
+    err = refused(path)
+    assert "parameter hdr must be inout" in err.what
+    assert err.line == position(text, "L2VerifyChecksum(out")[0]

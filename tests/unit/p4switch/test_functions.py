@@ -206,3 +206,15 @@ def test_user_defined_externs_are_refused_by_name(
     with pytest.raises(P4CompileError) as err:
         compiled(tmp_path, text)
     assert words in err.value.what and err.value.line > 1
+
+
+def test_a_table_key_cannot_call_a_function(tmp_path: Path) -> None:
+    text = "bit<8> low(in bit<48> x) { return x[7:0]; }\n" + eth_program(
+        """\
+    table t { key = { low(h.eth.dst): exact; } actions = { NoAction; } }
+    apply { t.apply(); }
+"""
+    )
+    with pytest.raises(P4CompileError) as err:
+        compiled(tmp_path, text)
+    assert "a table key cannot call a function" in err.value.what and err.value.line == 12

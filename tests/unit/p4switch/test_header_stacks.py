@@ -269,3 +269,28 @@ def test_what_header_stacks_refuse(tmp_path: Path, old: str, new: str, words: st
     with pytest.raises(P4CompileError) as err:
         compiled(tmp_path, SOURCE_ROUTING.replace(old, new, 1))
     assert words in err.value.what and err.value.line > 0, err.value
+
+
+def test_a_long_stack_parses_without_deep_code(tmp_path: Path, backend: str) -> None:
+    """A stack of 100 filled by a parser loop: each `extract(hs.next)` is a chain of 100 tests,
+    generated flat (an else holding one if is an elif), not 100 levels deep."""
+    text = RECORD_ROUTE.replace("rec_t[3] recs;", "rec_t[100] recs;")
+    program = compiled(tmp_path, text)
+    pipe = program.pipeline(program.new_state())
+    records = b"".join(rec(i, i) for i in range(99))
+    frame = bytes(5) + b"\x01" + bytes(6) + b"\x55\x55" + bytes([99]) + records
+    ((_, out),) = list(pipe.process(5, frame))
+    changed = rec(0, 0) + rec(1, 0xEE) + records[4:]  # recs[1].port written at index 1
+    assert out[15:] == rec(0x77, 5) + changed  # 99 parsed, one pushed on top: all 100 emitted
+    assert out[11] == 1  # recs[1].swid, read with a run-time index
+
+
+def test_a_signed_index_names_no_element_when_negative(tmp_path: Path, backend: str) -> None:
+    text = RECORD_ROUTE.replace("bit<8> pick;", "int<8> pick;").replace(
+        "m.pick = h.eth.dst[7:0];", "m.pick = (int<8>) h.eth.dst[7:0];"
+    )
+    program = compiled(tmp_path, text)
+    pipe = program.pipeline(program.new_state())
+    frame = bytes(5) + b"\xff" + bytes(6) + b"\x55\x55" + b"\x01" + rec(0x11, 1)
+    ((_, out),) = list(pipe.process(5, frame))
+    assert out[11] == 0 and out[15:] == rec(0x77, 5) + rec(0x11, 1)  # -1: nothing read or written
