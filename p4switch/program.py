@@ -24,7 +24,7 @@ from p4.config.v1 import p4info_pb2
 
 from p4switch import ir, runtime
 from p4switch.compiler import CompiledCode, Pipeline, generate
-from p4switch.exceptions import P4CompileError
+from p4switch.exceptions import CompilerBug, P4CompileError
 from p4switch.frontend.parser import parse
 from p4switch.frontend.preprocess import preprocess
 from p4switch.frontend.typecheck import check_program
@@ -170,6 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except P4CompileError as exc:
         print(exc, file=sys.stderr)
         return 2
+    except CompilerBug as exc:  # a p4switch bug, not the program's: one line, no traceback
+        print(f"{args.source}: {exc}", file=sys.stderr)
+        return 3
     if args.p4info:
         write_p4info(compiled.p4info, args.p4info)
     if args.python:

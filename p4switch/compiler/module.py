@@ -22,6 +22,7 @@ from p4switch.compiler.layout import PAYLOAD, Layout, field_list_slots, leaves
 from p4switch.compiler.source import Source, hoist_invariant_fields
 from p4switch.compiler.stmts import Block, Names, StmtCompiler
 from p4switch.compiler.support import HASHES, PARSER_STEPS, ControlExit, ParserReject, peek
+from p4switch.exceptions import CompilerBug
 
 CONTROLS = ("verify_checksum", "ingress", "egress", "compute_checksum")
 
@@ -134,9 +135,13 @@ class _Builder:
         with self.src.block("def deparse(S, out):"):
             self.stmts.block(p.deparser.body, Block("deparser"))
         source = hoist_invariant_fields(self.src.text())
+        try:
+            code = compile(source, f"<p4switch {p.path}>", "exec")
+        except (SyntaxError, RecursionError, MemoryError, ValueError) as err:
+            raise CompilerBug(f"the generated Python does not compile: {err}") from err
         return CompiledCode(
             source=source,
-            code=compile(source, f"<p4switch {p.path}>", "exec"),
+            code=code,
             template=tuple(self.layout.template()),
             sm=names.sm,
             meta_slots=tuple(self._slots_of(p.meta)),

@@ -61,6 +61,10 @@ class CallLowering:
         # set by the program checker: `c.apply(...)` of a control instance, inlined
         self.apply_control: ApplyBlock | None = None
         self.apply_parser: ApplyBlock | None = None  # `p.apply(...)` of a sub-parser
+        # `T.apply(...)` of a parser or control type (None: T is no such type)
+        self.apply_direct: (
+            Callable[[s.CallExpr, str, Scope, BlockContext], list[ir.Stmt] | None] | None
+        ) = None
         self._functions: dict[str, Callable[[s.CallExpr, Scope, BlockContext], list[ir.Stmt]]]
         self._functions = {
             "mark_to_drop": self._mark_to_drop,
@@ -154,6 +158,11 @@ class CallLowering:
             return self._packet(call, method, found, scope, ctx)
         if method in ("setValid", "setInvalid", "isValid", "push_front", "pop_front"):
             return self._header_method(call, callee, scope)
+        if isinstance(callee.base, s.Name) and found is None and method == "apply":
+            assert self.apply_direct is not None
+            applied = self.apply_direct(call, callee.base.name, scope, ctx)
+            if applied is not None:
+                return applied
         if isinstance(callee.base, s.Name) and found is None:
             self.x.expr(callee.base, scope)  # raises: not declared, or a type
         raise P4CompileError.at(callee.loc, f"method {method!r} is not supported here")

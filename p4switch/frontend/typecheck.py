@@ -8,6 +8,7 @@ then name the same three shared variables (headers, metadata, standard metadata)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,9 @@ class ProgramChecker:
         self.calls = CallLowering(self.x)
         self.calls.apply_control = self._apply_control
         self.calls.apply_parser = self._apply_parser
+        self.calls.apply_direct = self._apply_direct
+        self._where: list[tuple[str, list[ir.Var]]] = []  # (name prefix, locals) being checked
+        self._direct: dict[tuple[str, str], BlockInstanceEntity] = {}  # T.apply() instances
         self.tables: dict[str, ir.Table] = {}
         self.stmts = StmtChecker(self.x, self.calls, self.tables)
         self.table_checker = TableChecker(self.stmts, lambda: self._noaction())
@@ -370,6 +374,15 @@ class ProgramChecker:
     ) -> tuple[ir.ParserState, ...]:
         """A parser's states, `start` first (with the parser-level variables' initialisers
         ahead of its body), each `sub.apply(...)` of a sub-parser spliced in."""
+        self._where.append((d.name, locals_))
+        try:
+            return self._parser_states_in(d, scope, locals_)
+        finally:
+            self._where.pop()
+
+    def _parser_states_in(
+        self, d: s.ParserDecl, scope: Scope, locals_: list[ir.Var]
+    ) -> tuple[ir.ParserState, ...]:
         init: list[ir.Stmt] = []
         for st in d.locals:
             if isinstance(st, s.VarDecl):
@@ -452,6 +465,15 @@ class ProgramChecker:
         """A control's declarations, then its apply block (as statements, declarations'
         initialisers first). Control-level variables (and those of the controls it applies)
         go to `locals_`; the control-plane names of its tables and actions start `prefix`."""
+        self._where.append((prefix, locals_))
+        try:
+            return self._control_body_in(d, scope, prefix, locals_)
+        finally:
+            self._where.pop()
+
+    def _control_body_in(
+        self, d: s.ControlDecl, scope: Scope, prefix: str, locals_: list[ir.Var]
+    ) -> tuple[ir.Stmt, ...]:
         init: list[ir.Stmt] = []
         for item in d.locals:
             if isinstance(item, s.VarDecl):
@@ -541,6 +563,28 @@ class ProgramChecker:
                 inner.declare(p.name, own, p.loc)
                 inner.readonly.add(own)
         return inner, copy_in, tuple(aliases)
+
+    def _apply_direct(
+        self, call: s.CallExpr, type_name: str, scope: Scope, ctx: BlockContext
+    ) -> list[ir.Stmt] | None:
+        """`T.apply(...)` of a parser or control type T: an instance of it made there, named
+        as T (as p4c does); None when T is no such type."""
+        decl = self.blocks.get(type_name)
+        if decl is None or not self._where:
+            return None
+        if decl.ctor_params:
+            what = f"{type_name} takes constructor arguments: declare an instance of it"
+            raise P4CompileError.at(call.loc, what)
+        prefix, locals_ = self._where[-1]
+        key = (prefix, type_name)
+        inst = self._direct.get(key)
+        if inst is None:
+            kind = "parser" if isinstance(decl, s.ParserDecl) else "control"
+            name = f"{prefix}.{type_name}"
+            inst = self._direct[key] = BlockInstanceEntity(kind, name, decl, {}, call.loc, locals_)
+        if inst.kind == "parser":
+            return self._apply_parser(call, inst, scope, ctx)
+        return self._apply_control(call, inst, scope, ctx)
 
     def _apply_control(
         self, call: s.CallExpr, inst: BlockInstanceEntity, scope: Scope, ctx: BlockContext
@@ -640,7 +684,7 @@ def _splice_sub_parsers(state: ir.ParserState) -> list[ir.ParserState]:
         return [state]
     enter = body[at]
     assert isinstance(enter, _EnterSubParser)
-    prefix = f"{state.name}__{enter.instance}"
+    prefix = f"{state.name}__{re.sub(r'[^A-Za-z0-9_]', '_', enter.instance)}"
     after = f"{prefix}__after"
 
     def renamed(name: str) -> str:

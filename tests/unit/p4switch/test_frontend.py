@@ -240,3 +240,18 @@ def test_an_in_parameter_where_the_architecture_says_inout(tmp_path: Path) -> No
     err = refused(path)
     assert "parameter hdr must be inout" in err.what
     assert err.line == position(text, "L2VerifyChecksum(out")[0]
+
+
+def test_a_compiler_bug_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from p4switch import program
+    from p4switch.exceptions import CompilerBug
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise CompilerBug("a test stand-in")
+
+    monkeypatch.setattr(program, "compile_file", broken)
+    assert program.main([str(PROGRAMS / "l2.p4")]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error" in err and "please report it" in err

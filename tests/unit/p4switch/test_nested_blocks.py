@@ -201,3 +201,32 @@ def test_what_sub_parsers_refuse(tmp_path: Path, old: str, new: str, words: str)
     with pytest.raises(P4CompileError) as err:
         compiled(tmp_path, SUB_PARSERS.replace(old, new, 1))
     assert words in err.value.what and err.value.line > 0, err.value
+
+
+DIRECT = SUB_PARSERS.replace("    Tags() tags;\n", "").replace(
+    "tags.apply(p, h, m, h.eth.eth_type);", "Tags.apply(p, h, m, h.eth.eth_type);"
+)
+DIRECT_CONTROL = NESTED_CONTROLS.replace("    Count() counter;\n", "").replace(
+    "counter.apply(h.eth.eth_type, seen);", "Count.apply(h.eth.eth_type, seen);"
+)
+
+
+def test_a_type_applied_directly(tmp_path: Path, backend: str) -> None:
+    """`T.apply(...)` of a parser or control type, without declaring an instance (P4_16
+    allows it): an instance is made there, named as the type."""
+    assert "Tags.apply(" in DIRECT and "Count.apply(" in DIRECT_CONTROL
+    program = compiled(tmp_path, DIRECT, "direct.p4")
+    pipe = program.pipeline(program.new_state())
+    ((_, out),) = list(pipe.process(0, bytes(12) + b"\x81\x00\x00\x05\x08\x00\x40\x11"))
+    assert out[9] == 1 and out[12:] == b"\x81\x00\x00\x05\x08\x00\x3f\x11"
+    program = compiled(tmp_path, DIRECT_CONTROL, "direct_control.p4")
+    pipe = program.pipeline(program.new_state())
+    ((_, out),) = list(pipe.process(0, bytes(6) + SRC + b"\x08\x00"))
+    assert out[5] == 2  # applied twice, with the same arguments
+
+
+def test_a_type_with_constructor_parameters_needs_an_instance(tmp_path: Path) -> None:
+    text = SUB_PARSERS.replace("l3.apply(p, h);", "L3.apply(p, h);")
+    with pytest.raises(P4CompileError) as err:
+        compiled(tmp_path, text)
+    assert "L3 takes constructor arguments: declare an instance" in err.value.what
