@@ -193,7 +193,9 @@ class _Builder:
         return [self.storage.ref(p.var, leaf) for leaf, _ in leaves(p.type)]
 
     def _table(self, t: ir.Table, g: str) -> None:
-        actions = ", ".join(f"{a.action!r}: {self.names.actions[a.action]}" for a in t.actions)
+        actions = ", ".join(
+            f"{a.action!r}: {self.names.actions[a.via or a.action]}" for a in t.actions
+        )
         self.src.line(f"A{g} = {{{actions}}}")
         counter = next((d for d in self.p.direct_counters if d.name == t.direct_counter), None)
         meter = next((d for d in self.p.direct_meters if d.name == t.direct_meter), None)

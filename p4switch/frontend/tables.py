@@ -24,6 +24,9 @@ class TableChecker:
         self._noaction = noaction
         self.direct_counters: dict[str, str] = {}  # direct counter -> its table
         self.direct_meters: dict[str, str] = {}  # direct meter -> its table
+        self._bound = 0  # actions made for `a(x)` in action lists, so far
+        # set by the program checker: takes in such an action (and marks it and a used)
+        self.add_action: Callable[[ir.Action], None] | None = None
 
     def check(self, decl: s.TableDecl, name: str, scope: Scope) -> ir.Table:
         props: dict[str, s.TableProperty] = {}
@@ -106,34 +109,63 @@ class TableChecker:
         for ref in _items(prop):
             assert isinstance(ref, s.ActionRefSyntax)
             expr = ref.expr
+            bound: tuple[s.ExprSyntax, ...] = ()
             if isinstance(expr, s.CallExpr):
-                if expr.args:
-                    raise P4CompileError.at(
-                        expr.loc,
-                        "binding action arguments in a table's action list is not supported",
-                    )
+                bound = expr.args
                 expr = expr.callee
-            action = self._action(expr, scope)
+            action = self._action(expr, scope, len(bound))
             if any(r.action == action.name for r in refs):
                 raise P4CompileError.at(ref.loc, f"action {action.decl.name} is listed twice")
-            refs.append(ir.TableActionRef(action.name, ref.annotations))
+            via = self._bind(action, ref, bound, scope) if bound else None
+            refs.append(ir.TableActionRef(action.name, ref.annotations, via))
         return refs
 
-    def _action(self, e: s.ExprSyntax, scope: Scope) -> ActionEntity:
+    def _action(self, e: s.ExprSyntax, scope: Scope, bound: int = 0) -> ActionEntity:
         found = scope.lookup(e.name) if isinstance(e, s.Name) else None
         if not isinstance(found, ActionEntity):
             raise P4CompileError.at(e.loc, "expected the name of an action")
-        if any(p.direction for p in found.params):
-            raise P4CompileError.at(
-                e.loc, f"action {found.decl.name} has directional parameters; tables cannot run it"
+        directional = [p for p in found.params if p.direction]
+        if found.params[: len(directional)] != tuple(directional) or len(directional) != bound:
+            what = (
+                f"action {found.decl.name}: a table binds its {len(directional)} directional"
+                f" parameter(s) in its action list, `{found.decl.name}(...)`, and only those"
             )
+            raise P4CompileError.at(e.loc, what)
         return found
+
+    def _bind(
+        self,
+        action: ActionEntity,
+        ref: s.ActionRefSyntax,
+        bound: tuple[s.ExprSyntax, ...],
+        scope: Scope,
+    ) -> str:
+        """`a(x)` in a table's action list: an action of a's control-plane parameters that
+        runs a with x bound (not in P4Info: the table still lists a)."""
+        n = len(bound)
+        call = s.CallExpr(ref.loc, s.Name(ref.loc, action.decl.name), bound)
+        what = f"action {action.decl.name}"
+        args = self.x.call_args(call, action.params[:n], action.decl.params[:n], scope, what)
+        params = []
+        for p in action.params[n:]:
+            var = ir.Var(p.var.name, p.type, in_slots=False)
+            params.append(ir.Param(p.name, p.type, "", var, p.annotations))
+        body = (ir.CallAction(action.name, (*args, *(ir.VarRef(p.var) for p in params))),)
+        self._bound += 1
+        name = f"{action.name}$bound{self._bound}"
+        assert self.add_action is not None
+        self.add_action(ir.Action(name, tuple(params), body, (), ref.loc, function=True))
+        return name
 
     def _call(
         self, e: s.ExprSyntax, refs: list[ir.TableActionRef], scope: Scope
     ) -> tuple[ActionEntity, tuple[int, ...], ir.TableActionRef]:
         callee, args = (e.callee, e.args) if isinstance(e, s.CallExpr) else (e, ())
-        action = self._action(callee, scope)
+        found = scope.lookup(callee.name) if isinstance(callee, s.Name) else None
+        bound = (
+            sum(1 for p in found.params if p.direction) if isinstance(found, ActionEntity) else 0
+        )
+        action = self._action(callee, scope, bound)
         ref = next((r for r in refs if r.action == action.name), None)
         if ref is None:
             raise P4CompileError.at(e.loc, f"{action.decl.name} is not in the table's actions")
@@ -141,8 +173,8 @@ class TableChecker:
             raise P4CompileError.at(
                 e.loc, f"action {action.decl.name} takes {len(action.params)} arguments"
             )
-        values = []
-        for p, a in zip(action.params, args, strict=True):
+        values = []  # the control plane's arguments: the bound ones are the action list's
+        for p, a in zip(action.params[bound:], args[bound:], strict=True):
             c = self.x.expr(a, scope, p.type)
             if not isinstance(c, ir.Const):
                 raise P4CompileError.at(a.loc, "action arguments here must be constants")

@@ -68,6 +68,7 @@ class ProgramChecker:
         self.tables: dict[str, ir.Table] = {}
         self.stmts = StmtChecker(self.x, self.calls, self.tables)
         self.table_checker = TableChecker(self.stmts, lambda: self._noaction())
+        self.table_checker.add_action = self._add_bound_action
         self.actions: dict[str, ir.Action] = {}
         self.registers: list[ir.Register] = []
         self.counters: list[ir.Counter] = []
@@ -356,6 +357,13 @@ class ProgramChecker:
         self.actions[name] = ir.Action(
             name, tuple(everything), body, d.annotations, d.loc, function=True
         )
+
+    def _add_bound_action(self, action: ir.Action) -> None:
+        self.actions[action.name] = action
+        self.ctx.called_actions.add(action.name)
+        for st in action.body:
+            if isinstance(st, ir.CallAction):
+                self.ctx.called_actions.add(st.action)
 
     def _noaction(self) -> ActionEntity | None:
         found = self.top.lookup("NoAction")

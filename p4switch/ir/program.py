@@ -56,6 +56,7 @@ class MatchKey:
 class TableActionRef:
     action: str
     annotations: tuple[Annotation, ...] = ()
+    via: str | None = None  # `a(x)` in the action list: the action binding x that runs a
 
     @property
     def scope(self) -> str:

@@ -168,6 +168,10 @@ class _UnitBuilder:
         if meters:
             raise NativeUnsupported(f"meter {meters[0]}", self.p.path)
         for t in self.p.tables:
+            bound = next((r for r in t.actions if r.via is not None), None)
+            if bound is not None:
+                what = f"table {t.name}: action {bound.action} with arguments bound in its list"
+                raise NativeUnsupported(what, str(t.loc or self.p.path))
             ranged = next((k for k in t.keys if k.match_kind == "range"), None)
             if ranged is not None:
                 what = f"table {t.name}: range key {ranged.name}"

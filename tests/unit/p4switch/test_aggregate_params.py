@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from p4switch.exceptions import P4CompileError
+from p4switch import runtime as rt
+from p4switch.exceptions import NativeUnsupported, P4CompileError
 from p4switch.program import compile_file
 
 PROGRAM = """\
@@ -97,3 +98,41 @@ def test_what_aggregate_parameters_refuse(tmp_path: Path, old: str, new: str, wo
     with pytest.raises(P4CompileError) as err:
         compiled(tmp_path, PROGRAM.replace(old, new, 1))
     assert words in err.value.what and err.value.line > 0, err.value
+
+
+BOUND = PROGRAM.replace(
+    "    apply {\n        send(s, 3);",
+    """    table route {
+        key = { h.eth.dst: exact; }
+        actions = { send(s); NoAction; }
+        default_action = send(s, 9);
+    }
+    apply {
+        route.apply();""",
+)
+
+
+def test_a_table_binds_directional_arguments_in_its_action_list(tmp_path: Path) -> None:
+    """`send(s)` in the action list binds sm to standard_metadata; the control plane gives
+    port (P4Info lists send with port only). Python back end; the native one refuses it."""
+    program = compiled(tmp_path, BOUND)
+    action = next(a for a in program.p4info.actions if a.preamble.name == "I.send")
+    assert [p.name for p in action.params] == ["port"]
+    state = program.new_state()
+    pipe = program.pipeline(state)
+    assert [p for p, _ in pipe.process(0, DST + SRC + b"\x08\x00")] == [9]  # the default
+    entry = rt.TableEntry((rt.exact(int(DST.hex(), 16), 48),), rt.ActionCall("I.send", (4,)))
+    state.table("I.route").insert(entry)
+    assert [p for p, _ in pipe.process(0, DST + SRC + b"\x08\x00")] == [4]
+    with pytest.raises(NativeUnsupported) as err:
+        program.pipeline(program.new_state(), backend="native")
+    assert "arguments bound in its list" in str(err.value)
+
+
+def test_a_directional_parameter_must_be_bound(tmp_path: Path) -> None:
+    with pytest.raises(P4CompileError) as err:
+        compiled(
+            tmp_path,
+            BOUND.replace("actions = { send(s); NoAction; }", "actions = { send; NoAction; }"),
+        )
+    assert "binds its 1 directional parameter(s)" in err.value.what
