@@ -125,6 +125,12 @@ class TableChecker:
         if not isinstance(found, ActionEntity):
             raise P4CompileError.at(e.loc, "expected the name of an action")
         directional = [p for p in found.params if p.direction]
+        if bound and not directional:
+            what = (
+                f"action {found.decl.name}: the control plane gives its arguments; list it as"
+                f" `{found.decl.name}` (binding them in the action list is not supported)"
+            )
+            raise P4CompileError.at(e.loc, what)
         if found.params[: len(directional)] != tuple(directional) or len(directional) != bound:
             what = (
                 f"action {found.decl.name}: a table binds its {len(directional)} directional"

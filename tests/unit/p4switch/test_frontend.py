@@ -142,7 +142,7 @@ UNSUPPORTED = [
     ("dmac.apply();", "clone3(CloneType.I2E, 1, {hdr.ethernet.etherType});", "clone3 is not"),
     ("dmac.apply();", "digest(1, hdr.ethernet.etherType);", "digest is not"),
     ("dmac.apply();", "switch (hdr.ethernet.etherType) { 1: {} 1: {} }", "appears twice"),
-    ("actions = { forward; drop; }", "actions = { forward(1); drop; }", "binding action arg"),
+    ("actions = { forward; drop; }", "actions = { forward(1); drop; }", "binding them in the"),
 ]
 
 
