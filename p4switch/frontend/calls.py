@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
+from p4switch.frontend.callargs import static_assert
 from p4switch.frontend.env import (
     ActionEntity,
     BlockInstanceEntity,
@@ -23,6 +24,16 @@ from p4switch.frontend.env import (
     TableEntity,
 )
 from p4switch.frontend.exprcheck import ExprChecker
+from p4switch.frontend.lowerings import (
+    has_varbit,
+    headers_in,
+    need_header,
+    next_index_plus,
+    random_hash,
+    shift_stack,
+    union_siblings_invalid,
+    varbit_of,
+)
 
 HASHES = ("crc16", "crc32", "identity", "csum16", "xor16")
 # BMv2's crc16_custom and crc32_custom start with crc16's and crc32's parameters; p4switch
@@ -176,7 +187,7 @@ class CallLowering:
         if method in ("setValid", "setInvalid"):
             _arity(call, 0, f"{method}()")
             header = self.x.lvalue(callee.base, scope)
-            _need_header(header, call.loc, method)
+            need_header(header, call.loc, method)
             if method == "setValid":
                 return [ir.SetValid(header, True), *union_siblings_invalid(header)]
             return [ir.SetValid(header, False)]
@@ -251,17 +262,17 @@ class CallLowering:
                 raise P4CompileError.at(call.loc, f"{method}<{named}> of a {given}")
         if packet.kind == "packet_in" and method == "extract":
             header = self.x.lvalue(call.args[0], scope) if call.args else None
-            varbit = isinstance(header, ir.Expr) and _varbit_of(header) is not None
+            varbit = isinstance(header, ir.Expr) and varbit_of(header) is not None
             _arity(
                 call, 2 if varbit else 1, "extract(header, bits)" if varbit else "extract(header)"
             )
             assert header is not None
-            _need_header(header, call.loc, "extract")
+            need_header(header, call.loc, "extract")
             if varbit:
                 bits = self.x.expr(call.args[1], scope, U32)
                 return [ir.Extract(header, bits), *union_siblings_invalid(header)]
             if isinstance(header, ir.StackIndex) and header.kind == "next":
-                return [ir.Extract(header), _next_index_plus(header.stack, 1)]
+                return [ir.Extract(header), next_index_plus(header.stack, 1)]
             return [ir.Extract(header), *union_siblings_invalid(header)]
         if packet.kind == "packet_in" and method == "advance":
             _arity(call, 1, "advance(bits)")
@@ -271,7 +282,7 @@ class CallLowering:
             value = self.x.expr(call.args[0], scope)
             if not isinstance(value.type, ir.StructT | ir.StackT):
                 raise P4CompileError.at(call.loc, f"cannot emit a {value.type}")
-            return [ir.Emit(h) for h in _headers_in(value)]
+            return [ir.Emit(h) for h in headers_in(value)]
         raise P4CompileError.at(call.loc, f"{packet.kind}.{method}() is not supported here")
 
     # --- extern functions -------------------------------------------------------------------
@@ -296,7 +307,7 @@ class CallLowering:
         return [ir.Clone(kind, session, field_list)]
 
     def _static_assert(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
-        self.x.static_assert(call, scope)  # refuses the program if false
+        static_assert(self.x, call, scope)  # refuses the program if false
         return []
 
     def _resubmit(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
@@ -320,7 +331,7 @@ class CallLowering:
         data = self._data(call.args[3], scope)
         limit = self._number(call.args[4], scope, U32)
         if self._enum_member(call.args[1], scope, "HashAlgorithm") == "random":
-            return _random_hash(dest, base, limit, call.args[4].loc)
+            return random_hash(dest, base, limit, call.args[4].loc)
         algo = self._algorithm(call.args[1], scope)
         return [ir.Hash(dest, algo, base, data, limit)]
 
@@ -392,7 +403,7 @@ class CallLowering:
         for item in items:
             if isinstance(item.type, ir.IntLitT | ir.StringT | ir.TupleT | ir.ExternT):
                 raise P4CompileError.at(e.loc, f"cannot hash a {item.type} (give it a width)")
-            if _has_varbit(item.type):
+            if has_varbit(item.type):
                 what = "varbit fields in a hash or checksum are not supported by p4switch"
                 raise P4CompileError.at(e.loc, what)
         return items
@@ -401,110 +412,3 @@ class CallLowering:
 def _arity(call: s.CallExpr, n: int, what: str) -> None:
     if len(call.args) != n:
         raise P4CompileError.at(call.loc, f"{what} takes {n} argument(s), got {len(call.args)}")
-
-
-def _has_varbit(t: ir.Type) -> bool:
-    if isinstance(t, ir.StackT):
-        return _has_varbit(t.element)
-    if isinstance(t, ir.StructT):
-        return any(_has_varbit(f.type) for f in t.fields)
-    return isinstance(t, ir.VarbitT)
-
-
-def _varbit_of(e: ir.Expr) -> ir.Field | None:
-    return e.type.varbit if isinstance(e.type, ir.StructT) and e.type.is_header else None
-
-
-def _need_header(e: ir.Expr, loc: ir.Loc, what: str) -> None:
-    if not (isinstance(e.type, ir.StructT) and e.type.is_header):
-        raise P4CompileError.at(loc, f"{what} applies to headers, not to a {e.type}")
-
-
-def _headers_in(value: ir.Expr) -> list[ir.Expr]:
-    """A header, or every header in a struct or a stack, in order (what `emit` emits)."""
-    t = value.type
-    if isinstance(t, ir.StackT):
-        return [ir.Member(value, str(i), t.element) for i in range(t.size)]
-    assert isinstance(t, ir.StructT)
-    if t.is_header:
-        return [value]
-    out: list[ir.Expr] = []
-    for f in t.fields:
-        if isinstance(f.type, ir.StructT | ir.StackT):
-            out += _headers_in(ir.Member(value, f.name, f.type))
-    return out
-
-
-def _random_hash(dest: ir.Expr, base: ir.Expr, limit: ir.Expr, loc: ir.Loc) -> list[ir.Stmt]:
-    """`hash` with HashAlgorithm.random: base plus a uniformly random value below max (BMv2
-    hashes nothing: the value is random), truncated to the result's width."""
-    if not isinstance(limit, ir.Const):
-        raise P4CompileError.at(loc, "HashAlgorithm.random needs a constant max")
-    if not limit.value:
-        return [ir.Assign(dest, base)]
-    t = dest.type
-    assert isinstance(t, ir.BitT)
-    top = ir.Const(t, min(int(limit.value) - 1, t.mask))
-    plus = ir.Binary("+", dest, base, t)
-    return [ir.Random(dest, ir.Const(t, 0), top), ir.Assign(dest, plus)]
-
-
-def union_siblings_invalid(header: ir.Expr) -> list[ir.Stmt]:
-    """A header of a union made valid: the union's other headers made invalid (P4_16 8.20)."""
-    if not isinstance(header, ir.Member):
-        return []
-    union = header.base.type
-    if not (isinstance(union, ir.StructT) and union.is_union):
-        return []
-    return [
-        ir.SetValid(ir.Member(header.base, f.name, f.type), False)
-        for f in union.fields
-        if f.name != header.name
-    ]
-
-
-def shift_stack(stack: ir.Expr, count: int) -> list[ir.Stmt]:
-    """`push_front(count)` (count > 0) or `pop_front(-count)`, element by element.
-
-    push_front moves element i to i + count (those pushed off the end are lost), makes the
-    first `count` invalid and adds `count` to nextIndex, at most the size; pop_front moves
-    element i to i - count, makes the last `count` invalid and takes `count` from nextIndex,
-    at least 0 (P4_16 8.18).
-    """
-    t = stack.type
-    assert isinstance(t, ir.StackT)
-    n = abs(count)
-
-    def element(i: int) -> ir.Expr:
-        return ir.Member(stack, str(i), t.element)
-
-    out: list[ir.Stmt] = []
-    if count > 0:
-        out += [ir.Assign(element(i), element(i - n)) for i in reversed(range(n, t.size))]
-        out += [ir.SetValid(element(i), False) for i in range(min(n, t.size))]
-    elif count < 0:
-        out += [ir.Assign(element(i), element(i + n)) for i in range(t.size - n)]
-        out += [ir.SetValid(element(i), False) for i in range(max(t.size - n, 0), t.size)]
-    return [*out, _next_index_plus(stack, count)] if count else []
-
-
-def _next_index_plus(stack: ir.Expr, count: int) -> ir.Stmt:
-    """nextIndex += count, kept within 0..size."""
-    t = stack.type
-    assert isinstance(t, ir.StackT)
-    u32 = ir.STACK_NEXT_TYPE
-    nxt = ir.Member(stack, ir.STACK_NEXT, u32)
-    if count > 0:
-        room = t.size - count  # nextIndex > room: the stack is full after the push
-        full = ir.Binary(">", nxt, ir.Const(u32, room), ir.BoolT()) if room >= 0 else None
-        plus = ir.Binary("+", nxt, ir.Const(u32, count), u32)
-        value: ir.Expr = (
-            ir.Const(u32, t.size)
-            if full is None
-            else ir.Mux(full, ir.Const(u32, t.size), plus, u32)
-        )
-    else:
-        enough = ir.Binary(">=", nxt, ir.Const(u32, -count), ir.BoolT())
-        minus = ir.Binary("-", nxt, ir.Const(u32, -count), u32)
-        value = ir.Mux(enough, minus, ir.Const(u32, 0), u32)
-    return ir.Assign(nxt, value)

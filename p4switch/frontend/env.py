@@ -218,3 +218,13 @@ class TypeEnv:
         if name not in self.errors:
             raise P4CompileError.at(loc, f"error.{name} is not declared")
         return self.errors.index(name)
+
+
+def control_plane_name(local: str, annotations: tuple[ir.Annotation, ...], prefix: str) -> str:
+    """The P4Info name: `prefix.local`, `@name` honoured, a leading dot meaning top level."""
+    named = ir.find_annotation(annotations, "name")
+    if named is not None and named.args:
+        local = str(named.args[0])
+        if local.startswith("."):
+            return local[1:]
+    return f"{prefix}.{local}" if prefix else local

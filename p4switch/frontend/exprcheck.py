@@ -13,7 +13,9 @@ from typing import Any
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
+from p4switch.frontend import callargs, stacks
 from p4switch.frontend import syntax as s
+from p4switch.frontend.callargs import lookahead_field, positional
 from p4switch.frontend.env import FunctionEntity, PacketEntity, Scope, TableEntity, TypeEnv
 from p4switch.frontend.fold import fold_binary, fold_cast, fold_unary, wrap
 
@@ -88,6 +90,10 @@ class ExprChecker:
 
     # --- the cases --------------------------------------------------------------------------------
 
+    def check(self, e: s.ExprSyntax, scope: Scope) -> ir.Expr:
+        """`e` checked, as it is (no conversion to an expected type)."""
+        return self._expr(e, scope)
+
     def _expr(self, e: s.ExprSyntax, scope: Scope) -> ir.Expr:
         check = _EXPRESSIONS.get(type(e))
         if check is not None:
@@ -117,49 +123,6 @@ class ExprChecker:
     def _list(self, e: s.ListLit, scope: Scope) -> ir.Expr:
         items = tuple(self.expr(i, scope) for i in e.items)
         return ir.ListExpr(items, ir.TupleT(tuple(i.type for i in items)))
-
-    def _index(self, e: s.IndexExpr, scope: Scope) -> ir.Expr:
-        """`hs[i]`: a constant index is the element itself; any other is a `StackIndex`."""
-        stack = self._expr(e.base, scope)
-        t = stack.type
-        if isinstance(t, ir.TupleT) and not isinstance(stack, ir.ListExpr):
-            i = self.const_int(e.index, scope)
-            if not 0 <= i < len(t.elements):
-                raise P4CompileError.at(e.index.loc, f"index {i} is outside {t}")
-            return ir.Member(stack, str(i), t.elements[i])
-        if not isinstance(t, ir.StackT):
-            raise P4CompileError.at(e.loc, f"cannot index a {t} (only header stacks)")
-        index = self._expr(e.index, scope)
-        if isinstance(index, ir.Const) and is_numeric(index.type):
-            i = int(index.value)
-            if not 0 <= i < t.size:
-                raise P4CompileError.at(e.index.loc, f"index {i} is outside {t} (0..{t.size - 1})")
-            return ir.Member(stack, str(i), t.element)
-        if not isinstance(index.type, ir.BitT):
-            raise P4CompileError.at(
-                e.index.loc, f"a stack index must be bit<N> or int<N>, not {index.type}"
-            )
-        if _applies_table(index):
-            raise P4CompileError.at(e.index.loc, "a stack index may not apply a table")
-        return ir.StackIndex(stack, index, t.element, "index", e.loc)
-
-    def _stack_member(self, stack: ir.Expr, e: s.MemberExpr) -> ir.Expr:
-        """`hs.size`, `hs.nextIndex`, `hs.lastIndex`, `hs.next`, `hs.last`."""
-        t = stack.type
-        assert isinstance(t, ir.StackT)
-        next_index = ir.Member(stack, ir.STACK_NEXT, ir.STACK_NEXT_TYPE)
-        if e.name == "size":
-            return ir.Const(ir.IntLitT(), t.size)
-        if e.name == "nextIndex":
-            return next_index
-        if e.name == "lastIndex":
-            return ir.Binary("-", next_index, ir.Const(ir.STACK_NEXT_TYPE, 1), ir.STACK_NEXT_TYPE)
-        if e.name == "next":
-            return ir.StackIndex(stack, next_index, t.element, "next", e.loc)
-        if e.name == "last":
-            last = ir.Binary("-", next_index, ir.Const(ir.STACK_NEXT_TYPE, 1), ir.STACK_NEXT_TYPE)
-            return ir.StackIndex(stack, last, t.element, "last", e.loc)
-        raise P4CompileError.at(e.loc, f"a header stack has no member {e.name!r}")
 
     def _name(self, e: s.Name, scope: Scope) -> ir.Expr:
         found = scope.lookup(e.name)
@@ -198,7 +161,7 @@ class ExprChecker:
                 raise P4CompileError.at(e.loc, f"{kind} {t.name} has no field {e.name!r}")
             return ir.Member(base, e.name, f.type)
         if isinstance(t, ir.StackT):
-            return self._stack_member(base, e)
+            return stacks.stack_member(base, e)
         raise P4CompileError.at(e.loc, f"a value of type {t} has no member {e.name!r}")
 
     def _table_apply(self, call: s.CallExpr, scope: Scope) -> str | None:
@@ -375,7 +338,7 @@ class ExprChecker:
             if isinstance(found, FunctionEntity):
                 return self.function_call(e, found, scope)
             if found is None and callee.name == "static_assert":
-                return self.static_assert(e, scope)
+                return callargs.static_assert(self, e, scope)
             if found is None:
                 self._name(callee, scope)  # raises: not declared, or a type
         if isinstance(callee, s.MemberExpr):
@@ -396,7 +359,7 @@ class ExprChecker:
             if callee.name == "lookahead" and isinstance(callee.base, s.Name):
                 packet = scope.lookup(callee.base.name)
                 if isinstance(packet, PacketEntity) and packet.kind == "packet_in":
-                    return self._lookahead(e)
+                    return callargs.lookahead(self, e)
             if self._table_apply(e, scope) is not None:
                 raise P4CompileError.at(
                     e.loc, "use t.apply() as a statement, or t.apply().hit / .miss"
@@ -405,20 +368,6 @@ class ExprChecker:
                 self._name(callee.base, scope)  # raises: not declared, or not a value
         raise P4CompileError.at(e.loc, "this call has no value; it can only be a statement")
 
-    def static_assert(self, e: s.CallExpr, scope: Scope) -> ir.Expr:
-        """`static_assert(check[, message])`: `check` must be a constant true, or the program
-        is refused with the message; its value is true."""
-        if len(e.args) not in (1, 2):
-            raise P4CompileError.at(e.loc, "static_assert takes a condition and a message")
-        check = self.expr(e.args[0], scope)
-        if not (isinstance(check, ir.Const) and isinstance(check.type, ir.BoolT)):
-            raise P4CompileError.at(e.args[0].loc, "static_assert needs a constant bool")
-        if not check.value:
-            message = e.args[1] if len(e.args) == 2 else None
-            text = message.value if isinstance(message, s.StrLit) else "condition is false"
-            raise P4CompileError.at(e.loc, f"static_assert failed: {text}")
-        return ir.Const(ir.BoolT(), True)
-
     def function_call(self, e: s.CallExpr, fn: FunctionEntity, scope: Scope) -> ir.Expr:
         """A function's call in an expression: its value (see `ir.FunctionCall`)."""
         if isinstance(fn.returns, ir.VoidT):
@@ -426,19 +375,6 @@ class ExprChecker:
         args = self.call_args(e, fn.params, fn.decl.params, scope, f"function {fn.decl.name}")
         pure = all(p.direction in ("", "in") for p in fn.params)
         return ir.FunctionCall(fn.name, args, fn.returns, pure, e.loc)
-
-    def _lookahead(self, e: s.CallExpr) -> ir.Expr:
-        if len(e.type_args) != 1 or e.args:
-            raise P4CompileError.at(e.loc, "use lookahead<T>() with one type and no arguments")
-        t = self.env.resolve(e.type_args[0])
-        if isinstance(t, ir.StructT) and all(
-            isinstance(f.type, ir.BitT | ir.BoolT) for f in t.fields
-        ):
-            return ir.Lookahead(t)  # a header or flat struct: read by field (lookahead_field)
-        if not isinstance(t, ir.BitT) or t.signed:
-            what = f"lookahead of {t} is not supported (use bit<N>, or a header or struct of bits)"
-            raise P4CompileError.at(e.loc, what)
-        return ir.Lookahead(t)
 
 
 # How each kind of expression is checked: a method taking the expression and its scope.
@@ -456,7 +392,7 @@ _EXPRESSIONS: dict[type[s.ExprSyntax], Callable[[ExprChecker, Any, Scope], ir.Ex
     s.TernaryExpr: ExprChecker._ternary,
     s.CallExpr: ExprChecker._call,
     s.ListLit: ExprChecker._list,
-    s.IndexExpr: ExprChecker._index,
+    s.IndexExpr: lambda x, e, scope: stacks.check_index(x, e, scope),
 }
 # expressions that are keysets, not values
 _KEYSET_ONLY: dict[type[s.ExprSyntax], str] = {
@@ -465,54 +401,6 @@ _KEYSET_ONLY: dict[type[s.ExprSyntax], str] = {
     s.DontCare: "`_`",
     s.DefaultKey: "`default`",
 }
-
-
-def _applies_table(e: ir.Expr) -> bool:
-    return any(isinstance(x, ir.TableHit) for x in ir.walk(e))
-
-
-def positional(call: s.CallExpr, decls: Sequence[s.ParamDecl], what: str) -> list[s.ExprSyntax]:
-    """A call's arguments in parameter order: named ones (`f(b = 1, a = 2)`, all or none, as
-    the spec says) put in place, and those left out taken from the parameters' defaults."""
-    args = call.args
-    arity = f"{what} takes {len(decls)} argument(s), got {len(args)}"
-    named = [a for a in args if isinstance(a, s.NamedArg)]
-    if named and len(named) != len(args):
-        raise P4CompileError.at(call.loc, "a call names all of its arguments or none")
-    if len(args) > len(decls):
-        raise P4CompileError.at(call.loc, arity)
-    given: dict[str, s.ExprSyntax] = {d.name: a for d, a in zip(decls, args, strict=False)}
-    if named:
-        given = {}
-        for a in named:
-            if a.name not in {d.name for d in decls}:
-                raise P4CompileError.at(a.loc, f"{what} has no parameter {a.name!r}")
-            if a.name in given:
-                raise P4CompileError.at(a.loc, f"argument {a.name!r} is given twice")
-            given[a.name] = a.value
-    out = []
-    for d in decls:
-        value = given.get(d.name, d.default)
-        if value is None:
-            raise P4CompileError.at(call.loc, f"{arity} (none for {d.name}, which has no default)")
-        out.append(value)
-    return out
-
-
-def lookahead_field(t: ir.StructT, name: str) -> ir.Expr:
-    """Field `name` of `lookahead<T>()`: its own bits, read without consuming them (the
-    packet must hold the whole of T, or the parser rejects it with PacketTooShort)."""
-    start = 0
-    for f in t.fields:
-        ft = f.type
-        width = ir.bit_width(ft)
-        if f.name == name:
-            bits = ir.Lookahead(ir.BitT(width), skip=start, need=t.width)
-            if isinstance(ft, ir.BitT) and not ft.signed:
-                return bits
-            return ir.Cast(ft, bits)  # int<N> (same width) and bool (bit<1>)
-        start += width
-    raise AssertionError(f"{t} has no field {name}")
 
 
 def literal(value: int, t: ir.Type) -> ir.Const:

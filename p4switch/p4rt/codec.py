@@ -9,7 +9,7 @@ specification names.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from google.rpc import code_pb2
@@ -307,3 +307,44 @@ def pre_to_proto(
         entry.replicas.extend(encode_replicas(replicas))
         entry.class_of_service, entry.packet_length_bytes = session_extra
     return msg
+
+
+# --- what writes and reads of indexed and table objects share -----------------------------
+
+Undo = Callable[[], None]  # how a write is taken back
+
+
+def check_priority(info: TableInfo, table: TableState, priority: int) -> None:
+    if table.spec.needs_priority and priority <= 0:
+        raise invalid(
+            f"{info.name}: entries of a table with ternary, range or optional keys need a"
+            " priority > 0"
+        )
+    if not table.spec.needs_priority and priority != 0:
+        raise invalid(f"{info.name}: entries of this table take no priority (got {priority})")
+
+
+def table_of(pipeline: InstalledPipeline, table_id: int) -> tuple[TableInfo, TableState]:
+    if table_id == 0:
+        raise invalid("table id 0 is not valid here")
+    info = pipeline.schema.tables.get(table_id)
+    if info is None:
+        raise P4RTError(code_pb2.NOT_FOUND, f"no table with id {table_id:#x}")
+    return info, pipeline.state.table(info.name)
+
+
+def check_index(index: int, size: int, what: str) -> int:
+    if index < 0:
+        raise invalid(f"{what}: negative index {index}")
+    if index >= size:
+        raise P4RTError(code_pb2.OUT_OF_RANGE, f"{what}: index {index} outside 0..{size - 1}")
+    return index
+
+
+def index_cells(
+    msg: p4runtime_pb2.CounterEntry | p4runtime_pb2.RegisterEntry | p4runtime_pb2.MeterEntry,
+    size: int,
+    what: str,
+) -> Sequence[int]:
+    """The one index a counter, register or meter entry names, else every index (a wildcard)."""
+    return [check_index(msg.index.index, size, what)] if msg.HasField("index") else range(size)

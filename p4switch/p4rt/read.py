@@ -17,19 +17,21 @@ from p4.v1 import p4runtime_pb2
 from p4switch.exceptions import P4RTError, StateError
 from p4switch.p4rt.codec import (
     InstalledPipeline,
+    check_priority,
     counter_data,
     decode_match,
     default_entry_to_proto,
     encode_match,
     encode_uint,
     entry_to_proto,
+    index_cells,
     invalid,
     meter_config,
     pre_to_proto,
     refused_by_state,
+    table_of,
 )
 from p4switch.p4rt.schema import CounterInfo, MeterInfo, RegisterInfo, TableInfo
-from p4switch.p4rt.write import check_priority, index_cells, table_of
 from p4switch.runtime import TableEntry
 
 log = logging.getLogger(__name__)

@@ -17,26 +17,33 @@ from p4switch.exceptions import P4RTError, StateError
 from p4switch.p4rt.codec import (
     InstalledPipeline,
     PreRecord,
+    Undo,
+    check_priority,
     decode_action,
     decode_match,
     decode_replicas,
     decode_uint,
+    index_cells,
     invalid,
     refused_by_state,
+    table_of,
 )
 from p4switch.p4rt.schema import TableInfo
+from p4switch.p4rt.write_meters import (
+    direct_meter_entry,
+    meter_cell,
+    meter_entry,
+    value_set_entry,
+)
 from p4switch.runtime import (
     CloneSession,
     FieldMatch,
-    MeterCell,
-    MeterConfig,
     TableEntry,
     TableState,
 )
 
 log = logging.getLogger(__name__)
 
-Undo = Callable[[], None]
 INSERT, MODIFY, DELETE = (
     p4runtime_pb2.Update.INSERT,
     p4runtime_pb2.Update.MODIFY,
@@ -99,25 +106,6 @@ def apply_update(pipeline: InstalledPipeline, update: p4runtime_pb2.Update) -> U
         raise P4RTError(code_pb2.INTERNAL, f"internal error: {err}") from err
 
 
-def check_priority(info: TableInfo, table: TableState, priority: int) -> None:
-    if table.spec.needs_priority and priority <= 0:
-        raise invalid(
-            f"{info.name}: entries of a table with ternary, range or optional keys need a"
-            " priority > 0"
-        )
-    if not table.spec.needs_priority and priority != 0:
-        raise invalid(f"{info.name}: entries of this table take no priority (got {priority})")
-
-
-def table_of(pipeline: InstalledPipeline, table_id: int) -> tuple[TableInfo, TableState]:
-    if table_id == 0:
-        raise invalid("table id 0 is not valid here")
-    info = pipeline.schema.tables.get(table_id)
-    if info is None:
-        raise P4RTError(code_pb2.NOT_FOUND, f"no table with id {table_id:#x}")
-    return info, pipeline.state.table(info.name)
-
-
 def _counts(data: p4runtime_pb2.CounterData, what: str) -> tuple[int, int]:
     if data.packet_count < 0 or data.byte_count < 0:
         raise invalid(f"{what}: counts cannot be negative")
@@ -155,7 +143,7 @@ def _table_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.Tab
         raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no entry with this key to modify")
     saved = (old.action, old.metadata, old.controller_metadata, old.packets, old.bytes, old.meter)
     counts = _counts(msg.counter_data, info.name) if msg.HasField("counter_data") else None
-    meter = _meter_cell(msg.meter_config, info.name) if msg.HasField("meter_config") else None
+    meter = meter_cell(msg.meter_config, info.name) if msg.HasField("meter_config") else None
     if which == "action":
         action = decode_action(pipeline.schema, info, msg.action.action)
         table.modify(TableEntry(match, action, msg.priority))
@@ -169,95 +157,6 @@ def _table_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.Tab
         (old.action, old.metadata, old.controller_metadata, old.packets, old.bytes, old.meter) = (
             saved
         )
-
-    return undo
-
-
-def _meter_config(msg: p4runtime_pb2.MeterConfig, what: str) -> MeterConfig:
-    config = MeterConfig(msg.cir, msg.cburst, msg.pir, msg.pburst)
-    try:
-        config.check(what)
-    except StateError as err:
-        raise invalid(str(err)) from None
-    return config
-
-
-def _meter_cell(msg: p4runtime_pb2.MeterConfig, what: str) -> MeterCell:
-    return MeterCell(_meter_config(msg, what))
-
-
-def _meter_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.MeterEntry) -> Undo:
-    """Configure a meter's cells (one index, or all): a config, or none (back to GREEN)."""
-    if utype != MODIFY:
-        raise invalid("meter entries can only be modified")
-    if msg.meter_id == 0:
-        raise invalid("meter id 0 is not valid in a write")
-    info = pipeline.schema.meters.get(msg.meter_id)
-    if info is None:
-        raise P4RTError(code_pb2.NOT_FOUND, f"no meter with id {msg.meter_id:#x}")
-    if msg.HasField("counter_data"):
-        raise P4RTError(code_pb2.UNIMPLEMENTED, "p4switch keeps no meter counters")
-    meter = pipeline.state.meter(info.name)
-    cells = index_cells(msg, info.size, info.name)
-    config = _meter_config(msg.config, info.name) if msg.HasField("config") else None
-    saved = [(i, meter.cells[i]) for i in cells]
-    for i in cells:
-        meter.set(i, config)
-
-    def undo() -> None:
-        for i, cell in saved:
-            meter.cells[i] = cell
-
-    return undo
-
-
-def _value_set_entry(
-    pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.ValueSetEntry
-) -> Undo:
-    """Replace a parser value set's members (each one exact field, id 1)."""
-    if utype != MODIFY:
-        raise invalid("value set entries can only be modified (a write replaces every member)")
-    info = pipeline.schema.value_sets.get(msg.value_set_id)
-    if info is None:
-        raise P4RTError(code_pb2.NOT_FOUND, f"no value set with id {msg.value_set_id:#x}")
-    members = []
-    full = (1 << info.bitwidth) - 1
-    for member in msg.members:
-        if len(member.match) != 1 or member.match[0].field_id != 1:
-            raise invalid(f"{info.name}: a member is one match field, id 1")
-        fm = member.match[0]
-        if fm.WhichOneof("field_match_type") != "exact":
-            raise invalid(f"{info.name}: a member is an exact value")
-        members.append(FieldMatch(decode_uint(fm.exact.value, info.bitwidth, info.name), full))
-    value_set = pipeline.state.value_set(info.name)
-    saved = list(value_set.members)
-    value_set.set(members)
-    return lambda: value_set.set(saved)
-
-
-def _direct_meter_entry(
-    pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.DirectMeterEntry
-) -> Undo:
-    """Configure the direct meter of one table entry (no config: back to GREEN)."""
-    if utype != MODIFY:
-        raise invalid("direct meter entries can only be modified")
-    info, table = table_of(pipeline, msg.table_entry.table_id)
-    if not info.direct_meter_id:
-        raise invalid(f"{info.name} has no direct meter")
-    if msg.HasField("counter_data"):
-        raise P4RTError(code_pb2.UNIMPLEMENTED, "p4switch keeps no meter counters")
-    if msg.table_entry.is_default_action:
-        raise invalid(f"{info.name}: the default entry has no direct meter (it runs on hits)")
-    match = decode_match(info, msg.table_entry.match)
-    check_priority(info, table, msg.table_entry.priority)
-    entry = table.get(match, msg.table_entry.priority)
-    if entry is None:
-        raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no entry with this key")
-    saved = entry.meter
-    entry.meter = _meter_cell(msg.config, info.name) if msg.HasField("config") else None
-
-    def undo() -> None:
-        entry.meter = saved
 
     return undo
 
@@ -279,7 +178,7 @@ def _insert(
     if msg.HasField("counter_data"):
         entry.packets, entry.bytes = _counts(msg.counter_data, info.name)
     if msg.HasField("meter_config"):
-        entry.meter = _meter_cell(msg.meter_config, info.name)
+        entry.meter = meter_cell(msg.meter_config, info.name)
     table.insert(entry)
     return lambda: table.delete(match, msg.priority)
 
@@ -329,23 +228,6 @@ def _default_entry(
         table.default, table.default_packets, table.default_bytes = saved
 
     return undo
-
-
-def check_index(index: int, size: int, what: str) -> int:
-    if index < 0:
-        raise invalid(f"{what}: negative index {index}")
-    if index >= size:
-        raise P4RTError(code_pb2.OUT_OF_RANGE, f"{what}: index {index} outside 0..{size - 1}")
-    return index
-
-
-def index_cells(
-    msg: p4runtime_pb2.CounterEntry | p4runtime_pb2.RegisterEntry | p4runtime_pb2.MeterEntry,
-    size: int,
-    what: str,
-) -> Sequence[int]:
-    """The one index a counter, register or meter entry names, else every index (a wildcard)."""
-    return [check_index(msg.index.index, size, what)] if msg.HasField("index") else range(size)
 
 
 def _counter_entry(
@@ -496,9 +378,9 @@ _HANDLERS: dict[str, Callable[[InstalledPipeline, int, Any], Undo]] = {
     "table_entry": _table_entry,
     "counter_entry": _counter_entry,
     "direct_counter_entry": _direct_counter_entry,
-    "meter_entry": _meter_entry,
-    "value_set_entry": _value_set_entry,
-    "direct_meter_entry": _direct_meter_entry,
+    "meter_entry": meter_entry,
+    "value_set_entry": value_set_entry,
+    "direct_meter_entry": direct_meter_entry,
     "register_entry": _register_entry,
     "packet_replication_engine_entry": _pre_entry,
 }
