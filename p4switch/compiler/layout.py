@@ -67,6 +67,9 @@ class Layout:
         elif isinstance(t, ir.TupleT):
             for i, element in enumerate(t.elements):
                 self._place(var, (*path, str(i)), element)
+        elif isinstance(t, ir.VarbitT):  # a varbit variable: its value and length
+            self._new(var, path)
+            self._new(var, (*path, ir.VARBIT_LEN))
         else:
             self._new(var, path)
 

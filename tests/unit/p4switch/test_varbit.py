@@ -126,3 +126,18 @@ def test_what_varbit_refuses(tmp_path: Path, old: str, new: str, words: str) -> 
     with pytest.raises(P4CompileError) as err:
         compiled(tmp_path, PROGRAM.replace(old, new, 1))
     assert words in err.value.what and err.value.line > 0, err.value
+
+
+def test_a_varbit_variable_of_the_control(tmp_path: Path) -> None:
+    """A control's own `varbit<96>` variable holds a copy, value and length (p4c's issue447)."""
+    text = PROGRAM.replace(
+        "control I(inout headers h, inout meta m, inout standard_metadata_t s) {\n",
+        "control I(inout headers h, inout meta m, inout standard_metadata_t s) {\n"
+        "    varbit<96> kept;\n",
+    ).replace(
+        "opts_t saved = h.opts;", "opts_t saved = h.opts;\n        kept = h.opts.options;"
+    ).replace("if (h.eth.dst[1:1] == 1) { h.opts = saved; }",
+              "if (h.eth.dst[1:1] == 1) { h.opts.setValid(); h.opts.options = kept; }")  # fmt: skip
+    options = bytes(range(1, 9))
+    _, ((_, out),) = run(tmp_path, frame(3, 3, options), text)
+    assert out[14:] == bytes([0x41, 0, 63, 17]) + options + b"payload"
