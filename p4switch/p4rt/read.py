@@ -125,15 +125,8 @@ def _key(info: TableInfo, entry: TableEntry) -> p4runtime_pb2.TableEntry:
 def _direct_counters(pipeline: InstalledPipeline, q: p4runtime_pb2.DirectCounterEntry) -> Entities:
     te = q.table_entry
     schema = pipeline.schema
-    if te.table_id == 0:
-        infos = [t for t in schema.tables.values() if t.direct_counter_id]
-    else:
-        info, _ = table_of(pipeline, te.table_id)
-        if not info.direct_counter_id:
-            raise invalid(f"{info.name} has no direct counter")
-        infos = [info]
     out: Entities = []
-    for info in infos:
+    for info in _tables_with(pipeline, te.table_id, "direct_counter_id", "direct counter"):
         table = pipeline.state.table(info.name)
         unit = schema.direct_counters[info.direct_counter_id].unit
         if te.is_default_action:
@@ -141,16 +134,36 @@ def _direct_counters(pipeline: InstalledPipeline, q: p4runtime_pb2.DirectCounter
             data = counter_data(table.default_packets, table.default_bytes, unit)
             out.append(_direct(key, data))
             continue
-        entries = list(table.entries())
-        if te.match:
-            match = decode_match(info, te.match)
-            check_priority(info, table, te.priority)
-            found = table.get(match, te.priority)
-            if found is None:
-                raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no entry with this key")
-            entries = [found]
+        entries = _selected(pipeline, info, te)
         out += [_direct(_key(info, e), counter_data(e.packets, e.bytes, unit)) for e in entries]
     return out
+
+
+def _tables_with(
+    pipeline: InstalledPipeline, table_id: int, resource: str, what: str
+) -> list[TableInfo]:
+    """The tables a direct-resource read names (every one with the resource for id 0)."""
+    if table_id == 0:
+        return [t for t in pipeline.schema.tables.values() if getattr(t, resource)]
+    info, _ = table_of(pipeline, table_id)
+    if not getattr(info, resource):
+        raise invalid(f"{info.name} has no {what}")
+    return [info]
+
+
+def _selected(
+    pipeline: InstalledPipeline, info: TableInfo, te: p4runtime_pb2.TableEntry
+) -> list[TableEntry]:
+    """The entries of a table a direct-resource read names: the one matching, or all."""
+    table = pipeline.state.table(info.name)
+    if not te.match:
+        return list(table.entries())
+    match = decode_match(info, te.match)
+    check_priority(info, table, te.priority)
+    found = table.get(match, te.priority)
+    if found is None:
+        raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no entry with this key")
+    return [found]
 
 
 def _direct(key: p4runtime_pb2.TableEntry, data: p4runtime_pb2.CounterData) -> p4runtime_pb2.Entity:
@@ -234,25 +247,9 @@ def _meters(pipeline: InstalledPipeline, q: p4runtime_pb2.MeterEntry) -> Entitie
 
 def _direct_meters(pipeline: InstalledPipeline, q: p4runtime_pb2.DirectMeterEntry) -> Entities:
     te = q.table_entry
-    if te.table_id == 0:
-        infos = [t for t in pipeline.schema.tables.values() if t.direct_meter_id]
-    else:
-        info, _ = table_of(pipeline, te.table_id)
-        if not info.direct_meter_id:
-            raise invalid(f"{info.name} has no direct meter")
-        infos = [info]
     out: Entities = []
-    for info in infos:
-        table = pipeline.state.table(info.name)
-        entries = list(table.entries())
-        if te.match:
-            match = decode_match(info, te.match)
-            check_priority(info, table, te.priority)
-            found = table.get(match, te.priority)
-            if found is None:
-                raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no entry with this key")
-            entries = [found]
-        for e in entries:
+    for info in _tables_with(pipeline, te.table_id, "direct_meter_id", "direct meter"):
+        for e in _selected(pipeline, info, te):
             entry = p4runtime_pb2.DirectMeterEntry(table_entry=_key(info, e))
             if e.meter is not None:
                 entry.config.CopyFrom(meter_config(e.meter.config))

@@ -15,10 +15,14 @@ from p4.v1 import p4runtime_pb2
 
 from p4switch import runtime as rt
 from p4switch.exceptions import NativeUnsupported, P4CompileError
-from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.program import CompiledProgram, compile_file
 from tests.unit.p4switch.eth_program import eth_program
-from tests.unit.p4switch.p4rt.fixtures.p4rt_client import Client, code_names, write_errors
+from tests.unit.p4switch.p4rt.fixtures.p4rt_client import (
+    Client,
+    code_names,
+    serving,
+    write_errors,
+)
 
 PROGRAM = eth_program(
     """\
@@ -154,17 +158,8 @@ def test_what_meters_refuse(tmp_path: Path, old: str, new: str, words: str) -> N
 def switch(tmp_path: Path) -> Iterator[tuple[Client, CompiledProgram, object, Clock]]:
     program = compiled(tmp_path)
     state, pipe, clock = pipeline(program)
-    initial = LoadedProgram(program.p4info, PROGRAM.encode(), state, lambda: None)
-    server = P4RuntimeServer(
-        device_id=1, loader=lambda *a: None, send_packet_out=lambda f: None, initial=initial
-    )
-    client = Client(server.start("127.0.0.1:0"), 10)
-    try:
-        client.arbitrate()
+    with serving(program, PROGRAM, state) as client:
         yield client, program, pipe, clock
-    finally:
-        client.close()
-        server.stop(grace=0.5)
 
 
 def ids(program: CompiledProgram) -> dict[str, int]:

@@ -14,10 +14,14 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import NativeUnsupported, P4CompileError
-from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.program import CompiledProgram, compile_file
 from tests.unit.p4switch.eth_program import eth_program
-from tests.unit.p4switch.p4rt.fixtures.p4rt_client import Client, code_names, write_errors
+from tests.unit.p4switch.p4rt.fixtures.p4rt_client import (
+    Client,
+    code_names,
+    serving,
+    write_errors,
+)
 
 PROGRAM = eth_program(
     """\
@@ -121,17 +125,8 @@ def switch(tmp_path: Path) -> Iterator[tuple[Client, CompiledProgram, object]]:
     program = compiled(tmp_path)
     state = program.new_state()
     pipe = program.pipeline(state)
-    initial = LoadedProgram(program.p4info, PROGRAM.encode(), state, lambda: None)
-    server = P4RuntimeServer(
-        device_id=1, loader=lambda *a: None, send_packet_out=lambda f: None, initial=initial
-    )
-    client = Client(server.start("127.0.0.1:0"), 10)
-    try:
-        client.arbitrate()
+    with serving(program, PROGRAM, state) as client:
         yield client, program, pipe
-    finally:
-        client.close()
-        server.stop(grace=0.5)
 
 
 def entry(

@@ -14,10 +14,14 @@ from p4.v1 import p4runtime_pb2
 
 from p4switch import runtime as rt
 from p4switch.exceptions import NativeUnsupported, P4CompileError
-from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.program import CompiledProgram, compile_file
 from tests.unit.p4switch.eth_program import eth_program
-from tests.unit.p4switch.p4rt.fixtures.p4rt_client import Client, code_names, write_errors
+from tests.unit.p4switch.p4rt.fixtures.p4rt_client import (
+    Client,
+    code_names,
+    serving,
+    write_errors,
+)
 
 PROGRAM = eth_program("apply { s.egress_spec = (bit<9>) h.eth.src[7:0]; }").replace(
     "state start { p.extract(h.eth); transition accept; }",
@@ -71,17 +75,8 @@ def switch(tmp_path: Path) -> Iterator[tuple[Client, CompiledProgram, object]]:
     program = compiled(tmp_path)
     state = program.new_state()
     pipe = program.pipeline(state)
-    initial = LoadedProgram(program.p4info, PROGRAM.encode(), state, lambda: None)
-    server = P4RuntimeServer(
-        device_id=1, loader=lambda *a: None, send_packet_out=lambda f: None, initial=initial
-    )
-    client = Client(server.start("127.0.0.1:0"), 10)
-    try:
-        client.arbitrate()
+    with serving(program, PROGRAM, state) as client:
         yield client, program, pipe
-    finally:
-        client.close()
-        server.stop(grace=0.5)
 
 
 def members(program: CompiledProgram, *values: int) -> p4runtime_pb2.Update:
