@@ -122,9 +122,10 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         *((PREFIX.METER, m) for m in program.meters),
         *((PREFIX.DIRECT_METER, d) for d in program.direct_meters),
         *((PREFIX.VALUE_SET, v) for v in program.value_sets),
+        *((PREFIX.DIGEST, d) for d in program.digests),
     ]
     for prefix, obj in objects:
-        ids.add(prefix, obj.name, obj.annotations)
+        ids.add(prefix, obj.name, getattr(obj, "annotations", ()))
     for h in program.controller_headers:
         ids.add(PREFIX.CONTROLLER_HEADER, h.type.name, h.annotations)
     ids.assign()
@@ -153,6 +154,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         _preamble(msg.preamble, ids, PREFIX.REGISTER, r.name, r.annotations)
         bitstring = msg.type_spec.bitstring
         (bitstring.int if r.value_type.signed else bitstring.bit).bitwidth = r.value_type.width
+    _digests(info, program, ids)
     for h in program.controller_headers:
         msg = info.controller_packet_metadata.add()
         msg.preamble.id = ids.id(PREFIX.CONTROLLER_HEADER, h.type.name)
@@ -177,6 +179,28 @@ def _meters(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> Non
         direct = info.direct_meters.add(direct_table_id=ids.id(PREFIX.TABLE, dm.table))
         _preamble(direct.preamble, ids, PREFIX.DIRECT_METER, dm.name, dm.annotations)
         direct.spec.unit = _METER_UNIT[dm.unit]
+
+
+def _digests(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> None:
+    """Digests, named after their struct types, which P4Info's type_info describes."""
+    for d in program.digests:
+        msg = info.digests.add()
+        _preamble(msg.preamble, ids, PREFIX.DIGEST, d.name, ())
+        _type_spec(msg.type_spec, d.type, info)
+
+
+def _type_spec(msg: p4info_pb2.P4DataTypeSpec, t: ir.Type, info: p4info_pb2.P4Info) -> None:
+    if isinstance(t, ir.BoolT):
+        msg.bool.SetInParent()
+    elif isinstance(t, ir.BitT):
+        (msg.bitstring.int if t.signed else msg.bitstring.bit).bitwidth = t.width
+    else:
+        assert isinstance(t, ir.StructT), "digest fields are checked by the front end"
+        msg.struct.name = t.name
+        if t.name not in info.type_info.structs:
+            struct = info.type_info.structs[t.name]
+            for f in t.fields:
+                _type_spec(struct.members.add(name=f.name).type_spec, f.type, info)
 
 
 def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,16 +47,20 @@ class CompiledProgram:
     code: CompiledCode = field(repr=False)
     meters: tuple[runtime.MeterSpec, ...] = ()
     value_sets: tuple[runtime.ValueSetSpec, ...] = ()
+    digests: tuple[runtime.DigestSpec, ...] = ()
 
-    def new_state(self) -> runtime.SwitchState:
-        """Fresh run-time state for this program, with its tables' declared entries installed."""
+    def new_state(self, clock: Callable[[], int] = time.monotonic_ns) -> runtime.SwitchState:
+        """Fresh run-time state for this program, with its tables' declared entries installed;
+        meters and digest lists run on `clock` (nanoseconds)."""
         return runtime.SwitchState(
             self.actions,
             self.tables,
             self.registers,
             self.counters,
             self.meters,
+            clock,
             value_sets=self.value_sets,
+            digests=self.digests,
         )
 
     def pipeline(
@@ -113,9 +118,24 @@ def compile_file(
         value_sets=tuple(
             runtime.ValueSetSpec(v.name, v.bitwidth, v.size) for v in program.value_sets
         ),
+        digests=tuple(_digest_spec(d) for d in program.digests),
         program=program,
         code=generate(program),
     )
+
+
+def _digest_spec(d: ir.Digest) -> runtime.DigestSpec:
+    def fields(t: ir.StructT, prefix: str) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for f in t.fields:
+            name = prefix + f.name
+            if isinstance(f.type, ir.StructT):
+                out += fields(f.type, name + ".")
+            else:
+                out.append((name, ir.bit_width(f.type)))
+        return out
+
+    return runtime.DigestSpec(d.name, tuple(fields(d.type, "")))
 
 
 def _action_spec(a: ir.Action) -> runtime.ActionSpec:

@@ -154,3 +154,13 @@ def field_list_slots(layout: Layout, meta: ir.Var) -> dict[int, list[int]]:
 
     walk(meta.type, (), ())
     return out
+
+
+def flatten_slice(e: ir.Slice) -> tuple[ir.Expr, int, int]:
+    """`x[15:8][3:0]` is `x[11:8]`: the base reference and absolute bit positions."""
+    hi, lo = e.hi, e.lo
+    base = e.base
+    while isinstance(base, ir.Slice):
+        hi, lo = hi + base.lo, lo + base.lo
+        base = base.base
+    return base, hi, lo

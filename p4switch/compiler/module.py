@@ -51,6 +51,7 @@ class CompiledCode:
         ns: dict[str, Any] = dict(self.statics)
         ns["RNG"] = rng
         ns["PAYLOAD_DATA"] = [b""]  # the current packet's payload, set by the pipeline
+        ns["DIGEST"] = [None]  # (digest, values) of ingress's last digest call, for the pipeline
         for name, g in self.tables.items():
             table = state.table(name)
             ns[g] = table

@@ -16,6 +16,7 @@ from p4switch.compiler.layout import (
     RECIRCULATE,
     RESUBMIT,
     TRUNCATE,
+    flatten_slice,
     leaf_exprs,
     leaves,
     path_of,
@@ -111,6 +112,12 @@ class StmtCompiler:
         with self.src.block(f"if {index} < {size}:"):
             self.src.line(f"{cells}[{index}] = {self.x.expr(st.value)}")
 
+    def _digest(self, st: ir.DigestCall, info: Block) -> None:
+        values = [self.x.expr(v) for v in st.values]
+        bools = (isinstance(v.type, ir.BoolT) for v in st.values)
+        values = [f"(1 if {v} else 0)" if b else v for v, b in zip(values, bools, strict=True)]
+        self.src.line(f"DIGEST[0] = ({st.digest!r}, ({', '.join(values)},))")
+
     def _random(self, st: ir.Random, info: Block) -> None:
         lo, hi = self._simple(st.lo), self._simple(st.hi)
         self.store(st.dest, f"(RNG.randint({lo}, {hi}) if {lo} < {hi} else {lo})")
@@ -152,7 +159,7 @@ class StmtCompiler:
     def store(self, target: ir.Expr, value: str) -> None:
         """Assign Python expression `value` (already canonical) to scalar l-value `target`."""
         if isinstance(target, ir.Slice):
-            base, hi, lo = _flatten_slice(target)
+            base, hi, lo = flatten_slice(target)
             assert isinstance(base.type, ir.BitT)
             ref = self.storage.of(base)
             clear = base.type.mask ^ (((1 << (hi - lo + 1)) - 1) << lo)
@@ -407,14 +414,5 @@ _STATEMENTS: dict[type[ir.Stmt], Callable[[StmtCompiler, Any, Block], None]] = {
     ir.Resubmit: StmtCompiler._resubmit,
     ir.MeterExecute: StmtCompiler._meter,
     ir.Random: StmtCompiler._random,
+    ir.DigestCall: StmtCompiler._digest,
 }
-
-
-def _flatten_slice(e: ir.Slice) -> tuple[ir.Expr, int, int]:
-    """`x[15:8][3:0]` is `x[11:8]`: the base reference and absolute bit positions."""
-    hi, lo = e.hi, e.lo
-    base = e.base
-    while isinstance(base, ir.Slice):
-        hi, lo = hi + base.lo, lo + base.lo
-        base = base.base
-    return base, hi, lo

@@ -2,7 +2,8 @@
 the blocks.
 
 parser -> verify checksum -> ingress -> packet replication -> egress (per copy) -> compute
-checksum -> deparser. After ingress, as simple_switch: a requested clone goes first (I2E: the
+checksum -> deparser. After ingress, as simple_switch: the last digest ingress made goes to
+`state.digests` (whatever becomes of the packet), then a requested clone (I2E: the
 packet as it entered ingress, parsed again, user metadata reset but for the preserved field
 list, instance_type 1), then a resubmit (the packet as it entered, through the pipeline again
 with the preserved field list, instance_type 6; this copy goes no further), then multicast when
@@ -70,6 +71,7 @@ class Pipeline:
         self._drop_rejected = parser_reject == "drop"
         ns = code.bind(state, random.Random(seed))
         self._payload: list[bytes] = ns["PAYLOAD_DATA"]  # for checksums with payload
+        self._digest: list[tuple[str, tuple[int, ...]] | None] = ns["DIGEST"]
         self._parse: Callable[[list, bytes], int] = ns["parse"]
         # an empty control is not called at all (None): a call costs more than the check
         empty = code.empty_controls
@@ -145,7 +147,10 @@ class Pipeline:
         if self._verify is not None:
             self._payload[0] = data[S[PAYLOAD] :]
             self._verify(S)
+        self._digest[0] = None
         self._ingress(S)
+        if self._digest[0] is not None:  # as simple_switch: the last digest of ingress, sent
+            self.state.digests.learn(*self._digest[0])  # whatever becomes of the packet
         if S[CLONE]:
             self._clone_i2e(S, data, out)
         if S[RESUBMIT] >= 0:  # the packet as it came in, through ingress again

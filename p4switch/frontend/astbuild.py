@@ -267,6 +267,11 @@ class CodeBuilder(Transformer):
         callee = s.MemberExpr(self._tok(name), base, str(name))
         return s.CallExpr(self._loc(meta), callee, tuple(args or ()), tuple(type_args))
 
+    def generic_call(self, meta: Any, c: list) -> s.CallExpr:
+        name, type_args, args = c
+        callee = s.Name(self._tok(name), str(name))
+        return s.CallExpr(self._loc(meta), callee, tuple(args or ()), tuple(type_args))
+
     def lookahead(self, meta: Any, c: list) -> s.CallExpr:
         callee = s.MemberExpr(self._tok(c[1]), c[0], "lookahead")
         return s.CallExpr(self._loc(meta), callee, (), (c[2],))

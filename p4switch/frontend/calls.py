@@ -14,6 +14,7 @@ from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.callargs import static_assert
+from p4switch.frontend.digests import lower_digest
 from p4switch.frontend.env import (
     ActionEntity,
     BlockInstanceEntity,
@@ -93,6 +94,9 @@ class CallLowering:
             "random": self._random,
             "log_msg": lambda call, scope, ctx: [],
             "static_assert": self._static_assert,
+            "digest": lambda call, scope, ctx: [
+                lower_digest(self.x, call, scope, ctx.kind == "parser")
+            ],
         }
 
     def lower(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:

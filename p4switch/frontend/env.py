@@ -136,6 +136,7 @@ class TypeEnv:
     # generic structs and headers by name, and how the checker makes one for type arguments
     generics: dict[str, s.StructDecl] = field(default_factory=dict)
     instantiate: Callable[[s.StructDecl, tuple[ir.Type, ...], ir.Loc], ir.StructT] | None = None
+    digests: dict[str, ir.Digest] = field(default_factory=dict)  # the types given to digest()
 
     def declare(self, name: str, t: ir.Type, loc: ir.Loc) -> None:
         if name in self.types:

@@ -28,11 +28,15 @@ GRAMMAR = Path(__file__).resolve().parent / "p4.lark"
 
 # packet methods that may be called with an explicit type argument: `p.extract<H>(h)`
 GENERIC_METHODS = ("extract", "emit")
+# extern functions called with one as a statement: `digest<T>(receiver, {...});`
+GENERIC_FUNCTIONS = ("digest",)
+_STATEMENT_START = ("SEMICOLON", "LBRACE", "RBRACE", "RPAR", "ELSE")
 
 
 class _PostLexer(PostLex):
-    """Turns names declared by `typedef` into TYPE_NAME, `.lookahead` into LOOKAHEAD, and
-    `.extract`/`.emit` into GENERIC_METHOD (so a `<` after them opens type arguments).
+    """Turns names declared by `typedef` into TYPE_NAME, `.lookahead` into LOOKAHEAD,
+    `.extract`/`.emit` into GENERIC_METHOD and `digest` starting a statement into
+    GENERIC_FUNCTION (so a `<` after them opens type arguments).
     (It sees one token at a time: the contextual lexer lexes the next one for the parser's
     state after this one.)
 
@@ -54,6 +58,8 @@ class _PostLexer(PostLex):
                     tok.type = "LOOKAHEAD"
                 elif tok.value in GENERIC_METHODS and previous == "DOT":
                     tok.type = "GENERIC_METHOD"
+                elif tok.value in GENERIC_FUNCTIONS and previous in _STATEMENT_START:
+                    tok.type = "GENERIC_FUNCTION"
             if tok.type in ("TYPEDEF", "TYPE"):
                 in_typedef = True
             elif in_typedef and tok.type in ("NAME", "TYPE_NAME"):
@@ -100,7 +106,7 @@ def _syntax_error(pre: Preprocessed, exc: UnexpectedInput) -> P4CompileError:
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
         loc = pre.locate(tok.line or 1, tok.column or 1, str(tok))
-        hidden = ("TYPE_NAME", "LOOKAHEAD", "GENERIC_METHOD")
+        hidden = ("TYPE_NAME", "LOOKAHEAD", "GENERIC_METHOD", "GENERIC_FUNCTION")
         expected = sorted(_pretty(t) for t in exc.expected if t not in hidden)
         hint = f"; expected {', '.join(expected[:8])}" if expected else ""
         if len(expected) > 8:

@@ -383,6 +383,7 @@ class ProgramChecker:
             direct_counters=tuple(directs),
             meters=tuple(self.meters),
             value_sets=tuple(self.value_sets),
+            digests=tuple(self.env.digests.values()),
             direct_meters=tuple(direct_meters),
             controller_headers=self._controller_headers(),
             errors=tuple(self.env.errors),

@@ -104,7 +104,7 @@ extern action_selector {
 /* A uniformly distributed value in lo..hi. */
 extern void random<T>(out T result, in T lo, in T hi);
 
-@p4switch_unsupported
+/* Send data (a struct: its type names the digest) to the controller after ingress. */
 extern void digest<T>(in bit<32> receiver, in T data);
 
 /* Drop the packet at the end of the current control: egress_spec = 511, mcast_grp = 0. */

@@ -156,6 +156,15 @@ class ValueSetKey:
 
 
 @dataclass(frozen=True)
+class Digest:
+    """A struct type given to `digest<T>`: P4Info's digest of that name, its fields the values
+    each digest carries (bit<N>, int<N> or bool, nested structs flattened in order)."""
+
+    name: str
+    type: StructT
+
+
+@dataclass(frozen=True)
 class ValueSet:
     """`value_set<bit<N>>(size)`: values the control plane gives a select case."""
 
@@ -209,6 +218,7 @@ class Program:
     meters: tuple[Meter, ...] = ()
     direct_meters: tuple[DirectMeter, ...] = ()
     value_sets: tuple[ValueSet, ...] = ()
+    digests: tuple[Digest, ...] = ()
 
     def action(self, name: str) -> Action:
         return next(a for a in self.actions if a.name == name)

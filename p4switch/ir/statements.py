@@ -142,6 +142,15 @@ class Resubmit(Stmt):
 
 
 @dataclass(frozen=True)
+class DigestCall(Stmt):
+    """`digest(receiver, data)`: the values of `data` as they are now, sent after ingress."""
+
+    digest: str  # its name (the struct type's)
+    receiver: Expr  # evaluated; BMv2 ignores it
+    values: tuple[Expr, ...]  # the struct's scalars, in order
+
+
+@dataclass(frozen=True)
 class Hash(Stmt):
     dest: Expr
     algorithm: str

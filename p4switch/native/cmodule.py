@@ -161,7 +161,9 @@ class _UnitBuilder:
                 check_width(t, "field " + ".".join((v.name, *path)), p.path)
 
     def _check_externs(self) -> None:
-        """Meters, value sets and range keys run on the python back end only."""
+        """Meters, value sets, digests and range keys run on the python back end only."""
+        if self.p.digests:
+            raise NativeUnsupported(f"digest {self.p.digests[0].name}", self.p.path)
         if self.p.value_sets:
             raise NativeUnsupported(f"value set {self.p.value_sets[0].name}", self.p.path)
         meters = [m.name for m in self.p.meters] + [m.name for m in self.p.direct_meters]

@@ -13,12 +13,12 @@ from p4switch.compiler.layout import (
     CLONE_FIELD_LIST,
     CLONE_SESSION,
     TRUNCATE,
+    flatten_slice,
     leaf_exprs,
     leaves,
 )
 from p4switch.compiler.layout import path_of as _path_of
 from p4switch.compiler.source import Source
-from p4switch.compiler.stmts import _flatten_slice
 from p4switch.exceptions import CompilerBug, NativeUnsupported
 from p4switch.native.cbits import pack, serialise, unpack
 from p4switch.native.cexprs import CExprCompiler, literal
@@ -174,7 +174,7 @@ class CStmtCompiler:
     def store(self, target: ir.Expr, value: str) -> None:
         """Assign C expression `value` (already canonical) to scalar l-value `target`."""
         if isinstance(target, ir.Slice):
-            base, hi, lo = _flatten_slice(target)
+            base, hi, lo = flatten_slice(target)
             assert isinstance(base.type, ir.BitT)
             ref = self.storage.of(base)
             clear = base.type.mask ^ (((1 << (hi - lo + 1)) - 1) << lo)

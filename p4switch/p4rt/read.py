@@ -31,6 +31,7 @@ from p4switch.p4rt.codec import (
     refused_by_state,
     table_of,
 )
+from p4switch.p4rt.digests import read_digests
 from p4switch.p4rt.schema import CounterInfo, MeterInfo, RegisterInfo, TableInfo
 from p4switch.runtime import TableEntry
 
@@ -42,7 +43,6 @@ Entities = list[p4runtime_pb2.Entity]
 _UNSUPPORTED = {
     "action_profile_member": "action profiles",
     "action_profile_group": "action profiles",
-    "digest_entry": "digests",
     "extern_entry": "externs",
 }
 
@@ -281,4 +281,5 @@ _HANDLERS: dict[str, Callable[[InstalledPipeline, Any], Entities]] = {
     "counter_entry": _counters,
     "register_entry": _registers,
     "packet_replication_engine_entry": _pre,
+    "digest_entry": read_digests,
 }

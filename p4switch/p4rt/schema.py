@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from p4.config.v1 import p4info_pb2
 
 from p4switch.exceptions import P4InfoMismatchError
+from p4switch.p4rt.digestinfo import DigestInfo, bind_digests
 from p4switch.runtime import SwitchState, TableSpec
 
 _MATCH_KINDS = {
@@ -144,6 +145,7 @@ class P4InfoIndex:
     direct_counters: Mapping[int, DirectCounterInfo]
     meters: Mapping[int, MeterInfo]
     value_sets: Mapping[int, ValueSetInfo]
+    digests: Mapping[int, DigestInfo]
     packet_in: ControllerHeaderInfo | None
     packet_out: ControllerHeaderInfo | None
     unsupported: frozenset[str]  # kinds of P4Info objects p4switch cannot program
@@ -176,6 +178,7 @@ class P4InfoIndex:
         meters = {m.preamble.id: _bind_meter(m, state, problems) for m in p4info.meters}
         value_sets = {v.preamble.id: _bind_value_set(v, state, problems) for v in p4info.value_sets}
         _check_direct_meters(p4info, state, tables, problems)
+        digests = bind_digests(p4info, state, problems)
         headers = {
             h.preamble.name: _controller_header(h, problems)
             for h in p4info.controller_packet_metadata
@@ -186,7 +189,6 @@ class P4InfoIndex:
             )
         present = {
             "action profiles": len(p4info.action_profiles),
-            "digests": len(p4info.digests),
             "externs": len(p4info.externs),
         }
         return cls(
@@ -198,6 +200,7 @@ class P4InfoIndex:
             direct_counters=direct,
             meters=meters,
             value_sets=value_sets,
+            digests=digests,
             packet_in=headers.get("packet_in"),
             packet_out=headers.get("packet_out"),
             unsupported=frozenset(kind for kind, n in present.items() if n),

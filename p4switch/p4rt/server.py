@@ -36,6 +36,7 @@ from p4switch.exceptions import (
 from p4switch.p4rt.arbitration import Arbiter, Session
 from p4switch.p4rt.codec import InstalledPipeline
 from p4switch.p4rt.deadline import acquired, check_deadline
+from p4switch.p4rt.digests import DigestChannel
 from p4switch.p4rt.handlers import add_to_server
 from p4switch.p4rt.packetio import packet_in_message, packet_out_frame
 from p4switch.p4rt.read import read_entity
@@ -110,6 +111,7 @@ class P4RuntimeServer:
                 initial, pipeline, initial.p4info, initial.device_config, None
             )
         self.arbiter = Arbiter(device_id)
+        self.digests = DigestChannel(self.arbiter)  # the running pipeline's digest lists
         self._sessions: set[Session] = set()
         self._sessions_lock = threading.Lock()
         self._grpc: grpc.Server | None = None
@@ -140,6 +142,7 @@ class P4RuntimeServer:
             raise OSError(f"P4Runtime server cannot listen on {address}")
         server.start()
         self._grpc = server
+        self.digests.run(self._committed.pipeline if self._committed is not None else None)
         log.info("P4Runtime server for device %d listening on port %d", self.device_id, port)
         return port
 
@@ -148,6 +151,7 @@ class P4RuntimeServer:
         server, self._grpc = self._grpc, None
         if server is None:
             return
+        self.digests.stop()
         with self._sessions_lock:
             sessions = list(self._sessions)
         for session in sessions:
@@ -279,6 +283,8 @@ class P4RuntimeServer:
             log.exception("activating the program failed")
             raise P4RTError(code_pb2.INTERNAL, f"activating the program failed: {err}") from err
         self._committed, self._saved = installed, None
+        if self._grpc is not None:
+            self.digests.run(installed.pipeline)
         log.info("forwarding pipeline committed (%d tables)", len(installed.pipeline.schema.tables))
 
     def get_pipeline(
@@ -352,6 +358,10 @@ class P4RuntimeServer:
                     self.arbiter.update(session, msg.arbitration)
                 elif kind == "packet":
                     self._packet_out(session, msg.packet)
+                elif kind == "digest_ack":
+                    installed = self._committed
+                    pipeline = installed.pipeline if installed is not None else None
+                    self.digests.ack(session, pipeline, msg.digest_ack)
                 elif kind is not None:
                     _stream_error(session, code_pb2.UNIMPLEMENTED, f"p4switch ignores {kind}")
         except ArbitrationRefusedError as err:

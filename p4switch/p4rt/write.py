@@ -28,6 +28,7 @@ from p4switch.p4rt.codec import (
     refused_by_state,
     table_of,
 )
+from p4switch.p4rt.digests import digest_entry
 from p4switch.p4rt.schema import TableInfo
 from p4switch.p4rt.write_meters import (
     direct_meter_entry,
@@ -383,4 +384,5 @@ _HANDLERS: dict[str, Callable[[InstalledPipeline, int, Any], Undo]] = {
     "direct_meter_entry": direct_meter_entry,
     "register_entry": _register_entry,
     "packet_replication_engine_entry": _pre_entry,
+    "digest_entry": digest_entry,
 }

@@ -14,9 +14,17 @@ place (`cells[:] = ...`), never replace them.
 
 `specs` holds what a program declares (and the values entries are made of), `tables` the
 tables and their entries, `replication` multicast groups and clone sessions, `meters` meters,
-`state` registers, counters and `SwitchState`. Every name is exported here.
+`digests` digest lists, `state` registers, counters and `SwitchState`. Every name is
+exported here.
 """
 
+from p4switch.runtime.digests import (
+    DigestConfig,
+    DigestCounts,
+    DigestEngine,
+    DigestList,
+    DigestSpec,
+)
 from p4switch.runtime.meters import (
     GREEN,
     RED,
@@ -59,6 +67,11 @@ __all__ = [
     "CloneSession",
     "CounterSpec",
     "CounterState",
+    "DigestConfig",
+    "DigestCounts",
+    "DigestEngine",
+    "DigestList",
+    "DigestSpec",
     "FieldMatch",
     "KeySpec",
     "MeterCell",

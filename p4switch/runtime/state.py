@@ -1,5 +1,5 @@
 """Registers, counters, and `SwitchState`: everything a P4Runtime client can read or write
-(meters are in `meters`)."""
+(meters are in `meters`, digests in `digests`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from p4switch.exceptions import InvalidArgument, NotFound, ResourceExhausted
+from p4switch.runtime.digests import DigestEngine, DigestSpec
 from p4switch.runtime.meters import MeterSpec, MeterState
 from p4switch.runtime.replication import PacketReplication
 from p4switch.runtime.specs import (
@@ -102,12 +103,15 @@ class SwitchState:
         meters: Sequence[MeterSpec] = (),
         clock: Callable[[], int] = time.monotonic_ns,
         value_sets: Sequence[ValueSetSpec] = (),
+        digests: Sequence[DigestSpec] = (),
     ) -> None:
-        """`clock` gives the time in nanoseconds meters run on (a test may give its own)."""
+        """`clock` gives the time in nanoseconds meters and digest lists run on (a test may
+        give its own)."""
         self.lock = threading.RLock()
         self.meters = {m.name: MeterState(m) for m in meters}
         self.clock = clock
         self.value_sets = {v.name: ValueSetState(v) for v in value_sets}
+        self.digests = DigestEngine(digests, clock)
         self.actions = {a.name: a for a in actions}
         self.tables = {t.name: TableState(t, self.actions) for t in tables}
         self.registers = {r.name: RegisterState(r) for r in registers}

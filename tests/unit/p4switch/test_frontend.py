@@ -140,7 +140,7 @@ UNSUPPORTED = [
     ("dmac.apply();", "recirculate(hdr.ethernet);", "recirculate is not supported"),
     ("state start {", "value_set<bit<16>>(0) vs;", "a value set's size must be positive"),
     ("dmac.apply();", "clone3(CloneType.I2E, 1, {hdr.ethernet.etherType});", "clone3 is not"),
-    ("dmac.apply();", "digest(1, hdr.ethernet.etherType);", "digest is not"),
+    ("dmac.apply();", "digest(1, hdr.ethernet.etherType);", "digest data must be a struct"),
     ("dmac.apply();", "switch (hdr.ethernet.etherType) { 1: {} 1: {} }", "appears twice"),
     ("actions = { forward; drop; }", "actions = { forward(1); drop; }", "binding them in the"),
 ]

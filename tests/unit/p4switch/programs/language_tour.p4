@@ -14,6 +14,7 @@ header opts_t { varbit<64> options; }
 header_union ip_t { v4_t v4; v6_t v6; }
 struct headers { eth_t eth; hop_t[4] hops; ip_t ip; opts_t opts; }
 struct meta { @field_list(1) bit<8> passes; bit<8> sum; }
+struct seen_t { bit<48> src; bool hops; }
 
 bit<8> twice(in bit<8> x, in bit<8> times = 2) { return x * times; }
 void bump(inout bit<8> x) { x = x + 1; }
@@ -97,6 +98,7 @@ control I(inout headers h, inout meta m, inout standard_metadata_t s) {
         }
         h.eth.src[7:0] = seen |+| m.sum;
         rate.execute_meter(32w1, h.eth.src[15:8]);
+        digest<seen_t>(1, {src = h.eth.src, hops = h.hops[0].isValid()});
     }
 }
 
