@@ -187,13 +187,28 @@ def _digests(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> No
         msg = info.digests.add()
         _preamble(msg.preamble, ids, PREFIX.DIGEST, d.name, ())
         _type_spec(msg.type_spec, d.type, info)
+    if _uses_error(info):
+        info.type_info.error.members.extend(program.errors)
+
+
+def _uses_error(info: p4info_pb2.P4Info) -> bool:
+    members = (m for s in info.type_info.structs.values() for m in s.members)
+    return any(m.type_spec.HasField("error") for m in members)
 
 
 def _type_spec(msg: p4info_pb2.P4DataTypeSpec, t: ir.Type, info: p4info_pb2.P4Info) -> None:
+    types = info.type_info
     if isinstance(t, ir.BoolT):
         msg.bool.SetInParent()
     elif isinstance(t, ir.BitT):
         (msg.bitstring.int if t.signed else msg.bitstring.bit).bitwidth = t.width
+    elif isinstance(t, ir.ErrorT):
+        msg.error.SetInParent()  # its members: type_info.error, every error of the program
+    elif isinstance(t, ir.EnumT):  # a serializable enum is its underlying bit<N> here
+        msg.enum.name = t.name
+        if t.name not in types.enums:
+            for member in t.members:
+                types.enums[t.name].members.add(name=member)
     else:
         assert isinstance(t, ir.StructT), "digest fields are checked by the front end"
         msg.struct.name = t.name

@@ -131,6 +131,10 @@ def _digest_spec(d: ir.Digest) -> runtime.DigestSpec:
             name = prefix + f.name
             if isinstance(f.type, ir.StructT):
                 out += fields(f.type, name + ".")
+            elif isinstance(f.type, ir.ErrorT) or (
+                isinstance(f.type, ir.EnumT) and f.type.underlying is None
+            ):
+                out.append((name, 0))  # sent by name
             else:
                 out.append((name, ir.bit_width(f.type)))
         return out

@@ -2,10 +2,10 @@
 the blocks.
 
 parser -> verify checksum -> ingress -> packet replication -> egress (per copy) -> compute
-checksum -> deparser. After ingress, as simple_switch: the last digest ingress made goes to
-`state.digests` (whatever becomes of the packet), then a requested clone (I2E: the
+checksum -> deparser. After ingress, as simple_switch: a requested clone goes first (I2E: the
 packet as it entered ingress, parsed again, user metadata reset but for the preserved field
-list, instance_type 1), then a resubmit (the packet as it entered, through the pipeline again
+list, instance_type 1), then the last digest ingress made goes to `state.digests` (whatever
+becomes of the packet), then a resubmit (the packet as it entered, through the pipeline again
 with the preserved field list, instance_type 6; this copy goes no further), then multicast when
 `mcast_grp` is set (one copy per replica of the group, instance_type 5, `egress_rid` = the
 replica's instance), else drop when `egress_spec` is 511, else unicast to `egress_spec`. After
@@ -149,10 +149,10 @@ class Pipeline:
             self._verify(S)
         self._digest[0] = None
         self._ingress(S)
-        if self._digest[0] is not None:  # as simple_switch: the last digest of ingress, sent
-            self.state.digests.learn(*self._digest[0])  # whatever becomes of the packet
         if S[CLONE]:
             self._clone_i2e(S, data, out)
+        if self._digest[0] is not None:  # as simple_switch: the last digest of ingress, sent
+            self.state.digests.learn(*self._digest[0])  # whatever becomes of the packet
         if S[RESUBMIT] >= 0:  # the packet as it came in, through ingress again
             if self._more_passes(passes, "drop.resubmit_depth"):
                 self._pass(ingress_port, data, (RESUBMITTED, S, S[RESUBMIT]), out, passes + 1)

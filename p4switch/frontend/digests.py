@@ -59,10 +59,10 @@ def _check_fields(t: ir.StructT, loc: ir.Loc) -> None:
     for f in t.fields:
         if isinstance(f.type, ir.StructT) and not (f.type.is_header or f.type.is_union):
             _check_fields(f.type, loc)
-        elif not isinstance(f.type, ir.BitT | ir.BoolT):
+        elif not isinstance(f.type, ir.BitT | ir.BoolT | ir.ErrorT | ir.EnumT):
             what = (
                 f"digest field {t.name}.{f.name} is a {f.type}: p4switch sends bit<N>, int<N>,"
-                " bool and structs of them"
+                " bool, error, enums and structs of them"
             )
             raise P4CompileError.at(loc, what)
 
@@ -100,7 +100,7 @@ def _list_values(
         if isinstance(f.type, ir.StructT):
             _check_fields(_struct(f.type, item.loc), item.loc)
             out += _scalars(value, f.type)
-        elif isinstance(f.type, ir.BitT | ir.BoolT):
+        elif isinstance(f.type, ir.BitT | ir.BoolT | ir.ErrorT | ir.EnumT):
             out.append(value)
         else:
             _check_fields(t, item.loc)  # refuses the field's type by name

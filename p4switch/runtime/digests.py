@@ -31,7 +31,8 @@ Values = tuple[int, ...]  # a digest's fields, in declaration order (bool as 0 o
 @dataclass(frozen=True)
 class DigestSpec:
     name: str  # the struct type's name, as P4Info names the digest
-    fields: tuple[tuple[str, int], ...]  # (dotted field name, width in bits), in order
+    # (dotted field name, width in bits; 0 for an error or a plain enum), in order
+    fields: tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True)

@@ -414,3 +414,77 @@ def test_a_pipeline_set_over_p4runtime_streams_its_digests(tmp_path: Path) -> No
     finally:
         client.close()
         server.stop(grace=0.5)
+
+
+# The digest types of p4c's v1model-digest-containing-ser-enum.p4, whose P4Info p4c writes with
+# these ids, type_info.error (core's errors, then the program's) and enum descriptions.
+TYPED = """\
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> eth_type; }
+struct headers { eth_t eth; }
+enum MyPacketTypes { IPv4, Other }
+enum bit<8> MySerEnum1 { foo = 28, bar = 17, gah = 42 }
+struct test_digest_t { bit<48> in_mac_srcAddr; error my_parser_error; MyPacketTypes pkt_type; }
+struct test_digest2_t { bit<48> in_mac_dstAddr; MySerEnum1 my_thing; }
+struct meta { test_digest_t d; test_digest2_t d2; }
+error { UnreachableState }
+parser P(packet_in p, out headers h, inout meta m, inout standard_metadata_t s) {
+    state start { p.extract(h.eth); transition accept; }
+}
+control V(inout headers h, inout meta m) { apply { } }
+control I(inout headers h, inout meta m, inout standard_metadata_t s) {
+    apply {
+        if (h.eth.eth_type == 1) {
+            m.d = {h.eth.src, error.PacketTooShort, MyPacketTypes.Other};
+            digest(1, m.d);
+        } else {
+            digest<test_digest2_t>(2, {h.eth.dst, MySerEnum1.gah});
+        }
+    }
+}
+control E(inout headers h, inout meta m, inout standard_metadata_t s) { apply { } }
+control C(inout headers h, inout meta m) { apply { } }
+control D(packet_out p, in headers h) { apply { p.emit(h.eth); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_errors_and_enums_in_digests_as_p4c_describes_them(tmp_path: Path) -> None:
+    info = compiled(tmp_path, TYPED).p4info
+    assert {d.preamble.name: d.preamble.id for d in info.digests} == {
+        "test_digest_t": 387015589,
+        "test_digest2_t": 392468736,
+    }
+    types = info.type_info
+    kinds = [m.type_spec.WhichOneof("type_spec") for m in types.structs["test_digest_t"].members]
+    assert kinds == ["bitstring", "error", "enum"]
+    assert list(types.error.members) == [
+        "NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
+        "ParserTimeout", "ParserInvalidArgument", "UnreachableState",
+    ]  # fmt: skip
+    assert [m.name for m in types.enums["MyPacketTypes"].members] == ["IPv4", "Other"]
+    # p4c describes a serializable enum field as serializable_enum MySerEnum1; p4switch, which
+    # reads such fields as their underlying type, as that type
+    (_, thing) = types.structs["test_digest2_t"].members
+    assert thing.type_spec.bitstring.bit.bitwidth == 8
+
+
+def test_errors_and_enums_travel_by_name_over_p4runtime(tmp_path: Path) -> None:
+    program = compiled(tmp_path, TYPED)
+    state = program.new_state()
+    pipe = program.pipeline(state)
+    with serving(program, TYPED, state) as client:
+        for name in ("test_digest_t", "test_digest2_t"):
+            client.write(digest_update(program, INSERT, name, max_list_size=1))
+        pipe.process(1, frame(0xA, dst=0xB, eth_type=1))
+        (data,) = client.next("digest").digest.data
+        src, err, kind = data.struct.members
+        assert (src.bitstring, err.error, kind.enum) == (
+            b"\x0a",
+            "PacketTooShort",
+            "Other",
+        )
+        pipe.process(1, frame(0xA, dst=0xB, eth_type=2))
+        (data,) = client.next("digest").digest.data
+        assert data.struct.members[1].bitstring == b"*"  # gah = 42
