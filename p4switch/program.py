@@ -46,6 +46,7 @@ class CompiledProgram:
     code: CompiledCode = field(repr=False)
     meters: tuple[runtime.MeterSpec, ...] = ()
     value_sets: tuple[runtime.ValueSetSpec, ...] = ()
+    profiles: tuple[runtime.ProfileSpec, ...] = ()
 
     def new_state(self) -> runtime.SwitchState:
         """Fresh run-time state for this program, with its tables' declared entries installed."""
@@ -56,6 +57,7 @@ class CompiledProgram:
             self.counters,
             self.meters,
             value_sets=self.value_sets,
+            profiles=self.profiles,
         )
 
     def pipeline(
@@ -113,6 +115,7 @@ def compile_file(
         value_sets=tuple(
             runtime.ValueSetSpec(v.name, v.bitwidth, v.size) for v in program.value_sets
         ),
+        profiles=tuple(_profile_spec(p, program) for p in program.action_profiles),
         program=program,
         code=generate(program),
     )
@@ -151,6 +154,21 @@ def _table_spec(t: ir.Table, meters: tuple[ir.DirectMeter, ...] = ()) -> runtime
             for e in t.entries or ()
         ),
         const_entries=t.const_entries,
+        implementation=t.implementation,
+    )
+
+
+def _profile_spec(p: ir.ActionProfile, program: ir.Program) -> runtime.ProfileSpec:
+    tables = [program.table(t) for t in p.tables]
+    refs = [r for t in tables[:1] for r in t.actions]  # its tables list the same actions
+    return runtime.ProfileSpec(
+        name=p.name,
+        size=p.size,
+        tables=p.tables,
+        actions=tuple(r.action for r in refs),
+        default_only=frozenset(r.action for r in refs if r.scope == "DEFAULT_ONLY"),
+        selector=p.selector,
+        max_group_size=p.max_group_size,
     )
 
 

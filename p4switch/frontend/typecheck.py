@@ -188,6 +188,8 @@ class ProgramChecker:
             locals_.append(color)
             entity = InstanceEntity("direct_meter", name, None, 0, unit, st.loc, color)
             self.direct_meters[name] = entity
+        elif kind in ("action_profile", "action_selector"):
+            entity = self.table_checker.profiles.declare(st, name, scope)
         elif isinstance(t, ir.ExternT):
             what = f"extern {kind} has no implementation in p4switch (user-defined externs)"
             raise P4CompileError.at(st.loc, what)
@@ -383,6 +385,7 @@ class ProgramChecker:
             direct_counters=tuple(directs),
             meters=tuple(self.meters),
             value_sets=tuple(self.value_sets),
+            action_profiles=self.table_checker.profiles.program(),
             direct_meters=tuple(direct_meters),
             controller_headers=self._controller_headers(),
             errors=tuple(self.env.errors),

@@ -161,12 +161,16 @@ class _UnitBuilder:
                 check_width(t, "field " + ".".join((v.name, *path)), p.path)
 
     def _check_externs(self) -> None:
-        """Meters, value sets and range keys run on the python back end only."""
+        """Meters, value sets, action profiles and range keys run on the python back end only."""
         if self.p.value_sets:
             raise NativeUnsupported(f"value set {self.p.value_sets[0].name}", self.p.path)
         meters = [m.name for m in self.p.meters] + [m.name for m in self.p.direct_meters]
         if meters:
             raise NativeUnsupported(f"meter {meters[0]}", self.p.path)
+        if self.p.action_profiles:
+            ap = self.p.action_profiles[0]
+            kind = "action selector" if ap.selector else "action profile"
+            raise NativeUnsupported(f"{kind} {ap.name}", self.p.path)
         for t in self.p.tables:
             bound = next((r for r in t.actions if r.via is not None), None)
             if bound is not None:

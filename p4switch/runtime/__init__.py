@@ -14,7 +14,8 @@ place (`cells[:] = ...`), never replace them.
 
 `specs` holds what a program declares (and the values entries are made of), `tables` the
 tables and their entries, `replication` multicast groups and clone sessions, `meters` meters,
-`state` registers, counters and `SwitchState`. Every name is exported here.
+`profiles` action profiles and selectors (members and groups), `state` registers, counters
+and `SwitchState`. Every name is exported here.
 """
 
 from p4switch.runtime.meters import (
@@ -27,6 +28,7 @@ from p4switch.runtime.meters import (
     MeterState,
     direct_meter_color,
 )
+from p4switch.runtime.profiles import EMPTY_GROUP, Group, ProfileSpec, ProfileState
 from p4switch.runtime.replication import CloneSession, PacketReplication, Replica
 from p4switch.runtime.specs import (
     ActionCall,
@@ -35,10 +37,13 @@ from p4switch.runtime.specs import (
     FieldMatch,
     KeySpec,
     ParamSpec,
+    ProfileRef,
     RegisterSpec,
     StaticEntry,
     TableSpec,
     ValueSetSpec,
+    group,
+    member,
 )
 from p4switch.runtime.state import CounterState, RegisterState, SwitchState, ValueSetState
 from p4switch.runtime.tables import (
@@ -51,6 +56,7 @@ from p4switch.runtime.tables import (
 )
 
 __all__ = [
+    "EMPTY_GROUP",
     "GREEN",
     "RED",
     "YELLOW",
@@ -60,6 +66,7 @@ __all__ = [
     "CounterSpec",
     "CounterState",
     "FieldMatch",
+    "Group",
     "KeySpec",
     "MeterCell",
     "MeterConfig",
@@ -67,6 +74,9 @@ __all__ = [
     "MeterState",
     "PacketReplication",
     "ParamSpec",
+    "ProfileRef",
+    "ProfileSpec",
+    "ProfileState",
     "RegisterSpec",
     "RegisterState",
     "Replica",
@@ -79,7 +89,9 @@ __all__ = [
     "ValueSetState",
     "direct_meter_color",
     "exact",
+    "group",
     "lpm",
+    "member",
     "prefix_len",
     "range_match",
 ]

@@ -312,7 +312,9 @@ def test_multicast_groups_and_clone_sessions(switch) -> None:
 
 def test_unsupported_entities_are_unimplemented(switch) -> None:
     _, client = switch
+    digest = p4runtime_pb2.DigestEntry(digest_id=0x18000001)
+    assert refused(client, E.update(E.INSERT, digest)) == ["UNIMPLEMENTED"]
     member = p4runtime_pb2.ActionProfileMember(action_profile_id=0x11000001, member_id=1)
-    assert refused(client, E.update(E.INSERT, member)) == ["UNIMPLEMENTED"]
+    assert refused(client, E.update(E.INSERT, member)) == ["NOT_FOUND"]  # programmed: no such one
     meter = p4runtime_pb2.MeterEntry(meter_id=0x15000001)  # meters are programmed: no such one
     assert refused(client, E.update(E.MODIFY, meter)) == ["NOT_FOUND"]
