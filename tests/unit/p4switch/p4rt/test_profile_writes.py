@@ -12,7 +12,11 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
 
+from p4switch.p4rt.codec import InstalledPipeline
+from p4switch.p4rt.reconcile import carry_over
+from p4switch.p4rt.schema import P4InfoIndex
 from p4switch.program import CompiledProgram, compile_file
+from p4switch.runtime import ActionCall, ProfileRef, TableEntry, lpm
 from tests.unit.p4switch.ecmp_program import (
     PROGRAM,
     crc16_arc,
@@ -227,3 +231,22 @@ def test_what_profiles_refuse_beside_the_selector(ecmp) -> None:
     bad_action = member(program, 6, 1)
     bad_action.action.action_id = ids(program)["NoAction"] + 1
     assert refused(client, update(Update.INSERT, bad_action))[0][0] == "INVALID_ARGUMENT"
+
+
+def test_reconcile_carries_members_groups_and_their_entries(ecmp) -> None:
+    """RECONCILE_AND_COMMIT keeps a profile's members (in handle order), groups and the entries
+    pointing at them: the new program forwards every flow as the old one did."""
+    _, program, old_pipe = ecmp
+    server_state = program.new_state()  # programmed as `ecmp` programmed the server's
+    old = InstalledPipeline(P4InfoIndex.bind(program.p4info, server_state), server_state)
+    profile = server_state.profile("I.ecmp_selector")
+    for m in (1, 2, 3):
+        profile.insert_member(m, ActionCall("I.set_port", (m,)))
+    profile.insert_group(7, [3, 1, 2])
+    server_state.table("I.ecmp").insert(TableEntry((lpm(10 << 24, 8, 32),), ProfileRef(7, True)))
+    fresh = program.new_state()
+    carry_over(old, InstalledPipeline(P4InfoIndex.bind(program.p4info, fresh), fresh))
+    assert fresh.profile("I.ecmp_selector").groups == profile.groups
+    new_pipe = program.pipeline(fresh)
+    for flow in FLOWS:
+        assert egress(new_pipe, ipv4_frame(*flow)) == egress(old_pipe, ipv4_frame(*flow))
