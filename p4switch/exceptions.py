@@ -86,6 +86,12 @@ class ResourceExhausted(StateError):
     code = "RESOURCE_EXHAUSTED"
 
 
+class FailedPrecondition(StateError):
+    """A change the state cannot make as it stands: an action profile member still in use."""
+
+    code = "FAILED_PRECONDITION"
+
+
 class PermissionDenied(StateError):
     """A change the program forbids: a const default action, an action used outside its scope."""
 

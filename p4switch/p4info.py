@@ -123,6 +123,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         *((PREFIX.DIRECT_METER, d) for d in program.direct_meters),
         *((PREFIX.VALUE_SET, v) for v in program.value_sets),
         *((PREFIX.DIGEST, d) for d in program.digests),
+        *((PREFIX.ACTION_PROFILE, ap) for ap in program.action_profiles),
     ]
     for prefix, obj in objects:
         ids.add(prefix, obj.name, getattr(obj, "annotations", ()))
@@ -149,6 +150,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         _preamble(msg.preamble, ids, PREFIX.DIRECT_COUNTER, d.name, d.annotations)
         msg.spec.unit = _UNIT[d.unit]
     _meters(info, program, ids)
+    _profiles(info, program, ids)
     for r in program.registers:
         msg = info.registers.add(size=r.size)
         _preamble(msg.preamble, ids, PREFIX.REGISTER, r.name, r.annotations)
@@ -218,6 +220,15 @@ def _type_spec(msg: p4info_pb2.P4DataTypeSpec, t: ir.Type, info: p4info_pb2.P4In
                 _type_spec(struct.members.add(name=f.name).type_spec, f.type, info)
 
 
+def _profiles(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> None:
+    """Action profiles and selectors, with the tables they implement."""
+    for ap in program.action_profiles:
+        msg = info.action_profiles.add(with_selector=ap.selector, size=ap.size)
+        _preamble(msg.preamble, ids, PREFIX.ACTION_PROFILE, ap.name, ap.annotations)
+        msg.table_ids.extend(ids.id(PREFIX.TABLE, t) for t in ap.tables)
+        msg.max_group_size = ap.max_group_size
+
+
 def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
     _preamble(msg.preamble, ids, PREFIX.TABLE, t.name, t.annotations)
     for i, k in enumerate(t.keys, start=1):
@@ -231,6 +242,8 @@ def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
         msg_ref.annotations.extend(a.source() for a in ref.annotations)
     if t.const_default:
         msg.const_default_action_id = ids.id(PREFIX.ACTION, t.default_action)
+    if t.implementation is not None:
+        msg.implementation_id = ids.id(PREFIX.ACTION_PROFILE, t.implementation)
     if t.direct_counter is not None:
         msg.direct_resource_ids.append(ids.id(PREFIX.DIRECT_COUNTER, t.direct_counter))
     if t.direct_meter is not None:

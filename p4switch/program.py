@@ -48,6 +48,7 @@ class CompiledProgram:
     meters: tuple[runtime.MeterSpec, ...] = ()
     value_sets: tuple[runtime.ValueSetSpec, ...] = ()
     digests: tuple[runtime.DigestSpec, ...] = ()
+    profiles: tuple[runtime.ProfileSpec, ...] = ()
 
     def new_state(self, clock: Callable[[], int] = time.monotonic_ns) -> runtime.SwitchState:
         """Fresh run-time state for this program, with its tables' declared entries installed;
@@ -61,6 +62,7 @@ class CompiledProgram:
             clock,
             value_sets=self.value_sets,
             digests=self.digests,
+            profiles=self.profiles,
         )
 
     def pipeline(
@@ -119,6 +121,7 @@ def compile_file(
             runtime.ValueSetSpec(v.name, v.bitwidth, v.size) for v in program.value_sets
         ),
         digests=tuple(_digest_spec(d) for d in program.digests),
+        profiles=tuple(_profile_spec(p, program) for p in program.action_profiles),
         program=program,
         code=generate(program),
     )
@@ -175,6 +178,21 @@ def _table_spec(t: ir.Table, meters: tuple[ir.DirectMeter, ...] = ()) -> runtime
             for e in t.entries or ()
         ),
         const_entries=t.const_entries,
+        implementation=t.implementation,
+    )
+
+
+def _profile_spec(p: ir.ActionProfile, program: ir.Program) -> runtime.ProfileSpec:
+    tables = [program.table(t) for t in p.tables]
+    refs = [r for t in tables[:1] for r in t.actions]  # its tables list the same actions
+    return runtime.ProfileSpec(
+        name=p.name,
+        size=p.size,
+        tables=p.tables,
+        actions=tuple(r.action for r in refs),
+        default_only=frozenset(r.action for r in refs if r.scope == "DEFAULT_ONLY"),
+        selector=p.selector,
+        max_group_size=p.max_group_size,
     )
 
 

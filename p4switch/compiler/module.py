@@ -43,6 +43,7 @@ class CompiledCode:
     counters: dict[str, tuple[str, str]]  # counter -> globals of its packets and bytes lists
     meters: dict[str, str] = field(default_factory=dict)  # meter -> global of its MeterState
     value_sets: dict[str, str] = field(default_factory=dict)  # value set -> its state's global
+    profiles: dict[str, str] = field(default_factory=dict)  # action profile -> its state's global
     statics: dict[str, Any] = field(default_factory=dict)
     empty_controls: frozenset[str] = frozenset()  # controls whose apply block does nothing
 
@@ -65,10 +66,16 @@ class CompiledCode:
             ns[g] = state.meter(name)
         for name, g in self.value_sets.items():
             ns[g] = state.value_set(name)
+        for name, g in self.profiles.items():
+            ns[g] = state.profile(name)
         ns["CLOCK"] = state.clock
         ns["DIRECT_METER"] = runtime.direct_meter_color
         exec(self.code, ns)
         return ns
+
+
+def _no_action(S: Any) -> None:
+    """What a hit on an empty group of an action selector runs: nothing (as BMv2)."""
 
 
 def generate(program: ir.Program) -> CompiledCode:
@@ -95,9 +102,11 @@ class _Builder:
             "ParserReject": ParserReject,
             "ControlExit": ControlExit,
             "peek": peek,
+            "NO_ACTION": _no_action,
             **HASHES,
         }
         self._slot_vars = slot_vars
+        self._profiles = {ap.name: f"AP{i}" for i, ap in enumerate(program.action_profiles)}
 
     def build(self) -> CompiledCode:
         p, names = self.p, self.names
@@ -153,6 +162,7 @@ class _Builder:
             counters=counters,
             meters=dict(names.meters),
             value_sets=dict(names.value_sets),
+            profiles=dict(self._profiles),
             statics=self.statics,
             empty_controls=frozenset(c for c in CONTROLS if not getattr(p, c).body),
         )
@@ -197,6 +207,8 @@ class _Builder:
         actions = ", ".join(
             f"{a.action!r}: {self.names.actions[a.via or a.action]}" for a in t.actions
         )
+        if t.implementation is not None:  # a hit on an empty group runs nothing
+            actions += f", {runtime.EMPTY_GROUP.name!r}: NO_ACTION"
         self.src.line(f"A{g} = {{{actions}}}")
         counter = next((d for d in self.p.direct_counters if d.name == t.direct_counter), None)
         meter = next((d for d in self.p.direct_meters if d.name == t.direct_meter), None)
@@ -211,6 +223,8 @@ class _Builder:
                     self.src.line(f"call, entry = L{g}(({keys}))")
                 else:
                     self.src.line(f"call, entry = {g}.default, None")
+                if t.implementation is not None:
+                    self._indirect(t)
                 if counter is not None:
                     with self.src.block("if entry is not None:"):
                         self._direct_count("entry.packets", "entry.bytes", counter.unit, plen)
@@ -227,6 +241,21 @@ class _Builder:
                         )
                 self.src.line(f"A{g}[call.name](S, *call.args)")
                 self.src.line(f"return {result}")
+
+    def _indirect(self, t: ir.Table) -> None:
+        """A hit entry's member or group: the action it runs (a group's member chosen by the
+        selector's hash of the table's selector keys, packed as a field list)."""
+        ap = next(a for a in self.p.action_profiles if a.name == t.implementation)
+        g = self._profiles[ap.name]
+        with self.src.block("if entry is not None:"):
+            if not ap.selector:
+                self.src.line(f"call = {g}.member_action(call)")
+                return
+            value = f"{ap.algorithm}({self.stmts.field_bytes(t.selector_keys)})"
+            with self.src.block("if call.group:"):
+                self.src.line(f"call = {g}.group_action(call, {value})")
+            with self.src.block("else:"):
+                self.src.line(f"call = {g}.member_action(call)")
 
     def _direct_count(self, packets: str, nbytes: str, unit: str, plen: int) -> None:
         if unit != "bytes":

@@ -334,7 +334,7 @@ class StmtCompiler:
 
     # --- hashes and checksums -------------------------------------------------------------------
 
-    def _bytes(self, data: tuple[ir.Expr, ...]) -> str:
+    def field_bytes(self, data: tuple[ir.Expr, ...]) -> str:
         """The items of a field list, concatenated bit by bit and padded to whole bytes."""
         parts: list[tuple[str, int]] = []
         for item in data:
@@ -361,7 +361,7 @@ class StmtCompiler:
         if isinstance(st.max, ir.Const) and not st.max.value:
             self.store(st.dest, f"({base} & {mask})")
             return
-        value = f"{st.algorithm}({self._bytes(st.data)})"
+        value = f"{st.algorithm}({self.field_bytes(st.data)})"
         limit = self._simple(st.max)
         if isinstance(st.max, ir.Const):
             self.store(st.dest, f"(({base} + {value} % {limit}) & {mask})")
@@ -370,7 +370,7 @@ class StmtCompiler:
 
     def _checksum(self, st: ir.Checksum, info: Block) -> None:
         assert isinstance(st.checksum.type, ir.BitT)
-        data = self._bytes(st.data)
+        data = self.field_bytes(st.data)
         if st.payload:  # the packet's payload, past what the parser extracted
             data = f"{data} + PAYLOAD_DATA[0]"
         value = f"({st.algorithm}({data}) & {st.checksum.type.mask})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from lark import v_args
@@ -197,8 +198,15 @@ class DeclBuilder(CodeBuilder):
         return s.ActionDecl(self._tok(name), str(name), params, body, annos)
 
     def table_decl(self, meta: Any, c: list) -> s.TableDecl:
-        annos, name, *props = c
-        props = [p for p in props if not isinstance(p, Annotation)]  # on properties: ignored
+        annos, name, *items = c
+        props: list[s.TableProperty] = []
+        pending: list[Annotation] = []  # a property's annotations come before it
+        for item in items:
+            if isinstance(item, Annotation):
+                pending.append(item)
+            else:
+                props.append(dataclasses.replace(item, annotations=tuple(pending)))
+                pending = []
         return s.TableDecl(self._tok(name), str(name), tuple(props), annos)
 
     def key_prop(self, meta: Any, c: list) -> s.TableProperty:

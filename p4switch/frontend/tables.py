@@ -10,11 +10,13 @@ from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.env import ActionEntity, InstanceEntity, Scope
 from p4switch.frontend.exprcheck import ExprChecker
+from p4switch.frontend.profiles import Profiles
 from p4switch.frontend.stmtcheck import StmtChecker
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 PRIORITY_KINDS = ("ternary", "range", "optional")  # entries may overlap: ordered by priority
-UNSUPPORTED_PROPERTIES = ("implementation", "support_timeout", "idle_timeout")
+UNSUPPORTED_PROPERTIES = ("support_timeout", "idle_timeout")
+KNOWN_PROPERTIES = ("key", "actions", "default_action", "size", "entries", "counters", "meters")
 
 
 class TableChecker:
@@ -24,6 +26,7 @@ class TableChecker:
         self._noaction = noaction
         self.direct_counters: dict[str, str] = {}  # direct counter -> its table
         self.direct_meters: dict[str, str] = {}  # direct meter -> its table
+        self.profiles = Profiles(self.x)
         self._bound = 0  # actions made for `a(x)` in action lists, so far
         # set by the program checker: takes in such an action (and marks it and a used)
         self.add_action: Callable[[ir.Action], None] | None = None
@@ -35,11 +38,12 @@ class TableChecker:
                 raise P4CompileError.at(p.loc, f"table property {p.name!r} is given twice")
             if p.name in UNSUPPORTED_PROPERTIES:
                 raise P4CompileError.at(p.loc, f"table property {p.name!r} is not supported")
-            known = ("key", "actions", "default_action", "size", "entries", "counters", "meters")
-            if p.name not in known:
+            if p.name not in (*KNOWN_PROPERTIES, "implementation"):
                 raise P4CompileError.at(p.loc, f"unknown table property {p.name!r}")
             props[p.name] = p
         keys = self._keys(props.get("key"), scope)
+        selector_keys = tuple(k for k in keys if k.match_kind == "selector")
+        keys = [k for k in keys if k.match_kind != "selector"]  # hash inputs, not match fields
         if "actions" not in props:
             raise P4CompileError.at(decl.loc, f"table {decl.name} has no actions property")
         refs = self._actions(props["actions"], scope)
@@ -51,6 +55,12 @@ class TableChecker:
             if noaction.name not in {r.action for r in refs}:
                 refs.append(ir.TableActionRef(noaction.name, (ir.Annotation("defaultonly"),)))
             default, args = noaction.name, ()
+        noaction = self._noaction()
+        default_is_noaction = noaction is not None and default == noaction.name
+        actions = frozenset(r.action for r in refs)
+        profile = self.profiles.attach(
+            props, name, actions, selector_keys, default_is_noaction, scope
+        )
         size = 1024
         if "size" in props:
             size = self.x.const_int(_expr(props["size"]), scope)
@@ -73,6 +83,8 @@ class TableChecker:
             annotations=decl.annotations,
             loc=decl.loc,
             direct_meter=meter,
+            implementation=profile,
+            selector_keys=tuple(k.expr for k in selector_keys),
         )
 
     def _keys(self, prop: s.TableProperty | None, scope: Scope) -> list[ir.MatchKey]:
@@ -83,7 +95,7 @@ class TableChecker:
             assert isinstance(k, s.KeyElement)
             if k.match_kind not in self.x.env.match_kinds:
                 raise P4CompileError.at(k.loc, f"unknown match kind {k.match_kind!r}")
-            if k.match_kind not in MATCH_KINDS:
+            if k.match_kind not in (*MATCH_KINDS, "selector"):
                 raise P4CompileError.at(k.loc, f"match kind {k.match_kind} is not supported")
             expr = self.x.expr(k.expr, scope)
             if isinstance(expr, ir.Const) and isinstance(expr.type, ir.IntLitT):

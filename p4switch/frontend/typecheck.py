@@ -52,9 +52,8 @@ class ProgramChecker:
         self.calls.apply_parser = functools.partial(blocks.apply_parser, self)
         self.calls.apply_direct = functools.partial(blocks.apply_direct, self)
         self.where: list[tuple[str, list[ir.Var]]] = []  # (name prefix, locals) being checked
-        self.direct_instances: dict[
-            tuple[str, str], BlockInstanceEntity
-        ] = {}  # T.apply() instances
+        # T.apply() instances
+        self.direct_instances: dict[tuple[str, str], BlockInstanceEntity] = {}
         self.tables: dict[str, ir.Table] = {}
         self.stmts = StmtChecker(self.x, self.calls, self.tables)
         self.table_checker = TableChecker(self.stmts, lambda: self._noaction())
@@ -188,6 +187,8 @@ class ProgramChecker:
             locals_.append(color)
             entity = InstanceEntity("direct_meter", name, None, 0, unit, st.loc, color)
             self.direct_meters[name] = entity
+        elif kind in ("action_profile", "action_selector"):
+            entity = self.table_checker.profiles.declare(st, name, scope)
         elif isinstance(t, ir.ExternT):
             what = f"extern {kind} has no implementation in p4switch (user-defined externs)"
             raise P4CompileError.at(st.loc, what)
@@ -384,6 +385,7 @@ class ProgramChecker:
             meters=tuple(self.meters),
             value_sets=tuple(self.value_sets),
             digests=tuple(self.env.digests.values()),
+            action_profiles=self.table_checker.profiles.program(),
             direct_meters=tuple(direct_meters),
             controller_headers=self._controller_headers(),
             errors=tuple(self.env.errors),

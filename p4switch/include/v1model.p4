@@ -91,12 +91,12 @@ extern direct_meter<T> {
     void read(out T result);
 }
 
-@p4switch_unsupported
+/* Where a table's `implementation` takes its actions: members, and (a selector) groups of
+   members, one chosen by a hash of the table's `selector` keys. */
 extern action_profile {
     action_profile(bit<32> size);
 }
 
-@p4switch_unsupported
 extern action_selector {
     action_selector(HashAlgorithm algorithm, bit<32> size, bit<32> outputWidth);
 }

@@ -31,6 +31,7 @@ from p4switch.ir.expressions import (
 )
 from p4switch.ir.program import (
     Action,
+    ActionProfile,
     ConstEntry,
     Control,
     ControllerHeader,
@@ -114,6 +115,7 @@ __all__ = [
     "STACK_NEXT_TYPE",
     "VARBIT_LEN",
     "Action",
+    "ActionProfile",
     "Advance",
     "Annotation",
     "ApplyTable",

@@ -91,6 +91,8 @@ class Table:
     annotations: tuple[Annotation, ...] = ()
     loc: Loc | None = None
     direct_meter: str | None = None
+    implementation: str | None = None  # the action profile or selector it takes actions from
+    selector_keys: tuple[Expr, ...] = ()  # `selector` keys: the selector's hash inputs
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,19 @@ class DirectMeter:
     unit: str
     table: str
     color: Var  # where the table's apply puts the color of the hit entry's meter
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class ActionProfile:
+    """`action_profile(size)`, or `action_selector(algorithm, size, width)` (`selector`)."""
+
+    name: str
+    size: int
+    tables: tuple[str, ...]  # the tables it implements, in declaration order
+    selector: bool = False
+    algorithm: str = ""  # selectors: the hash of the tables' selector keys
+    max_group_size: int = 0  # @max_group_size (selectors); 0: no limit
     annotations: tuple[Annotation, ...] = ()
 
 
@@ -219,6 +234,7 @@ class Program:
     direct_meters: tuple[DirectMeter, ...] = ()
     value_sets: tuple[ValueSet, ...] = ()
     digests: tuple[Digest, ...] = ()
+    action_profiles: tuple[ActionProfile, ...] = ()
 
     def action(self, name: str) -> Action:
         return next(a for a in self.actions if a.name == name)

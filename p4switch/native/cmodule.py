@@ -161,7 +161,7 @@ class _UnitBuilder:
                 check_width(t, "field " + ".".join((v.name, *path)), p.path)
 
     def _check_externs(self) -> None:
-        """Meters, value sets, digests and range keys run on the python back end only."""
+        """Meters, value sets, digests, action profiles and range keys: python back end only."""
         if self.p.digests:
             raise NativeUnsupported(f"digest {self.p.digests[0].name}", self.p.path)
         if self.p.value_sets:
@@ -169,6 +169,10 @@ class _UnitBuilder:
         meters = [m.name for m in self.p.meters] + [m.name for m in self.p.direct_meters]
         if meters:
             raise NativeUnsupported(f"meter {meters[0]}", self.p.path)
+        if self.p.action_profiles:
+            ap = self.p.action_profiles[0]
+            kind = "action selector" if ap.selector else "action profile"
+            raise NativeUnsupported(f"{kind} {ap.name}", self.p.path)
         for t in self.p.tables:
             bound = next((r for r in t.actions if r.via is not None), None)
             if bound is not None:

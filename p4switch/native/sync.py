@@ -119,6 +119,7 @@ class StateSync:
             entries.sort(key=_rank)
         keys, masks, actions, args = [], [], [], []
         for e in entries:
+            assert isinstance(e.action, runtime.ActionCall)  # native refuses action profiles
             keys += [m.value for m in e.match]
             masks += [m.mask for m in e.match]
             actions.append(self.actions[e.action.name])

@@ -21,6 +21,7 @@ from p4switch.runtime import (
     ActionCall,
     FieldMatch,
     MeterConfig,
+    ProfileRef,
     Replica,
     SwitchState,
     TableEntry,
@@ -223,7 +224,11 @@ def entry_to_proto(
         is_const=table.is_const,
     )
     msg.match.extend(encode_match(table, entry.match))
-    msg.action.action.CopyFrom(encode_action(schema, entry.action))
+    if isinstance(entry.action, ProfileRef):  # a table with an action profile
+        field = "action_profile_group_id" if entry.action.group else "action_profile_member_id"
+        setattr(msg.action, field, entry.action.id)
+    else:
+        msg.action.action.CopyFrom(encode_action(schema, entry.action))
     if counters and table.direct_counter_id:
         unit = schema.direct_counters[table.direct_counter_id].unit
         msg.counter_data.CopyFrom(counter_data(entry.packets, entry.bytes, unit))

@@ -32,8 +32,9 @@ from p4switch.p4rt.codec import (
     table_of,
 )
 from p4switch.p4rt.digests import read_digests
+from p4switch.p4rt.profiles import entry_action, read_groups, read_members
 from p4switch.p4rt.schema import CounterInfo, MeterInfo, RegisterInfo, TableInfo
-from p4switch.runtime import TableEntry
+from p4switch.runtime import ActionCall, ProfileRef, TableEntry
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,6 @@ Entities = list[p4runtime_pb2.Entity]
 
 # entity kinds p4switch does not program, and the P4Info objects they would refer to
 _UNSUPPORTED = {
-    "action_profile_member": "action profiles",
-    "action_profile_group": "action profiles",
     "extern_entry": "externs",
 }
 
@@ -92,12 +91,8 @@ def _tables(pipeline: InstalledPipeline, q: p4runtime_pb2.TableEntry) -> Entitie
     if q.priority:
         selected = [e for e in selected if e.priority == q.priority]
     if q.HasField("action"):
-        if q.action.WhichOneof("type") != "action":
-            raise invalid(f"{info.name}: entries can only be filtered by a direct action")
-        action = pipeline.schema.actions.get(q.action.action.action_id)
-        if action is None:
-            raise invalid(f"no action with id {q.action.action.action_id:#x}")
-        selected = [e for e in selected if e.action.name == action.name]
+        keep = _action_filter(pipeline, info, q.action)
+        selected = [e for e in selected if keep(e.action)]
     if q.controller_metadata:
         selected = [e for e in selected if e.controller_metadata == q.controller_metadata]
     if q.metadata:
@@ -272,6 +267,21 @@ def _value_sets(pipeline: InstalledPipeline, q: p4runtime_pb2.ValueSetEntry) -> 
     return out
 
 
+def _action_filter(
+    pipeline: InstalledPipeline, info: TableInfo, q: p4runtime_pb2.TableAction
+) -> Callable[[ActionCall | ProfileRef], bool]:
+    """Whether an entry runs what a read asks for: a member or a group (a table with an
+    action profile), or an action, of which only the id counts."""
+    if q.WhichOneof("type") != "action":
+        ref = entry_action(pipeline, info, q)
+        return lambda action: action == ref
+    found = pipeline.schema.actions.get(q.action.action_id)
+    if found is None:
+        raise invalid(f"no action with id {q.action.action_id:#x}")
+    name = found.name
+    return lambda action: isinstance(action, ActionCall) and action.name == name
+
+
 _HANDLERS: dict[str, Callable[[InstalledPipeline, Any], Entities]] = {
     "value_set_entry": _value_sets,
     "meter_entry": _meters,
@@ -282,4 +292,6 @@ _HANDLERS: dict[str, Callable[[InstalledPipeline, Any], Entities]] = {
     "register_entry": _registers,
     "packet_replication_engine_entry": _pre,
     "digest_entry": read_digests,
+    "action_profile_member": read_members,
+    "action_profile_group": read_groups,
 }

@@ -1,6 +1,8 @@
 """RECONCILE_AND_COMMIT: carrying the forwarding state of the running program into a new one.
 
-Table entries (with their direct counters and metadata) and modified default actions move to
+Action profile members and groups move to the profile of the same name (members in their
+handle order, so a group picks the same member for the same hash), then table entries (with
+their direct counters and metadata) and modified default actions move to
 the table of the same name, through the new table's own checks; multicast groups and clone
 sessions move as they are; registers and counters keep their cells where the declaration is
 unchanged (otherwise they start from zero). If any table entry or default action cannot be
@@ -14,7 +16,7 @@ from google.rpc import code_pb2
 
 from p4switch.exceptions import P4RTError, StateError
 from p4switch.p4rt.codec import InstalledPipeline
-from p4switch.runtime import TableEntry, TableState
+from p4switch.runtime import ProfileState, TableEntry, TableState
 
 
 def carry_over(old: InstalledPipeline, new: InstalledPipeline) -> None:
@@ -23,6 +25,8 @@ def carry_over(old: InstalledPipeline, new: InstalledPipeline) -> None:
     The caller holds `old.state.lock`; nobody else uses `new` yet.
     """
     problems: list[str] = []
+    for name, profile in old.state.profiles.items():
+        _carry_profile(profile, new.state.profiles.get(name), problems)
     for name, table in old.state.tables.items():
         _carry_table(table, new.state.tables.get(name), problems)
     if problems:
@@ -42,6 +46,20 @@ def carry_over(old: InstalledPipeline, new: InstalledPipeline) -> None:
     new.state.pre.groups.update(old.state.pre.groups)
     new.state.pre.sessions.update(old.state.pre.sessions)
     new.pre_records.update(old.pre_records)
+
+
+def _carry_profile(profile: ProfileState, target: ProfileState | None, problems: list[str]) -> None:
+    if target is None:
+        if profile.members:
+            problems.append(f"action profile {profile.spec.name} is not in the new program")
+        return
+    try:
+        for member_id in sorted(profile.members, key=profile.handles.__getitem__):
+            target.insert_member(member_id, profile.members[member_id])
+        for group_id, group in profile.groups.items():
+            target.insert_group(group_id, group.members, group.max_size)
+    except StateError as err:
+        problems.append(str(err))
 
 
 def _carry_table(table: TableState, target: TableState | None, problems: list[str]) -> None:

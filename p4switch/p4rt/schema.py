@@ -16,6 +16,7 @@ from p4.config.v1 import p4info_pb2
 
 from p4switch.exceptions import P4InfoMismatchError
 from p4switch.p4rt.digestinfo import DigestInfo, bind_digests
+from p4switch.p4rt.profile_schema import ProfileInfo, bind_profiles
 from p4switch.runtime import SwitchState, TableSpec
 
 _MATCH_KINDS = {
@@ -69,7 +70,7 @@ class TableInfo:
     direct_meter_id: int  # 0: none
     is_const: bool  # `const entries`: only the default entry may be changed
     idle_timeout: bool  # the program asks for idle-timeout notifications (not supported)
-    indirect: bool  # implemented by an action profile or selector (not supported)
+    profile_id: int  # the action profile or selector implementing it; 0: a direct table
 
     def field(self, field_id: int) -> FieldInfo | None:
         return next((f for f in self.fields if f.id == field_id), None)
@@ -150,6 +151,7 @@ class P4InfoIndex:
     packet_out: ControllerHeaderInfo | None
     unsupported: frozenset[str]  # kinds of P4Info objects p4switch cannot program
     action_ids: Mapping[str, int]  # action name -> id
+    profiles: Mapping[int, ProfileInfo]
 
     @classmethod
     def bind(cls, p4info: p4info_pb2.P4Info, state: SwitchState) -> P4InfoIndex:
@@ -179,6 +181,7 @@ class P4InfoIndex:
         value_sets = {v.preamble.id: _bind_value_set(v, state, problems) for v in p4info.value_sets}
         _check_direct_meters(p4info, state, tables, problems)
         digests = bind_digests(p4info, state, problems)
+        profiles = bind_profiles(p4info, state, problems)
         headers = {
             h.preamble.name: _controller_header(h, problems)
             for h in p4info.controller_packet_metadata
@@ -188,7 +191,6 @@ class P4InfoIndex:
                 "the P4Info does not describe the loaded program: " + "; ".join(problems)
             )
         present = {
-            "action profiles": len(p4info.action_profiles),
             "externs": len(p4info.externs),
         }
         return cls(
@@ -205,6 +207,7 @@ class P4InfoIndex:
             packet_out=headers.get("packet_out"),
             unsupported=frozenset(kind for kind, n in present.items() if n),
             action_ids={a.name: a.id for a in actions.values()},
+            profiles=profiles,
         )
 
 
@@ -283,7 +286,7 @@ def _bind_table(
         direct_meter_id=metered[0] if metered else 0,
         is_const=t.is_const_table,
         idle_timeout=t.idle_timeout_behavior == p4info_pb2.Table.NOTIFY_CONTROL,
-        indirect=t.implementation_id != 0,
+        profile_id=t.implementation_id,
     )
 
 

@@ -29,6 +29,7 @@ from p4switch.p4rt.codec import (
     table_of,
 )
 from p4switch.p4rt.digests import digest_entry
+from p4switch.p4rt.profiles import entry_action, group_entry, member_entry
 from p4switch.p4rt.schema import TableInfo
 from p4switch.p4rt.write_meters import (
     direct_meter_entry,
@@ -115,10 +116,6 @@ def _counts(data: p4runtime_pb2.CounterData, what: str) -> tuple[int, int]:
 
 def _table_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.TableEntry) -> Undo:
     info, table = table_of(pipeline, msg.table_id)
-    if info.indirect:
-        raise P4RTError(
-            code_pb2.UNIMPLEMENTED, f"{info.name} uses an action profile: p4switch has none"
-        )
     if msg.is_default_action:
         return _default_entry(pipeline, info, table, utype, msg)
     match = decode_match(info, msg.match)
@@ -133,8 +130,6 @@ def _table_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.Tab
         return lambda: table.insert(deleted)
     _check_entry_fields(info, msg)
     which = msg.action.WhichOneof("type")
-    if which not in (None, "action"):
-        raise invalid(f"{info.name} is a direct table: {which} cannot be its action")
     if utype == INSERT:
         if which is None:
             raise invalid(f"{info.name}: an inserted entry needs an action")
@@ -145,9 +140,8 @@ def _table_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.Tab
     saved = (old.action, old.metadata, old.controller_metadata, old.packets, old.bytes, old.meter)
     counts = _counts(msg.counter_data, info.name) if msg.HasField("counter_data") else None
     meter = meter_cell(msg.meter_config, info.name) if msg.HasField("meter_config") else None
-    if which == "action":
-        action = decode_action(pipeline.schema, info, msg.action.action)
-        table.modify(TableEntry(match, action, msg.priority))
+    if which is not None:
+        table.modify(TableEntry(match, entry_action(pipeline, info, msg.action), msg.priority))
     old.metadata, old.controller_metadata = msg.metadata, msg.controller_metadata
     if counts is not None:
         old.packets, old.bytes = counts
@@ -171,7 +165,7 @@ def _insert(
 ) -> Undo:
     entry = TableEntry(
         match,
-        decode_action(pipeline.schema, info, msg.action.action),
+        entry_action(pipeline, info, msg.action),
         msg.priority,
         metadata=msg.metadata,
         controller_metadata=msg.controller_metadata,
@@ -213,6 +207,9 @@ def _default_entry(
     _check_entry_fields(info, msg)
     if table.spec.const_default:
         raise P4RTError(code_pb2.PERMISSION_DENIED, f"{info.name}: the default action is const")
+    if info.profile_id:  # BMv2 would take a default member; a miss runs NoAction here
+        what = f"{info.name} has an action profile: p4switch keeps its default action, NoAction"
+        raise P4RTError(code_pb2.UNIMPLEMENTED, what)
     saved = (table.default, table.default_packets, table.default_bytes)
     which = msg.action.WhichOneof("type")
     counts = _counts(msg.counter_data, info.name) if msg.HasField("counter_data") else None
@@ -385,4 +382,6 @@ _HANDLERS: dict[str, Callable[[InstalledPipeline, int, Any], Undo]] = {
     "register_entry": _register_entry,
     "packet_replication_engine_entry": _pre_entry,
     "digest_entry": digest_entry,
+    "action_profile_member": member_entry,
+    "action_profile_group": group_entry,
 }

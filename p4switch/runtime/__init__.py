@@ -14,8 +14,8 @@ place (`cells[:] = ...`), never replace them.
 
 `specs` holds what a program declares (and the values entries are made of), `tables` the
 tables and their entries, `replication` multicast groups and clone sessions, `meters` meters,
-`digests` digest lists, `state` registers, counters and `SwitchState`. Every name is
-exported here.
+`digests` digest lists, `profiles` action profiles and selectors (members and groups),
+`state` registers, counters and `SwitchState`. Every name is exported here.
 """
 
 from p4switch.runtime.digests import (
@@ -35,6 +35,7 @@ from p4switch.runtime.meters import (
     MeterState,
     direct_meter_color,
 )
+from p4switch.runtime.profiles import EMPTY_GROUP, Group, ProfileSpec, ProfileState
 from p4switch.runtime.replication import CloneSession, PacketReplication, Replica
 from p4switch.runtime.specs import (
     ActionCall,
@@ -43,10 +44,13 @@ from p4switch.runtime.specs import (
     FieldMatch,
     KeySpec,
     ParamSpec,
+    ProfileRef,
     RegisterSpec,
     StaticEntry,
     TableSpec,
     ValueSetSpec,
+    group,
+    member,
 )
 from p4switch.runtime.state import CounterState, RegisterState, SwitchState, ValueSetState
 from p4switch.runtime.tables import (
@@ -59,6 +63,7 @@ from p4switch.runtime.tables import (
 )
 
 __all__ = [
+    "EMPTY_GROUP",
     "GREEN",
     "RED",
     "YELLOW",
@@ -73,6 +78,7 @@ __all__ = [
     "DigestList",
     "DigestSpec",
     "FieldMatch",
+    "Group",
     "KeySpec",
     "MeterCell",
     "MeterConfig",
@@ -80,6 +86,9 @@ __all__ = [
     "MeterState",
     "PacketReplication",
     "ParamSpec",
+    "ProfileRef",
+    "ProfileSpec",
+    "ProfileState",
     "RegisterSpec",
     "RegisterState",
     "Replica",
@@ -92,7 +101,9 @@ __all__ = [
     "ValueSetState",
     "direct_meter_color",
     "exact",
+    "group",
     "lpm",
+    "member",
     "prefix_len",
     "range_match",
 ]

@@ -31,6 +31,23 @@ class ActionCall:
 
 
 @dataclass(frozen=True)
+class ProfileRef:
+    """What an entry of a table with an action profile runs: a member of the profile, or (a
+    selector) a group of members."""
+
+    id: int
+    group: bool = False
+
+
+def member(member_id: int) -> ProfileRef:
+    return ProfileRef(member_id)
+
+
+def group(group_id: int) -> ProfileRef:
+    return ProfileRef(group_id, group=True)
+
+
+@dataclass(frozen=True)
 class FieldMatch:
     """One key field of an entry as (value, mask); a wildcard is (0, 0). A range field is
     `value`..`high` (mask 0)."""
@@ -69,6 +86,7 @@ class TableSpec:
     const_entries: bool = False  # `const entries`: the control plane may not change them
     direct_meter: str | None = None  # name of the direct meter attached, if any
     direct_meter_unit: str = "packets"  # its unit: "packets" or "bytes"
+    implementation: str | None = None  # its action profile: entries run a ProfileRef
 
     @property
     def needs_priority(self) -> bool:

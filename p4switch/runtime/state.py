@@ -10,11 +10,13 @@ from collections.abc import Callable, Sequence
 from p4switch.exceptions import InvalidArgument, NotFound, ResourceExhausted
 from p4switch.runtime.digests import DigestEngine, DigestSpec
 from p4switch.runtime.meters import MeterSpec, MeterState
+from p4switch.runtime.profiles import ProfileSpec, ProfileState
 from p4switch.runtime.replication import PacketReplication
 from p4switch.runtime.specs import (
     ActionSpec,
     CounterSpec,
     FieldMatch,
+    ProfileRef,
     RegisterSpec,
     TableSpec,
     ValueSetSpec,
@@ -104,6 +106,7 @@ class SwitchState:
         clock: Callable[[], int] = time.monotonic_ns,
         value_sets: Sequence[ValueSetSpec] = (),
         digests: Sequence[DigestSpec] = (),
+        profiles: Sequence[ProfileSpec] = (),
     ) -> None:
         """`clock` gives the time in nanoseconds meters and digest lists run on (a test may
         give its own)."""
@@ -117,6 +120,9 @@ class SwitchState:
         self.registers = {r.name: RegisterState(r) for r in registers}
         self.counters = {c.name: CounterState(c) for c in counters}
         self.pre = PacketReplication()
+        self.profiles = {p.name: ProfileState(p, self.actions) for p in profiles}
+        for profile in self.profiles.values():
+            self._attach(profile)
         for t in tables:
             missing = [a for a in t.actions if a not in self.actions]
             if missing:
@@ -145,6 +151,22 @@ class SwitchState:
             return self.value_sets[name]
         except KeyError:
             raise NotFound(f"no value set {name!r}") from None
+
+    def _attach(self, profile: ProfileState) -> None:
+        """Give the profile's tables their profile, and the profile its tables' entries."""
+        tables = [self.tables[t] for t in profile.spec.tables]
+        for table in tables:
+            table.profile = profile
+        profile.users = lambda: (
+            e.action for t in tables for e in t.entries() if isinstance(e.action, ProfileRef)
+        )
+
+    def profile(self, name: str) -> ProfileState:
+        """An action profile or selector, to program its members and groups."""
+        try:
+            return self.profiles[name]
+        except KeyError:
+            raise NotFound(f"no action profile {name!r}") from None
 
     def counter(self, name: str) -> CounterState:
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from p4switch.exceptions import (
     AlreadyExists,
@@ -14,13 +15,16 @@ from p4switch.exceptions import (
     ResourceExhausted,
 )
 from p4switch.runtime.meters import MeterCell
-from p4switch.runtime.specs import ActionCall, ActionSpec, FieldMatch, TableSpec
+from p4switch.runtime.specs import ActionCall, ActionSpec, FieldMatch, ProfileRef, TableSpec
+
+if TYPE_CHECKING:
+    from p4switch.runtime.profiles import ProfileState
 
 
 @dataclass
 class TableEntry:
     match: tuple[FieldMatch, ...]
-    action: ActionCall
+    action: ActionCall | ProfileRef  # a ProfileRef in a table with an action profile
     priority: int = 0
     packets: int = 0  # direct counter
     bytes: int = 0  # in this class body `bytes` is this field: the type below is builtins.bytes
@@ -59,6 +63,7 @@ class TableState:
     def __init__(self, spec: TableSpec, actions: Mapping[str, ActionSpec]) -> None:
         self.spec = spec
         self._actions = actions
+        self.profile: ProfileState | None = None  # spec.implementation's (set by SwitchState)
         self.default = spec.default_action
         self.default_packets = 0
         self.default_bytes = 0
@@ -72,7 +77,7 @@ class TableState:
             self._add(TableEntry(e.match, e.action, e.priority))
 
     # the packet path
-    def lookup(self, values: Sequence[int]) -> tuple[ActionCall, TableEntry | None]:
+    def lookup(self, values: Sequence[int]) -> tuple[ActionCall | ProfileRef, TableEntry | None]:
         """The action to run for these key values, and the entry hit (None: the default).
 
         Exact tables use a dictionary; the others scan entries in order of priority, then of
@@ -204,7 +209,13 @@ class TableState:
             )
         if not spec.needs_priority and entry.priority != 0:
             raise InvalidArgument(f"{spec.name}: entries of this table take no priority")
-        self.check_action(entry.action, default=False)
+        if isinstance(entry.action, ProfileRef) or self.profile is not None:
+            if not isinstance(entry.action, ProfileRef) or self.profile is None:
+                what = "takes a member or group of its action profile" if self.profile else ""
+                raise InvalidArgument(f"{spec.name} {what or 'has no action profile'}")
+            self.profile.check_ref(entry.action, spec.name)
+        else:
+            self.check_action(entry.action, default=False)
 
     def _reorder(self) -> None:
         self.version += 1

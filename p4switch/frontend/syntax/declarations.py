@@ -151,6 +151,7 @@ class TableProperty:
         tuple[KeyElement, ...] | tuple[ActionRefSyntax, ...] | tuple[EntrySyntax, ...] | ExprSyntax
     )
     const: bool = False
+    annotations: tuple[Annotation, ...] = ()  # written before it: `@name("ap") implementation`
 
 
 @dataclass(frozen=True)

@@ -120,19 +120,17 @@ def test_conditions_must_be_bool(tmp_path: Path) -> None:
 
 
 def test_unsupported_extern_is_named(tmp_path: Path) -> None:
-    path, text = variant(
-        tmp_path, "action forward", "action_profile(32w16) ap;\n    action forward"
-    )
+    path, text = variant(tmp_path, "dmac.apply();", "dmac.apply();\n        assert(true);")
     err = refused(path)
-    assert err.line == position(text, "action_profile(")[0]
-    assert "action_profile is not supported by p4switch" in err.what
+    assert err.line == position(text, "assert(")[0]
+    assert "assert is not supported by p4switch" in err.what, err
 
 
-def test_unsupported_match_kind(tmp_path: Path) -> None:
+def test_a_selector_key_needs_an_action_selector(tmp_path: Path) -> None:
     path, text = variant(tmp_path, "hdr.ethernet.dstAddr: exact", "hdr.ethernet.dstAddr: selector")
     err = refused(path)
-    assert err.line == position(text, "dstAddr: selector")[0]
-    assert "match kind selector is not supported" in err.what
+    assert err.line == position(text, "hdr.ethernet.dstAddr: selector")[0]
+    assert "`selector` keys need `implementation = action_selector`" in err.what
 
 
 UNSUPPORTED = [

@@ -312,7 +312,12 @@ def test_multicast_groups_and_clone_sessions(switch) -> None:
 
 def test_unsupported_entities_are_unimplemented(switch) -> None:
     _, client = switch
+    extern = p4runtime_pb2.ExternEntry(extern_type_id=0x81, extern_id=1)
+    assert refused(client, E.update(E.INSERT, extern)) == ["UNIMPLEMENTED"]
+    digest = p4runtime_pb2.DigestEntry(digest_id=0x17000001)
+    digest.config.max_list_size = 1
+    assert refused(client, E.update(E.INSERT, digest)) == ["NOT_FOUND"]  # programmed: no such one
     member = p4runtime_pb2.ActionProfileMember(action_profile_id=0x11000001, member_id=1)
-    assert refused(client, E.update(E.INSERT, member)) == ["UNIMPLEMENTED"]
+    assert refused(client, E.update(E.INSERT, member)) == ["NOT_FOUND"]  # programmed: no such one
     meter = p4runtime_pb2.MeterEntry(meter_id=0x15000001)  # meters are programmed: no such one
     assert refused(client, E.update(E.MODIFY, meter)) == ["NOT_FOUND"]
