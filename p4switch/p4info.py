@@ -232,7 +232,8 @@ def _profiles(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> N
 def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
     _preamble(msg.preamble, ids, PREFIX.TABLE, t.name, t.annotations)
     for i, k in enumerate(t.keys, start=1):
-        field = msg.match_fields.add(id=i, name=k.name, bitwidth=k.bitwidth)
+        width = 0 if k.symbols else k.bitwidth  # an error or enum key: by name, as p4c says
+        field = msg.match_fields.add(id=i, name=k.name, bitwidth=width)
         field.match_type = _MATCH[k.match_kind]
         field.annotations.extend(_annotations(k.annotations))
     for ref in t.actions:

@@ -159,7 +159,7 @@ def _field_match(m: tuple[int, int] | ir.KeyRange) -> runtime.FieldMatch:
 def _table_spec(t: ir.Table, meters: tuple[ir.DirectMeter, ...] = ()) -> runtime.TableSpec:
     return runtime.TableSpec(
         name=t.name,
-        keys=tuple(runtime.KeySpec(k.name, k.match_kind, k.bitwidth) for k in t.keys),
+        keys=tuple(runtime.KeySpec(k.name, k.match_kind, k.bitwidth, k.symbols) for k in t.keys),
         actions=tuple(r.action for r in t.actions),
         default_action=runtime.ActionCall(t.default_action, t.default_args),
         const_default=t.const_default,

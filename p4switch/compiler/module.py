@@ -299,7 +299,7 @@ class _Builder:
         for k in state.keys:
             tmp = self.src.temp("_k")
             self.src.line(f"{tmp} = {self.x.expr(k)}")
-            keys.append((tmp, k.type.mask if isinstance(k.type, ir.BitT) else 1))
+            keys.append((tmp, ir.key_mask(k.type)))
         for case in state.cases:
             conds = []
             for (key, full), ks in zip(keys, case.keysets, strict=True):

@@ -298,7 +298,7 @@ class StmtChecker:
     def _key(
         self, e: s.ExprSyntax, t: ir.Type, scope: Scope
     ) -> tuple[int, int] | ir.KeyRange | ir.ValueSetKey | None:
-        full = t.mask if isinstance(t, ir.BitT) else 1
+        full = ir.key_mask(t)
         if isinstance(e, s.DefaultKey | s.DontCare):
             return None
         found = scope.lookup(e.name) if isinstance(e, s.Name) else None

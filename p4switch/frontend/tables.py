@@ -15,6 +15,7 @@ from p4switch.frontend.stmtcheck import StmtChecker
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 PRIORITY_KINDS = ("ternary", "range", "optional")  # entries may overlap: ordered by priority
+SYMBOL_WIDTH = 32  # how wide the codes of an error or enum key are (ir.key_mask)
 UNSUPPORTED_PROPERTIES = ("support_timeout", "idle_timeout")
 KNOWN_PROPERTIES = ("key", "actions", "default_action", "size", "entries", "counters", "meters")
 
@@ -100,7 +101,8 @@ class TableChecker:
             expr = self.x.expr(k.expr, scope)
             if isinstance(expr, ir.Const) and isinstance(expr.type, ir.IntLitT):
                 raise P4CompileError.at(k.loc, "a constant key needs a width (8w1, not 1)")
-            if not isinstance(expr.type, ir.BitT | ir.BoolT):
+            symbols = self._symbols(expr.type, k)
+            if not symbols and not isinstance(expr.type, ir.BitT | ir.BoolT):
                 raise P4CompileError.at(k.loc, f"cannot match on a {expr.type}")
             if any(isinstance(e, ir.FunctionCall) for e in ir.walk(expr)):
                 what = "a table key cannot call a function (keys are read where the table is)"
@@ -110,11 +112,25 @@ class TableChecker:
                 raise P4CompileError.at(k.loc, what)
             named = ir.find_annotation(k.annotations, "name")
             key_name = str(named.args[0]) if named and named.args else key_source(k.expr, expr)
-            width = ir.bit_width(expr.type)
-            keys.append(ir.MatchKey(expr, k.match_kind, key_name, width, k.annotations))
+            width = SYMBOL_WIDTH if symbols else ir.bit_width(expr.type)
+            keys.append(ir.MatchKey(expr, k.match_kind, key_name, width, k.annotations, symbols))
         if sum(k.match_kind == "lpm" for k in keys) > 1:
             raise P4CompileError.at(prop.loc, "a table can have one lpm key at most")
         return keys
+
+    def _symbols(self, t: ir.Type, k: s.KeyElement) -> tuple[str, ...]:
+        """The names of an error or enum key's values (its code is the name's position): the
+        control plane matches such a key by name. Only `exact` and `optional` compare names."""
+        if isinstance(t, ir.ErrorT):
+            names = tuple(self.x.env.errors)
+        elif isinstance(t, ir.EnumT) and t.underlying is None:
+            names = t.members
+        else:
+            return ()
+        if k.match_kind not in ("exact", "optional"):
+            what = f"a key of type {t} has no numeric value: match it exact or optional"
+            raise P4CompileError.at(k.loc, what)
+        return names
 
     def _actions(self, prop: s.TableProperty, scope: Scope) -> list[ir.TableActionRef]:
         refs: list[ir.TableActionRef] = []

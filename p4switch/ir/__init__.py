@@ -108,6 +108,7 @@ from p4switch.ir.types import (
     bit_width,
     field_path,
     find_annotation,
+    key_mask,
 )
 
 __all__ = [
@@ -201,5 +202,6 @@ __all__ = [
     "bit_width",
     "field_path",
     "find_annotation",
+    "key_mask",
     "walk",
 ]

@@ -50,6 +50,8 @@ class MatchKey:
     name: str  # as P4Info names it
     bitwidth: int
     annotations: tuple[Annotation, ...] = ()
+    # an error or enum key: its values' names, matched by name over P4Runtime (P4Info width 0)
+    symbols: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -239,6 +239,14 @@ def field_path(name: str) -> tuple[str, ...]:
     return tuple(name.split("."))
 
 
+def key_mask(t: Type) -> int:
+    """The mask matching all of a select or table key of type `t`: an error's or enum's code is
+    a 32-bit number here."""
+    if isinstance(t, BitT):
+        return t.mask
+    return 1 if isinstance(t, BoolT) else (1 << 32) - 1
+
+
 def bit_width(t: Type) -> int:
     """Width in bits of a scalar type as it sits in a header or a P4Runtime message."""
     if isinstance(t, BitT):

@@ -64,7 +64,7 @@ class ParserGenerator:
         for k in state.keys:
             tmp = self.src.temp("_k")
             self.src.line(f"uint64_t {tmp} = {self.stmts.x.expr(k)};")
-            keys.append((tmp, k.type.mask if isinstance(k.type, ir.BitT) else 1))
+            keys.append((tmp, ir.key_mask(k.type)))
         for case in state.cases:
             conds = []
             for (key, full), ks in zip(keys, case.keysets, strict=True):

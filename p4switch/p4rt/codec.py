@@ -110,7 +110,7 @@ def decode_match(
 def _decode_field(fm: p4runtime_pb2.FieldMatch, info: FieldInfo, what: str) -> FieldMatch:
     full = (1 << info.bitwidth) - 1
     if info.kind == "exact":
-        return FieldMatch(decode_uint(fm.exact.value, info.bitwidth, what), full)
+        return FieldMatch(_key_value(fm.exact.value, info, what), full)
     if info.kind == "lpm":
         plen = fm.lpm.prefix_len
         if not 0 < plen <= info.bitwidth:
@@ -132,7 +132,7 @@ def _decode_field(fm: p4runtime_pb2.FieldMatch, info: FieldInfo, what: str) -> F
             raise invalid(f"{what}: the whole range (leave a don't-care range field out)")
         return FieldMatch(low, 0, high)
     if info.kind == "optional":
-        return FieldMatch(decode_uint(fm.optional.value, info.bitwidth, what), full)
+        return FieldMatch(_key_value(fm.optional.value, info, what), full)
     value = decode_uint(fm.ternary.value, info.bitwidth, what)
     mask = decode_uint(fm.ternary.mask, info.bitwidth, f"{what} mask")
     if mask == 0:
@@ -142,6 +142,21 @@ def _decode_field(fm: p4runtime_pb2.FieldMatch, info: FieldInfo, what: str) -> F
     return FieldMatch(value, mask)
 
 
+def _key_value(raw: bytes, info: FieldInfo, what: str) -> int:
+    """An exact or optional key's value: a number, or an error's or enum's member by name
+    (P4Runtime 1.3, 8.5.5: such values travel as their names)."""
+    if not info.symbols:
+        return decode_uint(raw, info.bitwidth, what)
+    name = raw.decode("utf-8", errors="replace")
+    if name not in info.symbols:
+        raise invalid(f"{what}: {name!r} is not one of its values ({', '.join(info.symbols)})")
+    return info.symbols.index(name)
+
+
+def _key_bytes(info: FieldInfo, value: int) -> bytes:
+    return info.symbols[value].encode() if info.symbols else encode_uint(value)
+
+
 def encode_match(table: TableInfo, match: Sequence[FieldMatch]) -> list[p4runtime_pb2.FieldMatch]:
     """The run-time key as a P4Runtime match, wildcards left out, fields in P4Info order."""
     out = []
@@ -149,7 +164,7 @@ def encode_match(table: TableInfo, match: Sequence[FieldMatch]) -> list[p4runtim
         m = match[info.index]
         fm = p4runtime_pb2.FieldMatch(field_id=info.id)
         if info.kind == "exact":
-            fm.exact.value = encode_uint(m.value)
+            fm.exact.value = _key_bytes(info, m.value)
         elif info.kind == "lpm":
             if m.mask == 0:
                 continue
@@ -164,7 +179,7 @@ def encode_match(table: TableInfo, match: Sequence[FieldMatch]) -> list[p4runtim
         elif info.kind == "optional":
             if m.mask == 0:
                 continue
-            fm.optional.value = encode_uint(m.value)
+            fm.optional.value = _key_bytes(info, m.value)
         else:
             if m.mask == 0:
                 continue

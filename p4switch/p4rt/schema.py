@@ -40,6 +40,7 @@ class FieldInfo:
     bitwidth: int
     kind: str  # "exact", "lpm", "ternary", "range" or "optional"
     index: int  # position of the field in the run-time key
+    symbols: tuple[str, ...] = ()  # an error or enum key: matched by its values' names
 
 
 @dataclass(frozen=True)
@@ -264,12 +265,15 @@ def _bind_table(
         keys = {k.name: (i, k) for i, k in enumerate(spec.keys)}
         for mf in t.match_fields:
             kind = _MATCH_KINDS.get(mf.match_type, mf.other_match_type or "unspecified")
-            found = keys.get(mf.name)
-            if found is None or found[1].match_kind != kind or found[1].bitwidth != mf.bitwidth:
+            index, key_spec = keys.get(mf.name, (0, None))
+            width = 0 if key_spec is None or key_spec.symbols else key_spec.bitwidth
+            if key_spec is None or key_spec.match_kind != kind or width != mf.bitwidth:
                 key = f"{mf.name} ({kind}, bit<{mf.bitwidth}>)"
                 problems.append(f"table {name}: key {key} is not in the program")
                 continue
-            fields.append(FieldInfo(mf.id, mf.name, mf.bitwidth, kind, found[0]))
+            fields.append(
+                FieldInfo(mf.id, mf.name, key_spec.bitwidth, kind, index, key_spec.symbols)
+            )
         if len(t.match_fields) != len(spec.keys):
             problems.append(
                 f"table {name}: {len(t.match_fields)} key fields, the program has {len(spec.keys)}"

@@ -22,6 +22,8 @@ class KeySpec:
     name: str  # as P4Info names match fields, e.g. "hdr.ipv4.dstAddr"
     match_kind: str  # "exact", "lpm", "ternary", "range" or "optional"
     bitwidth: int
+    # an error or enum key: its values' names (a value is its name's position), P4Info width 0
+    symbols: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

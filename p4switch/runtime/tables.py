@@ -189,6 +189,8 @@ class TableState:
             full = (1 << k.bitwidth) - 1
             if not (0 <= m.value <= full and 0 <= m.mask <= full):
                 raise InvalidArgument(f"{spec.name}: {k.name} is {k.bitwidth} bits wide")
+            if k.symbols and m.value >= len(k.symbols):
+                raise InvalidArgument(f"{spec.name}: {k.name} has no value {m.value}")
             if m.value & ~m.mask and m.high is None:
                 raise InvalidArgument(f"{spec.name}: {k.name} has value bits outside its mask")
             if k.match_kind == "exact" and m.mask != full:
