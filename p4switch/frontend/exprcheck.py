@@ -17,6 +17,7 @@ from p4switch.frontend import callargs, stacks
 from p4switch.frontend import syntax as s
 from p4switch.frontend.callargs import lookahead_field, positional
 from p4switch.frontend.env import FunctionEntity, PacketEntity, Scope, TableEntity, TypeEnv
+from p4switch.frontend.equality import aggregate_equal
 from p4switch.frontend.fold import fold_binary, fold_cast, fold_unary, wrap
 
 log = logging.getLogger(__name__)
@@ -270,6 +271,8 @@ class ExprChecker:
             result = ir.BitT(a.type.width + b.type.width, a.type.signed)
         else:
             a, b, result = self._unify(a, b, e.loc, op)
+            if op in ("==", "!=") and isinstance(result, ir.StructT | ir.TupleT | ir.StackT):
+                return aggregate_equal(a, b, op == "!=", e.loc)  # compared scalar by scalar
             self._check_operands(e, result)
             if op in ("==", "!=", *ORDER):
                 result = ir.BoolT()
