@@ -89,22 +89,37 @@ def apply_parser(
 ) -> list[ir.Stmt]:
     """`sub.apply(args)` in a parser state: a marker the state is split at
     (`_splice_sub_parsers`), after the statements setting the sub-parser's `in`
-    parameters. The sub-parser's states are checked once, at the first apply."""
+    parameters. The sub-parser's states are checked at the first apply, and again at an apply
+    with other `out`/`inout` arguments."""
     decl = inst.decl
     assert isinstance(decl, s.ParserDecl)
     if ctx.kind != "parser":
         raise P4CompileError.at(call.loc, "a parser can only be applied in a parser")
     inner, copy_in, aliases = bind_block(pc, call, inst, scope)
+    if inst.states is not None and inst.aliases == aliases:
+        return [*copy_in, EnterSubParser(inst.name, inst.states)]
+    if inst.states is not None:
+        _check_again(inst, call)
+    outer = pc.ctx
+    pc.ctx = BlockContext("parser", decl.name, outer.called_actions)
+    states = pc.parser_states(decl, inner, inst.locals_)
+    pc.ctx = outer
     if inst.states is None:
-        outer = pc.ctx
-        pc.ctx = BlockContext("parser", decl.name, outer.called_actions)
-        inst.states = pc.parser_states(decl, inner, inst.locals_)
-        inst.aliases = aliases
-        pc.ctx = outer
-    elif inst.aliases != aliases:
-        what = f"{inst.name} is applied again with other out/inout arguments (not supported)"
-        raise P4CompileError.at(call.loc, what)
-    return [*copy_in, EnterSubParser(inst.name, inst.states)]
+        inst.states, inst.aliases = states, aliases
+    return [*copy_in, EnterSubParser(inst.name, states)]
+
+
+def _check_again(inst: BlockInstanceEntity, call: s.CallExpr) -> None:
+    """A block applied again with other `out`/`inout` arguments is checked again for them
+    (they are its body's names for those arguments), which only a block declaring nothing
+    but variables and constants allows: anything else would be declared twice."""
+    for item in inst.decl.locals:
+        if not isinstance(item, s.VarDecl | s.ConstDecl):
+            what = (
+                f"{inst.name} is applied again with other out/inout arguments: p4switch does"
+                " this only for a block declaring nothing but variables and constants"
+            )
+            raise P4CompileError.at(call.loc, what)
 
 
 def control_instance(
@@ -202,20 +217,21 @@ def apply_control(
 ) -> list[ir.Stmt]:
     """`c.apply(args)` of a control instance, inlined: its `out` and `inout` parameters
     name the arguments themselves, its `in` ones are its own variables set from them at
-    each apply; its declarations are checked once, at the first apply (a later apply must
-    pass the same `out`/`inout` arguments)."""
+    each apply; its declarations are checked at the first apply, and again at an apply with
+    other `out`/`inout` arguments (`_check_again`)."""
     decl = inst.decl
     assert isinstance(decl, s.ControlDecl)
     if ctx.kind != "control":
         raise P4CompileError.at(call.loc, "a control can only be applied in a control")
     inner, copy_in, aliases = bind_block(pc, call, inst, scope)
+    if inst.body is not None and inst.aliases == aliases:
+        return [*copy_in, *inst.body]
+    if inst.body is not None:
+        _check_again(inst, call)
+    outer = pc.ctx
+    pc.ctx = BlockContext("control", decl.name, outer.called_actions, nested=True)
+    body = pc.control_body(decl, inner, inst.name, inst.locals_)
+    pc.ctx = outer
     if inst.body is None:
-        outer = pc.ctx
-        pc.ctx = BlockContext("control", decl.name, outer.called_actions, nested=True)
-        inst.body = pc.control_body(decl, inner, inst.name, inst.locals_)
-        inst.aliases = aliases
-        pc.ctx = outer
-    elif inst.aliases != aliases:
-        what = f"{inst.name} is applied again with other out/inout arguments (not supported)"
-        raise P4CompileError.at(call.loc, what)
-    return [*copy_in, *inst.body]
+        inst.body, inst.aliases = body, aliases
+    return [*copy_in, *body]

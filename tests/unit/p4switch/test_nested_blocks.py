@@ -83,10 +83,19 @@ def test_a_control_applied_inside_another(tmp_path: Path, backend: str) -> None:
     assert list(pipe.process(0, bytes(6) + SRC + b"\x08\x00")) == []  # its own table
 
 
+def test_a_control_applied_again_with_other_arguments(tmp_path: Path, backend: str) -> None:
+    """Count, which declares only a variable, counts into `seen` twice, then into dst[15:8]."""
+    again = "h.eth.dst[7:0] = seen;\n        counter.apply(h.eth.eth_type, h.eth.dst[15:8]);"
+    program = compiled(tmp_path, NESTED_CONTROLS.replace("h.eth.dst[7:0] = seen;", again))
+    pipe = program.pipeline(program.new_state())
+    ((_, out),) = list(pipe.process(0, bytes([0, 0, 0, 0, 7, 0]) + SRC + b"\x08\x00"))
+    assert (out[4], out[5]) == (8, 2)
+
+
 BAD = [
-    ("counter.apply(h.eth.eth_type, seen);\n        counter.apply(h.eth.eth_type, seen);",
-     "counter.apply(h.eth.eth_type, seen);\n        counter.apply(h.eth.eth_type, h.eth.dst[7:0]);",
-     "applied again with other out/inout arguments"),
+    ("acl_v6.apply(h, s);",
+     "acl_v6.apply(h, s);\n        headers copy = h;\n        acl_v6.apply(copy, s);",
+     "only for a block declaring nothing but variables and constants"),
     ("Acl(0x86dd) acl_v6;", "Acl() acl_v6;", "takes 1 argument(s), got 0"),
     ("Acl(0x86dd) acl_v6;", "Acl(h.eth.eth_type) acl_v6;", "must be a constant"),
     ("acl_v6.apply(h, s);", "acl_v6.apply(h.eth, s);", "parameter h is headers"),
@@ -209,6 +218,51 @@ DIRECT = SUB_PARSERS.replace("    Tags() tags;\n", "").replace(
 DIRECT_CONTROL = NESTED_CONTROLS.replace("    Count() counter;\n", "").replace(
     "counter.apply(h.eth.eth_type, seen);", "Count.apply(h.eth.eth_type, seen);"
 )
+
+
+TWICE = """\
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> eth_type; }
+header tag_t { bit<16> v; }
+struct headers { eth_t eth; tag_t t1; tag_t t2; }
+struct meta { }
+parser Tag(packet_in p, out tag_t t, inout bit<8> count) {
+    state start {
+        p.extract(t);
+        count = count + 1;
+        transition select(t.v) { 0: reject; default: accept; }
+    }
+}
+parser P(packet_in p, out headers h, inout meta m, inout standard_metadata_t s) {
+    Tag() tag;
+    bit<8> n = 0;
+    state start {
+        p.extract(h.eth);
+        tag.apply(p, h.t1, n);
+        tag.apply(p, h.t2, n);
+        h.eth.eth_type = (bit<16>) n;
+        transition accept;
+    }
+}
+control V(inout headers h, inout meta m) { apply { } }
+control I(inout headers h, inout meta m, inout standard_metadata_t s) {
+    apply { s.egress_spec = 1; }
+}
+control E(inout headers h, inout meta m, inout standard_metadata_t s) { apply { } }
+control C(inout headers h, inout meta m) { apply { } }
+control D(packet_out p, in headers h) { apply { p.emit(h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_a_sub_parser_applied_again_with_other_arguments(tmp_path: Path, backend: str) -> None:
+    program = compiled(tmp_path, TWICE)
+    pipe = program.pipeline(program.new_state())
+    ((_, out),) = list(pipe.process(0, bytes(14) + b"\x00\x05\x00\x06\xff"))
+    assert out[12:] == b"\x00\x02\x00\x05\x00\x06\xff"  # both tags, counted twice
+    list(pipe.process(0, bytes(14) + b"\x00\x05\x00\x00"))  # the second tag rejects
+    assert pipe.counts.get("parser_error.NoError") == 1
 
 
 def test_a_type_applied_directly(tmp_path: Path, backend: str) -> None:
