@@ -21,7 +21,14 @@ from p4switch.compiler.exprs import ExprCompiler, Storage, literal
 from p4switch.compiler.layout import PAYLOAD, Layout, field_list_slots, leaves
 from p4switch.compiler.source import Source, hoist_invariant_fields
 from p4switch.compiler.stmts import Block, Names, StmtCompiler
-from p4switch.compiler.support import HASHES, PARSER_STEPS, ControlExit, ParserReject, peek
+from p4switch.compiler.support import (
+    HASHES,
+    PARSER_STEPS,
+    ControlExit,
+    ParserReject,
+    pack_bits,
+    peek,
+)
 from p4switch.exceptions import CompilerBug
 
 CONTROLS = ("verify_checksum", "ingress", "egress", "compute_checksum")
@@ -102,6 +109,7 @@ class _Builder:
             "ParserReject": ParserReject,
             "ControlExit": ControlExit,
             "peek": peek,
+            "pack_bits": pack_bits,
             "NO_ACTION": _no_action,
             **HASHES,
         }

@@ -9,6 +9,7 @@ from typing import Any
 from p4switch import ir
 from p4switch.compiler import bits
 from p4switch.compiler.exprs import ExprCompiler
+from p4switch.compiler.fieldlists import field_bytes
 from p4switch.compiler.layout import (
     CLONE,
     CLONE_FIELD_LIST,
@@ -335,24 +336,7 @@ class StmtCompiler:
     # --- hashes and checksums -------------------------------------------------------------------
 
     def field_bytes(self, data: tuple[ir.Expr, ...]) -> str:
-        """The items of a field list, concatenated bit by bit and padded to whole bytes."""
-        parts: list[tuple[str, int]] = []
-        for item in data:
-            if isinstance(item.type, ir.StructT | ir.StackT):
-                for leaf, t in leaves(item.type):
-                    if leaf[-1] != "$valid":
-                        parts.append((self._leaf(item, leaf), ir.bit_width(t)))
-            else:
-                parts.append((self.x.expr(item), ir.bit_width(item.type)))
-        total = sum(w for _, w in parts)
-        nbytes = (total + 7) // 8
-        rest = nbytes * 8
-        terms = []
-        for code, width in parts:
-            rest -= width
-            terms.append(f"({code} << {rest})" if rest else code)
-        value = " | ".join(terms) if terms else "0"
-        return f"({value}).to_bytes({nbytes}, 'big')"
+        return field_bytes(self.x, self._leaf, data)
 
     def _hash(self, st: ir.Hash, info: Block) -> None:
         assert isinstance(st.dest.type, ir.BitT)

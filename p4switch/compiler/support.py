@@ -42,6 +42,18 @@ def peek(
     return (int.from_bytes(data[off + skip : off + skip + nbytes], "big") >> shift) & mask
 
 
+def pack_bits(parts: tuple[tuple[int, int], ...]) -> bytes:
+    """(value, width) pairs concatenated bit by bit, most significant first, and padded with
+    zero bits to whole bytes: a field list holding varbit fields, whose widths are known only
+    at run time."""
+    acc = bits = 0
+    for value, width in parts:
+        acc = (acc << width) | value
+        bits += width
+    size = (bits + 7) // 8
+    return (acc << (size * 8 - bits)).to_bytes(size, "big")
+
+
 def _crc16_table() -> tuple[int, ...]:
     table = []
     for byte in range(256):

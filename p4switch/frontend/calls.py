@@ -26,7 +26,6 @@ from p4switch.frontend.env import (
 )
 from p4switch.frontend.exprcheck import ExprChecker
 from p4switch.frontend.lowerings import (
-    has_varbit,
     headers_in,
     need_header,
     next_index_plus,
@@ -407,9 +406,6 @@ class CallLowering:
         for item in items:
             if isinstance(item.type, ir.IntLitT | ir.StringT | ir.TupleT | ir.ExternT):
                 raise P4CompileError.at(e.loc, f"cannot hash a {item.type} (give it a width)")
-            if has_varbit(item.type):
-                what = "varbit fields in a hash or checksum are not supported by p4switch"
-                raise P4CompileError.at(e.loc, what)
         return items
 
 

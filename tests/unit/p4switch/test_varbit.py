@@ -4,6 +4,7 @@ end runs them; the native one refuses them by name (the switch then runs python,
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,44 @@ def test_a_varbit_variable_of_the_control(tmp_path: Path) -> None:
     options = bytes(range(1, 9))
     _, ((_, out),) = run(tmp_path, frame(3, 3, options), text)
     assert out[14:] == bytes([0x41, 0, 63, 17]) + options + b"payload"
+
+
+SUMMED = (
+    PROGRAM.replace(
+        "header eth_t { bit<48> dst; bit<48> src; bit<16> eth_type; }",
+        "header eth_t { bit<48> dst; bit<32> src; bit<16> sum; bit<16> eth_type; }",
+    )
+    .replace(
+        "h.ip.ttl = h.ip.ttl - 1;",
+        "h.ip.ttl = h.ip.ttl - 1;\n"
+        "        hash(h.eth.src, HashAlgorithm.crc32, 32w0, {h.ip.proto, h.opts}, 33w0x100000000);",
+    )
+    .replace(
+        "control C(inout headers h, inout meta m) { apply { } }",
+        "control C(inout headers h, inout meta m) { apply {\n"
+        "    update_checksum(true, {h.ip.version, h.ip.ihl, h.ip.tos, h.ip.ttl, h.ip.proto,\n"
+        "                           h.opts.options}, h.eth.sum, HashAlgorithm.csum16);\n"
+        "} }",
+    )
+)
+
+
+def internet_checksum(data: bytes) -> int:
+    total = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+@pytest.mark.parametrize("words", [0, 1, 3])
+def test_hashes_and_checksums_take_varbit_fields_as_long_as_they_are(
+    tmp_path: Path, words: int
+) -> None:
+    """A checksum over the IP header and its options (RFC 1071), and a CRC-32 over the
+    protocol and the options header, with 0, 4 and 12 bytes of options."""
+    program = compiled(tmp_path, SUMMED)
+    options = bytes(range(1, 4 * words + 1))
+    ((_, out),) = program.pipeline(program.new_state()).process(0, frame(0, 1 + words, options))
+    ip = bytes([0x40 | (1 + words), 0, 63, 17])
+    assert int.from_bytes(out[10:12], "big") == internet_checksum(ip + options)
+    assert int.from_bytes(out[6:10], "big") == zlib.crc32(bytes([17]) + options)
