@@ -274,9 +274,11 @@ class CallLowering:
             if varbit:
                 bits = self.x.expr(call.args[1], scope, U32)
                 return [ir.Extract(header, bits), *union_siblings_invalid(header)]
-            if isinstance(header, ir.StackIndex) and header.kind == "next":
-                return [ir.Extract(header), next_index_plus(header.stack, 1)]
-            return [ir.Extract(header), *union_siblings_invalid(header)]
+            extract = [ir.Extract(header), *union_siblings_invalid(header)]
+            element = header.base if isinstance(header, ir.Member) else header  # of a union?
+            if isinstance(element, ir.StackIndex) and element.kind == "next":
+                return [*extract, next_index_plus(element.stack, 1)]
+            return extract
         if packet.kind == "packet_in" and method == "advance":
             _arity(call, 1, "advance(bits)")
             return [ir.Advance(self.x.expr(call.args[0], scope, U32))]

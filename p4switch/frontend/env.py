@@ -184,10 +184,8 @@ class TypeEnv:
 
     def _stack(self, ref: s.StackTypeRef, type_vars: Mapping[str, ir.Type] | None) -> ir.StackT:
         element = self.resolve(ref.element, type_vars)
-        if not (isinstance(element, ir.StructT) and element.is_header):
-            what = f"a header stack holds headers, not {element}"
-            if isinstance(element, ir.StructT) and element.is_union:
-                what = "stacks of header unions are not supported by p4switch"
+        if not (isinstance(element, ir.StructT) and (element.is_header or element.is_union)):
+            what = f"a header stack holds headers or header unions, not {element}"
             raise P4CompileError.at(ref.loc, what)
         assert self.const_int is not None
         size = self.const_int(ref.size)

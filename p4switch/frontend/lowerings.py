@@ -37,13 +37,19 @@ def shift_stack(stack: ir.Expr, count: int) -> list[ir.Stmt]:
     def element(i: int) -> ir.Expr:
         return ir.Member(stack, str(i), t.element)
 
+    def invalid(i: int) -> list[ir.Stmt]:  # a union element: each of its headers
+        e = element(i)
+        fields = t.element.fields if t.element.is_union else ()
+        headers: list[ir.Expr] = [ir.Member(e, f.name, f.type) for f in fields] or [e]
+        return [ir.SetValid(h, False) for h in headers]
+
     out: list[ir.Stmt] = []
     if count > 0:
         out += [ir.Assign(element(i), element(i - n)) for i in reversed(range(n, t.size))]
-        out += [ir.SetValid(element(i), False) for i in range(min(n, t.size))]
+        out += [st for i in range(min(n, t.size)) for st in invalid(i)]
     elif count < 0:
         out += [ir.Assign(element(i), element(i + n)) for i in range(t.size - n)]
-        out += [ir.SetValid(element(i), False) for i in range(max(t.size - n, 0), t.size)]
+        out += [st for i in range(max(t.size - n, 0), t.size) for st in invalid(i)]
     return [*out, next_index_plus(stack, count)] if count else []
 
 
@@ -85,7 +91,7 @@ def headers_in(value: ir.Expr) -> list[ir.Expr]:
     """A header, or every header in a struct or a stack, in order (what `emit` emits)."""
     t = value.type
     if isinstance(t, ir.StackT):
-        return [ir.Member(value, str(i), t.element) for i in range(t.size)]
+        return [h for i in range(t.size) for h in headers_in(ir.Member(value, str(i), t.element))]
     assert isinstance(t, ir.StructT)
     if t.is_header:
         return [value]

@@ -105,8 +105,9 @@ BAD = [
     ("header_union ip_t { v4_t v4; v6_t v6; }", "header_union ip_t { v4_t v4; bit<8> x; }",
      "a header union holds headers"),
     ("if (!h.ip.isValid())", "h.ip.setValid(); if (!h.ip.isValid())", "applies to headers"),
-    ("struct headers { eth_t eth; ip_t ip; }", "struct headers { eth_t eth; ip_t[2] ip; }",
-     "stacks of header unions"),
+    ("struct headers { eth_t eth; ip_t ip; }",
+     "struct pair_t { bit<8> a; }\nstruct headers { eth_t eth; ip_t ip; pair_t[2] p; }",
+     "a header stack holds headers or header unions, not pair_t"),
 ]  # fmt: skip
 
 
