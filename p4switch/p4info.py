@@ -172,7 +172,10 @@ def _meters(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> Non
     for v in program.value_sets:
         value_set = info.value_sets.add(size=v.size)
         _preamble(value_set.preamble, ids, PREFIX.VALUE_SET, v.name, v.annotations)
-        value_set.match.add(id=1, bitwidth=v.bitwidth, match_type=p4info_pb2.MatchField.EXACT)
+        if not v.fields:  # bit<N>: one exact field, unnamed, as p4c writes it
+            value_set.match.add(id=1, bitwidth=v.bitwidth, match_type=p4info_pb2.MatchField.EXACT)
+        for i, (name, width, kind) in enumerate(v.fields, start=1):
+            value_set.match.add(id=i, name=name, bitwidth=width, match_type=_MATCH[kind])
     for m in program.meters:
         meter = info.meters.add(size=m.size)
         _preamble(meter.preamble, ids, PREFIX.METER, m.name, m.annotations)

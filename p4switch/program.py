@@ -118,7 +118,10 @@ def compile_file(
         counters=tuple(runtime.CounterSpec(c.name, c.size, c.unit) for c in program.counters),
         meters=tuple(runtime.MeterSpec(m.name, m.size, m.unit) for m in program.meters),
         value_sets=tuple(
-            runtime.ValueSetSpec(v.name, v.bitwidth, v.size) for v in program.value_sets
+            runtime.ValueSetSpec(
+                v.name, v.bitwidth, v.size, tuple(runtime.KeySpec(n, k, w) for n, w, k in v.fields)
+            )
+            for v in program.value_sets
         ),
         digests=tuple(_digest_spec(d) for d in program.digests),
         profiles=tuple(_profile_spec(p, program) for p in program.action_profiles),

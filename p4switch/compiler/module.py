@@ -310,12 +310,13 @@ class _Builder:
             keys.append((tmp, ir.key_mask(k.type)))
         for case in state.cases:
             conds = []
-            for (key, full), ks in zip(keys, case.keysets, strict=True):
+            for i, ((key, full), ks) in enumerate(zip(keys, case.keysets, strict=True)):
                 if isinstance(ks, ir.KeyRange):
                     conds.append(f"{literal(ks.low)} <= {key} <= {literal(ks.high)}")
                     continue
-                if isinstance(ks, ir.ValueSetKey):
-                    conds.append(f"{self.names.value_sets[ks.value_set]}.contains({key})")
+                if isinstance(ks, ir.ValueSetKey):  # this key and the span - 1 after it
+                    args = ", ".join(k for k, _ in keys[i : i + ks.span])
+                    conds.append(f"{self.names.value_sets[ks.value_set]}.contains({args})")
                     continue
                 if ks is None or ks[1] == 0:
                     continue

@@ -72,16 +72,49 @@ def splice_sub_parsers(state: ir.ParserState) -> list[ir.ParserState]:
 
 def value_set(pc: ProgramChecker, st: s.ValueSetDecl, scope: Scope, prefix: str) -> None:
     t = pc.env.resolve(st.type)
-    if not isinstance(t, ir.BitT) or t.signed:
-        raise P4CompileError.at(st.loc, f"value sets of {t} are not supported (use bit<N>)")
+    fields: tuple[tuple[str, int, str], ...] = ()
+    if isinstance(t, ir.StructT) and not (t.is_header or t.is_union):
+        fields = tuple(_value_set_fields(t, "", st.loc))
+        width = sum(w for _, w, _ in fields)
+    elif isinstance(t, ir.BitT) and not t.signed:
+        width = t.width
+    else:
+        what = f"value sets of {t} are not supported (use bit<N> or a struct of them)"
+        raise P4CompileError.at(st.loc, what)
     size = pc.x.const_int(st.size, scope)
     if size <= 0:
         raise P4CompileError.at(st.size.loc, "a value set's size must be positive")
     name = control_plane_name(st.name, st.annotations, prefix)
     if any(v.name == name for v in pc.value_sets):
         raise P4CompileError.at(st.loc, f"another value set is already named {name}")
-    pc.value_sets.append(ir.ValueSet(name, t.width, size, st.annotations))
-    scope.declare(st.name, ValueSetEntity(name, t.width), st.loc)
+    pc.value_sets.append(ir.ValueSet(name, width, size, st.annotations, fields))
+    widths = tuple(w for _, w, _ in fields) or (width,)
+    scope.declare(st.name, ValueSetEntity(name, width, widths), st.loc)
+
+
+_SET_KINDS = ("exact", "ternary", "lpm", "range")
+
+
+def _value_set_fields(t: ir.StructT, prefix: str, loc: ir.Loc) -> list[tuple[str, int, str]]:
+    """A struct value set's keys: its bit<N> fields in order (nested structs' too, by dotted
+    name), each matched as its `@match(kind)` says, exactly if it says nothing."""
+    out: list[tuple[str, int, str]] = []
+    for f in t.fields:
+        name = prefix + f.name
+        if isinstance(f.type, ir.StructT) and not (f.type.is_header or f.type.is_union):
+            out += _value_set_fields(f.type, name + ".", loc)
+            continue
+        if not isinstance(f.type, ir.BitT) or f.type.signed:
+            raise P4CompileError.at(loc, f"value set field {name} is a {f.type}, not a bit<N>")
+        found = ir.find_annotation(f.annotations, "match")
+        kind = str(found.args[0]) if found is not None and found.args else "exact"
+        if kind not in _SET_KINDS:
+            what = (
+                f"value set field {name}: @match({kind}) (p4switch takes {', '.join(_SET_KINDS)})"
+            )
+            raise P4CompileError.at(loc, what)
+        out.append((name, f.type.width, kind))
+    return out
 
 
 def apply_parser(

@@ -69,6 +69,7 @@ class ValueSetEntity:
 
     name: str  # fully qualified
     bitwidth: int
+    widths: tuple[int, ...] = ()  # of the keys it matches: one, or a struct's fields
 
 
 @dataclass(frozen=True)

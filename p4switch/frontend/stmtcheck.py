@@ -290,6 +290,13 @@ class StmtChecker:
         cases and table entries."""
         if isinstance(e, s.DefaultKey | s.DontCare):
             return (None,) * len(keys)
+        found = scope.lookup(e.name) if isinstance(e, s.Name) else None
+        if isinstance(found, ValueSetEntity) and len(found.widths) > 1:  # a struct's: every key
+            widths = [k.type.width if isinstance(k.type, ir.BitT) else 0 for k in keys]
+            if widths != list(found.widths):
+                what = f"{found.name} holds fields of {list(found.widths)} bits, the keys {widths}"
+                raise P4CompileError.at(e.loc, what)
+            return (ir.ValueSetKey(found.name, len(keys)), *(None,) * (len(keys) - 1))
         items = e.items if isinstance(e, s.TupleKey) else (e,)
         if len(items) != len(keys):
             raise P4CompileError.at(e.loc, f"{len(keys)} key values expected, got {len(items)}")

@@ -167,9 +167,11 @@ class Control:
 
 @dataclass(frozen=True)
 class ValueSetKey:
-    """A select case's key that matches the members of a parser value set."""
+    """A select case's key that matches the members of a parser value set: this key and the
+    `span - 1` after it (a value set of a struct matches several keys at once)."""
 
     value_set: str
+    span: int = 1
 
 
 @dataclass(frozen=True)
@@ -183,12 +185,15 @@ class Digest:
 
 @dataclass(frozen=True)
 class ValueSet:
-    """`value_set<bit<N>>(size)`: values the control plane gives a select case."""
+    """`value_set<T>(size)`: values the control plane gives a select case. T is bit<N> (one
+    exact field) or a struct whose fields, each matched as its `@match` says (exact unless
+    given), match the select's keys in order."""
 
     name: str
-    bitwidth: int
+    bitwidth: int  # bit<N>'s N; a struct's total
     size: int
     annotations: tuple[Annotation, ...] = ()
+    fields: tuple[tuple[str, int, str], ...] = ()  # a struct's: (name, width, match kind)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import P4RTError, StateError
-from p4switch.p4rt.schema import FieldInfo, P4InfoIndex, TableInfo
+from p4switch.p4rt.schema import FieldInfo, P4InfoIndex, TableInfo, ValueSetInfo
 from p4switch.runtime import (
     ActionCall,
     FieldMatch,
@@ -84,9 +84,10 @@ def encode_uint(number: int) -> bytes:
 
 
 def decode_match(
-    table: TableInfo, fields: Sequence[p4runtime_pb2.FieldMatch]
+    table: TableInfo | ValueSetInfo, fields: Sequence[p4runtime_pb2.FieldMatch]
 ) -> tuple[FieldMatch, ...]:
-    """A P4Runtime match (wildcards omitted) as the run-time key, in key order."""
+    """A P4Runtime match (wildcards omitted) as the run-time key, in key order (of a table,
+    or a member of a parser value set)."""
     decoded: list[FieldMatch | None] = [None] * len(table.fields)
     for fm in fields:
         info = table.field(fm.field_id)
@@ -157,7 +158,9 @@ def _key_bytes(info: FieldInfo, value: int) -> bytes:
     return info.symbols[value].encode() if info.symbols else encode_uint(value)
 
 
-def encode_match(table: TableInfo, match: Sequence[FieldMatch]) -> list[p4runtime_pb2.FieldMatch]:
+def encode_match(
+    table: TableInfo | ValueSetInfo, match: Sequence[FieldMatch]
+) -> list[p4runtime_pb2.FieldMatch]:
     """The run-time key as a P4Runtime match, wildcards left out, fields in P4Info order."""
     out = []
     for info in table.fields:

@@ -261,8 +261,8 @@ def _value_sets(pipeline: InstalledPipeline, q: p4runtime_pb2.ValueSetEntry) -> 
         if wanted not in (0, info.id):
             continue
         entry = p4runtime_pb2.ValueSetEntry(value_set_id=info.id)
-        for m in pipeline.state.value_set(info.name).members:
-            entry.members.add().match.add(field_id=1).exact.value = encode_uint(m.value)
+        for member in pipeline.state.value_set(info.name).members:
+            entry.members.add().match.extend(encode_match(info, member))
         out.append(p4runtime_pb2.Entity(value_set_entry=entry))
     return out
 

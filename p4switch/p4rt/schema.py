@@ -107,6 +107,10 @@ class ValueSetInfo:
     name: str
     bitwidth: int
     size: int
+    fields: tuple[FieldInfo, ...] = ()  # a member's matches, in P4Info order
+
+    def field(self, field_id: int) -> FieldInfo | None:
+        return next((f for f in self.fields if f.id == field_id), None)
 
 
 @dataclass(frozen=True)
@@ -337,10 +341,16 @@ def _bind_value_set(
 ) -> ValueSetInfo:
     name = v.preamble.name
     spec = state.value_sets[name].spec if name in state.value_sets else None
-    widths = [m.bitwidth for m in v.match]
-    if spec is None or spec.size != v.size or widths != [spec.bitwidth]:
-        problems.append(f"value set {name}[{v.size}] of {widths} bits is not in the program")
-    return ValueSetInfo(v.preamble.id, name, spec.bitwidth if spec else 0, v.size)
+    given = [(m.bitwidth, _MATCH_KINDS.get(m.match_type, "")) for m in v.match]
+    keys = spec.keys if spec is not None else ()
+    if spec is None or spec.size != v.size or given != [(k.bitwidth, k.match_kind) for k in keys]:
+        problems.append(f"value set {name}[{v.size}] matching {given} is not in the program")
+        return ValueSetInfo(v.preamble.id, name, 0, v.size)
+    fields = tuple(
+        FieldInfo(m.id, m.name, k.bitwidth, k.match_kind, i)
+        for i, (m, k) in enumerate(zip(v.match, keys, strict=True))
+    )
+    return ValueSetInfo(v.preamble.id, name, spec.bitwidth, v.size, fields)
 
 
 def _check_direct_meters(

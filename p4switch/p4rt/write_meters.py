@@ -15,12 +15,11 @@ from p4switch.p4rt.codec import (
     Undo,
     check_priority,
     decode_match,
-    decode_uint,
     index_cells,
     invalid,
     table_of,
 )
-from p4switch.runtime import FieldMatch, MeterCell, MeterConfig
+from p4switch.runtime import MeterCell, MeterConfig
 
 MODIFY = p4runtime_pb2.Update.MODIFY
 
@@ -66,21 +65,15 @@ def meter_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.Mete
 def value_set_entry(
     pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.ValueSetEntry
 ) -> Undo:
-    """Replace a parser value set's members (each one exact field, id 1)."""
+    """Replace a parser value set's members (each matches the set's fields, as P4Info lists
+    them: one exact field for a bit<N> set; a field left out of a member is a wildcard, but
+    for an exact one)."""
     if utype != MODIFY:
         raise invalid("value set entries can only be modified (a write replaces every member)")
     info = pipeline.schema.value_sets.get(msg.value_set_id)
     if info is None:
         raise P4RTError(code_pb2.NOT_FOUND, f"no value set with id {msg.value_set_id:#x}")
-    members = []
-    full = (1 << info.bitwidth) - 1
-    for member in msg.members:
-        if len(member.match) != 1 or member.match[0].field_id != 1:
-            raise invalid(f"{info.name}: a member is one match field, id 1")
-        fm = member.match[0]
-        if fm.WhichOneof("field_match_type") != "exact":
-            raise invalid(f"{info.name}: a member is an exact value")
-        members.append(FieldMatch(decode_uint(fm.exact.value, info.bitwidth, info.name), full))
+    members = [decode_match(info, member.match) for member in msg.members]
     value_set = pipeline.state.value_set(info.name)
     saved = list(value_set.members)
     value_set.set(members)

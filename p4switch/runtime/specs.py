@@ -118,3 +118,10 @@ class ValueSetSpec:
     name: str
     bitwidth: int
     size: int
+    # a value set of a struct: one key per field (name, match kind, width); none: one exact
+    # field of `bitwidth` bits
+    fields: tuple[KeySpec, ...] = ()
+
+    @property
+    def keys(self) -> tuple[KeySpec, ...]:
+        return self.fields or (KeySpec("", "exact", self.bitwidth),)

@@ -70,27 +70,42 @@ class CounterState:
 
 
 class ValueSetState:
-    """A parser value set: the values (with masks) its select cases match, set as a whole."""
+    """A parser value set: the values its select cases match, set as a whole. A member holds
+    one match per key (`spec.keys`): a value and mask, or a range (`high` set)."""
 
     def __init__(self, spec: ValueSetSpec) -> None:
         self.spec = spec
-        self.members: list[FieldMatch] = []
+        self.members: list[tuple[FieldMatch, ...]] = []
 
-    def contains(self, value: int) -> bool:
-        return any((value & m.mask) == m.value for m in self.members)
+    def contains(self, *values: int) -> bool:
+        return any(all(_hit(m, v) for m, v in zip(ms, values, strict=True)) for ms in self.members)
 
-    def set(self, members: Sequence[FieldMatch]) -> None:
+    def set(self, members: Sequence[FieldMatch | tuple[FieldMatch, ...]]) -> None:
+        """Replace the members; a value set of one key takes plain FieldMatches too."""
         if len(members) > self.spec.size:
             raise ResourceExhausted(
                 f"{self.spec.name}: {len(members)} members, it holds {self.spec.size}"
             )
-        full = (1 << self.spec.bitwidth) - 1
-        for m in members:
-            if not (0 <= m.value <= full and 0 <= m.mask <= full) or m.value & ~m.mask:
-                raise InvalidArgument(
-                    f"{self.spec.name}: a member does not fit bit<{self.spec.bitwidth}>"
-                )
-        self.members[:] = list(members)
+        keys = self.spec.keys
+        out = [m if isinstance(m, tuple) else (m,) for m in members]
+        for member in out:
+            if len(member) != len(keys):
+                raise InvalidArgument(f"{self.spec.name}: a member matches {len(keys)} key(s)")
+            for k, m in zip(keys, member, strict=True):
+                full = (1 << k.bitwidth) - 1
+                top = m.value if m.high is None else m.high
+                fits = 0 <= m.value <= top <= full and 0 <= m.mask <= full
+                if not fits or (m.value & ~m.mask and m.high is None):
+                    raise InvalidArgument(
+                        f"{self.spec.name}: a member does not fit bit<{k.bitwidth}>"
+                    )
+        self.members[:] = out
+
+
+def _hit(m: FieldMatch, value: int) -> bool:
+    if m.high is not None:
+        return m.value <= value <= m.high
+    return (value & m.mask) == m.value
 
 
 class SwitchState:
