@@ -31,6 +31,12 @@ class DeclBuilder(CodeBuilder):
     def typedef_decl(self, meta: Any, c: list) -> s.TypedefDecl:
         return s.TypedefDecl(self._tok(c[2]), str(c[2]), c[1])
 
+    def stack_typedef_decl(self, meta: Any, c: list) -> s.TypedefDecl:
+        _annos, type_, size, name = c
+        return s.TypedefDecl(
+            self._tok(name), str(name), s.StackTypeRef(self._loc(meta), type_, size)
+        )
+
     def newtype_decl(self, meta: Any, c: list) -> s.TypedefDecl:
         return s.TypedefDecl(self._tok(c[2]), str(c[2]), c[1], newtype=True)
 

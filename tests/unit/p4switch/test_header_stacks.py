@@ -201,6 +201,22 @@ def test_route_recording_pushes_one_record_per_switch(
     assert out[15:] == b"".join(after) + b"payload"
 
 
+def test_older_forms_a_stack_typedef_and_a_table_with_parentheses(
+    tmp_path: Path, backend: str
+) -> None:
+    """`typedef rec_t[3] recs_t;` names a stack type, and `table t() { ... }` (an older P4_16
+    form p4c still takes) is a table: a record is pushed as before."""
+    text = RECORD_ROUTE.replace("rec_t[3] recs;", "recs_t recs;").replace(
+        "struct headers {", "typedef rec_t[3] recs_t;\nstruct headers {"
+    )
+    text = text.replace("    table t {", "    table t() {")
+    assert "table t() {" in text and "recs_t recs;" in text
+    program = compiled(tmp_path, text)
+    eth = bytes(12) + b"\x55\x55"
+    ((_, out),) = list(program.pipeline(program.new_state()).process(5, eth + b"\x00payload"))
+    assert out[14:] == b"\x01" + b"\x77\x05" + b"payload"
+
+
 LOOP = """\
 #include <core.p4>
 #include <v1model.p4>
