@@ -31,7 +31,8 @@ TOKEN = re.compile(
 INSERTED = ("{", "}", "(", ")", ";", "<", ">", "[", "]", ",", ".", "=", "0", "1w1", "bit<8>",
             "exit;", "return;", "apply", "header", "struct", "x", '@name("a")', "const", "in",
             "out", "inout", "table", "action", "state", "transition", "select", "&&&",
-            "..")  # fmt: skip
+            "..", "digest", "digest<bit<8>>(", "implementation", "selector", "==",
+            "value_set<bit<8>>(1)")  # fmt: skip
 TOKENS = {p: TOKEN.findall(p.read_text()) for p in PROGRAMS}
 
 mutation = st.tuples(

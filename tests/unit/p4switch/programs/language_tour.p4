@@ -12,7 +12,11 @@ header v4_t { bit<4> version; bit<4> ihl; bit<8> ttl; bit<16> proto; }
 header v6_t { bit<8> hop; bit<8> next; }
 header opts_t { varbit<64> options; }
 header_union ip_t { v4_t v4; v6_t v6; }
-struct headers { eth_t eth; hop_t[4] hops; ip_t ip; opts_t opts; }
+header tag_t { bit<8> t; }
+header_union tags_t { tag_t a; hop_t b; }
+typedef tags_t[2] tag_stack_t;
+struct headers { eth_t eth; hop_t[4] hops; ip_t ip; opts_t opts; tag_stack_t tags; }
+struct pvs_t { @match(ternary) bit<16> eth_type; bit<8> low; }
 struct meta { @field_list(1) bit<8> passes; bit<8> sum; }
 struct seen_t { bit<48> src; bool hops; }
 
@@ -33,13 +37,18 @@ parser Ip(packet_in p, inout headers h)(bit<16> v4_type) {
 
 parser P(packet_in p, out headers h, inout meta m, inout standard_metadata_t s) {
     Ip(0x0800) ip;
+    value_set<pvs_t>(4) tagged;
     state start {
         p.extract(h.eth);
         transition select(h.eth.eth_type, p.lookahead<hop_t>().bos) {
             (0x1234, _): hop;
-            default: rest;
+            default: more;
         }
     }
+    state more {
+        transition select(h.eth.eth_type, h.eth.dst[7:0]) { tagged: tag; default: rest; }
+    }
+    state tag { p.extract(h.tags.next.a); transition rest; }
     state hop {
         p.extract(h.hops.next);
         transition select(h.hops.last.bos) { 1: rest; default: hop; }
@@ -74,9 +83,23 @@ control I(inout headers h, inout meta m, inout standard_metadata_t s) {
         actions = { to; NoAction; }
         default_action = to(1);
     }
+    action_selector(HashAlgorithm.crc16, 32w64, 32w14) spread;
+    table ecmp {
+        key = { h.eth.eth_type: exact; h.eth.src: selector; h.eth.dst: selector; }
+        actions = { to; NoAction; }
+        implementation = spread;
+    }
+    table by_error {
+        key = { s.parser_error: exact; }
+        actions = { to; NoAction; }
+        default_action = NoAction();
+    }
     apply {
         route.apply();
+        ecmp.apply();
+        by_error.apply();
         acl.apply(h, s);
+        if (h.tags[0] == h.tags[1] || h.ip != h.ip) { seen = 9; }
         for (bit<8> i = 0; i < 4; i += 1) {
             if (!h.hops[i].isValid()) { break; }
             m.sum = m.sum + (bit<8>) h.hops[i].port;
