@@ -214,6 +214,9 @@ def _type_spec(msg: p4info_pb2.P4DataTypeSpec, t: ir.Type, info: p4info_pb2.P4In
         if t.name not in types.enums:
             for member in t.members:
                 types.enums[t.name].members.add(name=member)
+    elif isinstance(t, ir.TupleT):
+        for e in t.elements:
+            _type_spec(msg.tuple.members.add(), e, info)
     else:
         assert isinstance(t, ir.StructT), "digest fields are checked by the front end"
         msg.struct.name = t.name

@@ -145,7 +145,10 @@ def _digest_spec(d: ir.Digest) -> runtime.DigestSpec:
                 out.append((name, ir.bit_width(f.type)))
         return out
 
-    return runtime.DigestSpec(d.name, tuple(fields(d.type, "")))
+    t = d.type
+    if isinstance(t, ir.TupleT):  # `digest(r, {a, b})`: its items, numbered
+        t = ir.StructT(d.name, tuple(ir.Field(str(i), e) for i, e in enumerate(t.elements)))
+    return runtime.DigestSpec(d.name, tuple(fields(t, "")))
 
 
 def _action_spec(a: ir.Action) -> runtime.ActionSpec:

@@ -1,6 +1,7 @@
-"""`digest<T>(receiver, data)` (v1model): T names the digest in P4Info, so it must be a struct
-type (given as `<T>`, or as the type of `data`); `data` is a struct value, or `{...}` of T's
-fields by position or by name. Its values are taken at the call, as the spec's `in` says; the
+"""`digest<T>(receiver, data)` (v1model): T names the digest in P4Info, a struct type (given
+as `<T>`, or as the type of `data`); `data` is a struct value, or `{...}` of T's fields by
+position or by name. Without `<T>`, `{a, b}` is a tuple, named `digest_0`, `digest_1`, ... as
+p4c names them. Its values are taken at the call, as the spec's `in` says; the
 ingress control's last digest is the packet's one (runtime.digests says what happens next).
 """
 
@@ -28,9 +29,11 @@ def lower_digest(x: ExprChecker, call: s.CallExpr, scope: Scope, in_parser: bool
     receiver = x.expr(call.args[0], scope, U32)
     data = call.args[1]
     given = x.env.resolve(call.type_args[0]) if call.type_args else None
+    if isinstance(data, s.ListLit) and given is None and not data.names:
+        return _tuple_digest(x, call, receiver, data, scope)
     if isinstance(data, s.ListLit):
         if given is None:
-            what = "give the digest's struct type for a {...} value: digest<T>(receiver, {...})"
+            what = "give the digest's struct type for {f = ...}: digest<T>(receiver, {...})"
             raise P4CompileError.at(data.loc, what)
         t = _struct(given, call.loc)
         values = _list_values(x, data, t, scope)
@@ -46,6 +49,22 @@ def lower_digest(x: ExprChecker, call: s.CallExpr, scope: Scope, in_parser: bool
         raise P4CompileError.at(call.loc, f"two digest types are named {t.name}")
     digests[t.name] = ir.Digest(t.name, t)
     return ir.DigestCall(t.name, receiver, values)
+
+
+def _tuple_digest(
+    x: ExprChecker, call: s.CallExpr, receiver: ir.Expr, data: s.ListLit, scope: Scope
+) -> ir.DigestCall:
+    """`digest(r, {a, b})`: a digest of a tuple type, named `digest_<n>` for the n-th such
+    call, as p4c names it in P4Info."""
+    values = tuple(x.expr(item, scope) for item in data.items)
+    for v, item in zip(values, data.items, strict=True):
+        if not isinstance(v.type, ir.BitT | ir.BoolT | ir.ErrorT | ir.EnumT):
+            what = f"a digest's {{...}} holds bit<N>, int<N>, bool, error or enums, not {v.type}"
+            raise P4CompileError.at(item.loc, what)
+    digests = x.env.digests
+    name = f"digest_{sum(isinstance(d.type, ir.TupleT) for d in digests.values())}"
+    digests[name] = ir.Digest(name, ir.TupleT(tuple(v.type for v in values)))
+    return ir.DigestCall(name, receiver, values)
 
 
 def _struct(t: ir.Type, loc: ir.Loc) -> ir.StructT:

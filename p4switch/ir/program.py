@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from p4switch.ir.expressions import Expr, Var
 from p4switch.ir.statements import Stmt
-from p4switch.ir.types import Annotation, BitT, Loc, StructT, Type
+from p4switch.ir.types import Annotation, BitT, Loc, StructT, TupleT, Type
 
 # --- program objects ------------------------------------------------------------------------
 
@@ -180,7 +180,7 @@ class Digest:
     each digest carries (bit<N>, int<N> or bool, nested structs flattened in order)."""
 
     name: str
-    type: StructT
+    type: StructT | TupleT  # a tuple: `digest(r, {a, b})`, named digest_<n>
 
 
 @dataclass(frozen=True)

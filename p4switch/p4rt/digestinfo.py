@@ -43,6 +43,11 @@ def _encode(
         for m in types.structs[spec.struct.name].members:
             _encode(out.struct.members.add(), m.type_spec, values, types)
         return
+    if kind == "tuple":
+        out.tuple.SetInParent()
+        for member in spec.tuple.members:
+            _encode(out.tuple.members.add(), member, values, types)
+        return
     value = next(values)
     if kind == "bool":
         out.bool = bool(value)
@@ -80,10 +85,15 @@ def _widths(spec: p4types_pb2.P4DataTypeSpec, types: p4types_pb2.P4TypeInfo) -> 
         bits = spec.bitstring
         which = bits.WhichOneof("type_spec")
         return [bits.bit.bitwidth if which == "bit" else bits.int.bitwidth]
-    if kind == "struct" and spec.struct.name in types.structs:
+    if kind in ("struct", "tuple") and (kind == "tuple" or spec.struct.name in types.structs):
+        parts = (
+            list(spec.tuple.members)
+            if kind == "tuple"
+            else [m.type_spec for m in types.structs[spec.struct.name].members]
+        )
         out: list[int] = []
-        for m in types.structs[spec.struct.name].members:
-            inner = _widths(m.type_spec, types)
+        for part in parts:
+            inner = _widths(part, types)
             if inner is None:
                 return None
             out += inner

@@ -228,7 +228,8 @@ def test_the_native_back_end_refuses_digests_by_name(tmp_path: Path) -> None:
     ("old", "new", "words"),
     [
         ("digest(1, m.learn);", "digest(1, h.eth);", "digest data must be a struct"),
-        ("digest(1, m.learn);", "digest(1, {h.eth.src});", "give the digest's struct type"),
+        ("digest(1, m.learn);", "digest(1, {src = h.eth.src});", "give the digest's struct type"),
+        ("digest(1, m.learn);", "digest(1, {h.eth});", "holds bit<N>, int<N>, bool, error"),
         ("digest(1, m.learn);", "digest<note_t>(1, m.learn);", "digest<note_t> is given a"),
         ("digest(1, m.learn);", "digest<learn_t>(1, {h.eth.src});", "1 values for learn_t"),
         ("digest(1, m.learn);", "digest(1);", "takes 2 argument(s)"),
@@ -488,3 +489,24 @@ def test_errors_and_enums_travel_by_name_over_p4runtime(tmp_path: Path) -> None:
         pipe.process(1, frame(0xA, dst=0xB, eth_type=2))
         (data,) = client.next("digest").digest.data
         assert data.struct.members[1].bitstring == b"*"  # gah = 42
+
+
+def test_a_tuple_digest_is_named_as_p4c_names_it(tmp_path: Path) -> None:
+    """`digest(r, {a, b})` without a struct type: P4Info's `digest_0` of a tuple type (p4c's
+    issue430-1-bmv2 gets this id), its values a P4Data tuple."""
+    text = PROGRAM.replace("digest(1, m.learn);", "digest(5, {h.eth.src, s.ingress_port});")
+    program = compiled(tmp_path, text)
+    (digest,) = [d for d in program.p4info.digests if d.preamble.name.startswith("digest_")]
+    assert (digest.preamble.name, digest.preamble.id) == ("digest_0", 401776493)
+    widths = [m.bitstring.bit.bitwidth for m in digest.type_spec.tuple.members]
+    assert widths == [48, 9]
+    state = program.new_state()
+    pipe = program.pipeline(state)
+    with serving(program, text, state) as client:
+        update = p4runtime_pb2.Update(type=INSERT)
+        update.entity.digest_entry.digest_id = digest.preamble.id
+        update.entity.digest_entry.config.max_list_size = 1
+        client.write(update)
+        pipe.process(3, frame(0xA))
+        (data,) = client.next("digest").digest.data
+        assert [m.bitstring for m in data.tuple.members] == [b"\x0a", b"\x03"]
