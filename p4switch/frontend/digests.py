@@ -7,13 +7,12 @@ ingress control's last digest is the packet's one (runtime.digests says what hap
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.env import Scope
 from p4switch.frontend.exprcheck import ExprChecker
+from p4switch.frontend.lowerings import field_items
 
 U32 = ir.BitT(32)
 
@@ -99,17 +98,7 @@ def _list_values(
     x: ExprChecker, data: s.ListLit, t: ir.StructT, scope: Scope
 ) -> tuple[ir.Expr, ...]:
     """The scalars of `{...}` for struct type t: by position, or `{f = e}` by name."""
-    items: Sequence[s.ExprSyntax] = data.items
-    names = [f.name for f in t.fields]
-    if data.names:
-        given = dict(zip(data.names, data.items, strict=True))
-        if len(given) != len(data.names) or set(given) != set(names):
-            what = f"name each field of {t.name} once: {', '.join(names)}"
-            raise P4CompileError.at(data.loc, what)
-        items = [given[n] for n in names]
-    if len(items) != len(t.fields):
-        what = f"{len(items)} values for {t.name}, which has {len(t.fields)} fields"
-        raise P4CompileError.at(data.loc, what)
+    items = field_items(data, t)
     out: list[ir.Expr] = []
     for f, item in zip(t.fields, items, strict=True):
         if isinstance(f.type, ir.StructT) and isinstance(item, s.ListLit):

@@ -4,8 +4,11 @@ which headers hold a varbit field, and `hash` with HashAlgorithm.random."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
+from p4switch.frontend import syntax as s
 
 
 def union_siblings_invalid(header: ir.Expr) -> list[ir.Stmt]:
@@ -119,3 +122,23 @@ def random_hash(dest: ir.Expr, base: ir.Expr, limit: ir.Expr, loc: ir.Loc) -> li
     top = ir.Const(t, min(int(limit.value) - 1, t.mask))
     plus = ir.Binary("+", dest, base, t)
     return [ir.Random(dest, ir.Const(t, 0), top), ir.Assign(dest, plus)]
+
+
+def field_items(value: s.ListLit, t: ir.StructT) -> Sequence[s.ExprSyntax]:
+    """The items of `{...}` for struct `t`, one per field in field order: by position, or
+    `{b = 2, a = 1}` naming every field once."""
+    items: Sequence[s.ExprSyntax] = value.items
+    if value.names:
+        given = dict(zip(value.names, items, strict=True))
+        names = [f.name for f in t.fields]
+        for name in value.names:
+            if name not in names:
+                raise P4CompileError.at(value.loc, f"{t.name} has no field {name!r}")
+        if len(given) != len(value.names) or set(given) != set(names):
+            what = f"name each field of {t.name} once: {', '.join(names)}"
+            raise P4CompileError.at(value.loc, what)
+        items = tuple(given[n] for n in names)
+    if len(items) != len(t.fields):
+        what = f"{len(items)} values for {t.name}, which has {len(t.fields)} fields"
+        raise P4CompileError.at(value.loc, what)
+    return items

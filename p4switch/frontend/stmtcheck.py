@@ -12,7 +12,7 @@ from p4switch.frontend.callargs import lookahead_field
 from p4switch.frontend.calls import BlockContext, CallLowering
 from p4switch.frontend.env import Scope, ValueSetEntity
 from p4switch.frontend.exprcheck import ExprChecker
-from p4switch.frontend.lowerings import union_siblings_invalid
+from p4switch.frontend.lowerings import field_items, union_siblings_invalid
 
 FINAL_STATES = ("accept", "reject")
 
@@ -159,20 +159,7 @@ class StmtChecker:
                 raise P4CompileError.at(st.value.loc, "a tuple's elements have no names")
             t = ir.StructT(str(t), tuple(ir.Field(str(i), e) for i, e in enumerate(t.elements)))
         assert isinstance(t, ir.StructT)
-        fields, items = t.fields, st.value.items
-        if st.value.names:  # `{b = 2, a = 1}`: every field once, in any order
-            given = dict(zip(st.value.names, items, strict=True))
-            names = [f.name for f in fields]
-            for name in st.value.names:
-                if name not in names:
-                    raise P4CompileError.at(st.value.loc, f"{t.name} has no field {name!r}")
-            if len(given) != len(st.value.names) or set(given) != set(names):
-                what = f"name each field of {t.name} once: {', '.join(names)}"
-                raise P4CompileError.at(st.value.loc, what)
-            items = tuple(given[n] for n in names)
-        if len(items) != len(fields):
-            what = f"{len(items)} values for {t.name}, which has {len(fields)} fields"
-            raise P4CompileError.at(st.value.loc, what)
+        fields, items = t.fields, field_items(st.value, t)
         out: list[ir.Stmt] = []
         for k, (f, item) in enumerate(zip(fields, items, strict=True)):
             member: s.ExprSyntax = s.MemberExpr(item.loc, st.target, f.name)

@@ -6,6 +6,8 @@ neither: p4switch picks a group's member as BMv2 does, one member, one share).""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
@@ -102,15 +104,25 @@ def _chosen(pipeline: InstalledPipeline, profile_id: int) -> list[ProfileInfo]:
     return [profiles[profile_id]]
 
 
+def _wanted(
+    info: ProfileInfo, profile_id: int, wanted: int, present: Collection[int], what: str
+) -> list[int]:
+    """The member or group ids a read selects in one profile: all of them for id 0; else that
+    one, NOT_FOUND if the read named this profile, nothing if it named every profile."""
+    if not wanted:
+        return sorted(present)
+    if wanted in present:
+        return [wanted]
+    if profile_id:
+        raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no {what} {wanted}")
+    return []
+
+
 def read_members(pipeline: InstalledPipeline, q: p4runtime_pb2.ActionProfileMember) -> Entities:
     out: Entities = []
     for info in _chosen(pipeline, q.action_profile_id):
         members = pipeline.state.profile(info.name).members
-        if q.member_id and q.member_id not in members:
-            if q.action_profile_id:
-                raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no member {q.member_id}")
-            continue
-        for member_id in [q.member_id] if q.member_id else sorted(members):
+        for member_id in _wanted(info, q.action_profile_id, q.member_id, members, "member"):
             msg = p4runtime_pb2.ActionProfileMember(
                 action_profile_id=info.id,
                 member_id=member_id,
@@ -124,11 +136,7 @@ def read_groups(pipeline: InstalledPipeline, q: p4runtime_pb2.ActionProfileGroup
     out: Entities = []
     for info in _chosen(pipeline, q.action_profile_id):
         groups = pipeline.state.profile(info.name).groups
-        if q.group_id and q.group_id not in groups:
-            if q.action_profile_id:
-                raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no group {q.group_id}")
-            continue
-        for group_id in [q.group_id] if q.group_id else sorted(groups):
+        for group_id in _wanted(info, q.action_profile_id, q.group_id, groups, "group"):
             group = groups[group_id]
             msg = p4runtime_pb2.ActionProfileGroup(
                 action_profile_id=info.id, group_id=group_id, max_size=group.max_size
