@@ -40,7 +40,7 @@ from topo.loader import default_wan, load_wan
 from topo.siteplan import SLOT_BYTES
 from topo.wan import Wan
 
-DEFAULT_PLOT = Path("results/plan-sweep.png")  # the one plot path whose directory innet makes
+DEFAULT_PLOT = Path("results/plan-sweep.png")
 MAX_JITTER_S = 1.0  # far above any WAN's delay variation; beyond it delays lose their meaning
 JITTER_WHY = "a WAN's delay variation, each way"
 # one inner step at full scale: from 1 ms (far below any large model's) to an hour
@@ -185,8 +185,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     sweep.add_argument(
         "--plot",
         type=Path,
-        help="PNG to write, in a directory that exists (default results/plan-sweep.png; "
-        "results/ is made for the default only)",
+        help="PNG to write, its folder made when missing (default results/plan-sweep.png)",
     )
     sim = OneLineParser(
         prog="innet plan simulate",
@@ -360,7 +359,7 @@ def _sweep(args: argparse.Namespace) -> None:
         raise CommandLineError(f"--memory: {args.memory!r} goes above the largest innet plans "
                                "for (1 PB)")  # fmt: skip
     plot = DEFAULT_PLOT if args.plot is None else args.plot
-    check_plot_path(plot, make_directory=args.plot is None)  # before minutes of planning
+    check_plot_path(plot)  # before minutes of planning
     wan, params = _setup(args, low)
     band = band_of(wan, args.margin)
     planners = [Planner(w) for w in band_wans(wan, band)]
@@ -374,7 +373,7 @@ def _sweep(args: argparse.Namespace) -> None:
         f"{wan.name}: {format_size(params.update_bytes)} update, "
         f"{format_rate(params.access_bps)} per island"
     )
-    plot_sweep(result, plot, title, make_directory=args.plot is None)
+    plot_sweep(result, plot, title)
     if args.json:
         print(json.dumps(sweep_json(wan, result), indent=2))
     else:

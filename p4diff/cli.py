@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 
 from innet.argparsing import OneLineParser
 from innet.exceptions import InnetError, InputError, one_line
+from innet.paths import check_destination, make_folder
 from p4diff.case import Case, Step, load_case
 from p4diff.compare import first_difference
 from p4diff.recording import Recording, load_recording
@@ -119,14 +120,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     kinds = targets_of(args)
     case = load_case(args.case)
+    if args.out is not None:  # before any target starts: folders made when missing
+        check_destination(args.out, "--out")
+    if args.record is not None:
+        check_destination(args.record.parent, "--record")
     if args.settle is not None:
         if not args.settle > 0:
             raise InputError(f"--settle {args.settle:g}: a quiet time above 0 seconds")
         case = dataclasses.replace(case, settle=args.settle)
     expected = load_recording(args.expect) if args.expect is not None else None
     with tempfile.TemporaryDirectory(prefix="p4diff-") as scratch:
-        workdir = args.out if args.out is not None else Path(scratch)
-        workdir.mkdir(parents=True, exist_ok=True)
+        workdir = make_folder(args.out if args.out is not None else Path(scratch), "--out")
         recordings = _play(case, kinds, workdir, progress=not args.no_progress)
         if args.out is not None:
             for recording in recordings:

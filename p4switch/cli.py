@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from innet.argparsing import OneLineParser
 from innet.exceptions import InnetError, one_line
+from innet.paths import make_folder
 from p4switch.exceptions import ControlError, P4CompileError, PortError, UsageError
 
 if TYPE_CHECKING:
@@ -214,10 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if program is not None and args.p4info_out is not None:
             from p4switch.p4info import write_p4info  # protobuf: only when a P4Info is written
 
-            if not args.p4info_out.parent.is_dir():
-                raise UsageError(
-                    f"--p4info-out {args.p4info_out}: no directory {args.p4info_out.parent}"
-                )
+            make_folder(args.p4info_out.parent, "--p4info-out")
             write_p4info(program.p4info, args.p4info_out)
     except P4CompileError as err:  # file:line:column and the line itself, as compilers print
         print(err, file=sys.stderr)

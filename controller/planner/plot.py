@@ -12,30 +12,28 @@ from typing import TYPE_CHECKING
 
 from controller.planner.exceptions import PlanError
 from controller.planner.sweep import Sweep
+from innet.exceptions import InputError
+from innet.paths import check_destination, make_folder
 
 if TYPE_CHECKING:  # matplotlib is imported only when a plot is drawn
     from matplotlib.axes import Axes
 
 
-def check_plot_path(path: Path, make_directory: bool = False) -> None:
-    """PlanError unless a plot can be written at `path`: its directory exists (or may be made,
-    `make_directory`: only for the default path) and it is not itself a directory."""
+def check_plot_path(path: Path) -> None:
+    """PlanError unless a plot can be written at `path`: not a directory itself, and in a
+    folder that exists or can be made (plot_sweep makes it)."""
     if path.is_dir():
         raise PlanError(f"cannot write the plot to {path}: it is a directory; give a file name")
-    parent = path.parent
-    if parent.is_dir() or (make_directory and not parent.exists()):
-        return
-    what = "is not a directory" if parent.exists() else "does not exist"
-    raise PlanError(
-        f"cannot write the plot to {path}: {parent} {what}; create it, or give --plot a path in "
-        "a directory that exists"
-    )
+    try:
+        check_destination(path.parent, "--plot")
+    except InputError as err:
+        raise PlanError(f"cannot write the plot to {path}: {err}") from None
 
 
-def plot_sweep(result: Sweep, path: Path, title: str, make_directory: bool = False) -> None:
-    """Write the plot to `path` atomically (a temporary file renamed into place). Its directory
-    must exist; with `make_directory` (the default path only) it is made when missing."""
-    check_plot_path(path, make_directory)
+def plot_sweep(result: Sweep, path: Path, title: str) -> None:
+    """Write the plot to `path` atomically (a temporary file renamed into place), making its
+    folder when missing."""
+    check_plot_path(path)
     # imported here: matplotlib takes a second to load, and every `innet` command imports this
     # module; pyplot is told its backend (no display) before its first import
     import matplotlib
@@ -86,8 +84,7 @@ def plot_sweep(result: Sweep, path: Path, title: str, make_directory: bool = Fal
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    if make_directory:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent, "--plot")
     fd, tmp = tempfile.mkstemp(prefix=".plot-", suffix=".png", dir=path.parent)
     os.close(fd)
     try:

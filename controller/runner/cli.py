@@ -27,7 +27,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeE
 from controller.exceptions import CommandLineError, RunDirError
 from controller.flags import MAX_PORT, port
 from controller.rundir import RunDir
-from innet.paths import DEFAULT_SCENARIO, RESULTS
+from innet.exceptions import InputError
+from innet.paths import DEFAULT_SCENARIO, RESULTS, check_destination
 from topo.shaping import SHAPING_HELP, SHAPING_REQUESTS
 from topo.siteplan import GRPC_BASE_PORT
 
@@ -49,7 +50,7 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=DEFAULT_SCENARIO,
         help="scenario YAML (default scenarios/nine-cities.yaml)",
     )
-    p.add_argument("--out", type=Path, help="results folder, made in a directory that exists "
+    p.add_argument("--out", type=Path, help="results folder, made with its parents when missing "
                    "(default results/NAME-YYYYmmdd-HHMMSS)")  # fmt: skip
     p.add_argument(
         "--check",
@@ -87,14 +88,14 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _check_out(folder: Path) -> None:
-    """innet makes the results folder --out names, not the directories above it."""
+    """The results folder: made by the run with its parents; refused before anything starts when
+    it is a file, lies inside one, or cannot be written."""
     if folder.exists() and not folder.is_dir():
         raise CommandLineError(f"--out {folder} is a file; give a folder")
-    if not folder.parent.is_dir():
-        raise CommandLineError(
-            f"--out {folder}: {folder.parent} does not exist; create it, or give a folder in a "
-            "directory that exists"
-        )
+    try:
+        check_destination(folder, "--out")
+    except InputError as err:
+        raise CommandLineError(str(err)) from None
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:
@@ -110,8 +111,9 @@ def run(args: argparse.Namespace) -> int:
     from controller.runner.run import Run, built_testbeds
     from topo.mininet_net import preflight
 
-    if args.out is not None:
-        _check_out(args.out)
+    folder = args.out
+    if folder is not None:
+        _check_out(folder)  # before the scenario: minutes of planning are not spent in vain
     # refused here, before anything starts; other lanes than this process's start it again
     emulation = resolve(load_relaunching(args.scenario, getattr(args, "relaunch", False)))
     last_port = args.grpc_base_port + len(emulation.scenario.islands) - 1
@@ -128,7 +130,9 @@ def run(args: argparse.Namespace) -> int:
         raise CommandLineError("innet run needs root (Mininet builds namespaces and veth pairs)")
     preflight(args.shaping, args.target)  # the target's tools and the shaping, before anything
     name = emulation.scenario.name
-    folder = args.out or RESULTS / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if folder is None:
+        folder = RESULTS / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        _check_out(folder)
     if folder.exists() and any(folder.iterdir()):
         raise CommandLineError(f"{folder} exists and is not empty: choose another --out")
     run_dir = RunDir(args.run_dir)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from controller.cli import main
+from tests.unit.folders import unwritable
 
 NINE = [
     "Tokyo",
@@ -376,14 +377,26 @@ def test_quantities_beyond_any_wan_are_refused(capsys, argv, message):
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
 
 
-def test_plot_in_a_missing_directory_is_refused_and_nothing_is_made(capsys, tmp_path):
-    plot = tmp_path / "missing" / "x.png"
-    code, out, err = run(capsys, "plan", "sweep", "--plot", str(plot))
+def test_a_plot_in_a_missing_folder_makes_it(capsys, tmp_path):
+    plot = tmp_path / "results" / "demo" / "x.png"
+    code, _, err = run(capsys, "plan", "sweep", "--points", "2", "--family", "all-to-all",
+                       "--plot", str(plot))  # fmt: skip
+    assert code == 0, err
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_plot_that_cannot_be_written_is_refused_before_planning(capsys, tmp_path):
+    (tmp_path / "notes").write_text("x")
+    code, out, err = run(capsys, "plan", "sweep", "--plot", str(tmp_path / "notes" / "x.png"))
     assert code == 2 and out == ""
-    assert f"{plot.parent} does not exist" in err and err.count("\n") == 1
-    assert not plot.parent.exists()
+    assert f"{tmp_path / 'notes'} is a file, not a folder" in err and err.count("\n") == 1
     code, _, err = run(capsys, "plan", "sweep", "--plot", str(tmp_path))
     assert code == 2 and "is a directory" in err
+    with unwritable(tmp_path / "locked") as locked:
+        code, _, err = run(capsys, "plan", "sweep", "--plot", str(locked / "d" / "x.png"))
+        assert code == 2 and f"cannot write in {locked}" in err and err.count("\n") == 1
+        assert list(locked.iterdir()) == []
+    assert (tmp_path / "notes").read_text() == "x"
 
 
 def test_the_default_plot_path_makes_its_directory(capsys, tmp_path, monkeypatch):
@@ -393,14 +406,15 @@ def test_the_default_plot_path_makes_its_directory(capsys, tmp_path, monkeypatch
     assert (tmp_path / "results" / "plan-sweep.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_ctrl_c_ends_a_plan_with_one_line(capsys, monkeypatch):
+def test_ctrl_c_ends_a_plan_with_one_line(capsys, monkeypatch, tmp_path):
     from controller.planner.optimise import Planner
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Planner, "plan", interrupted)
-    code, out, err = run(capsys, "plan", "sweep", "--plot", "/nonexistent-dir-x/never.png")
+    (tmp_path / "notes").write_text("x")
+    code, out, err = run(capsys, "plan", "sweep", "--plot", str(tmp_path / "notes" / "never.png"))
     assert code == 2  # the plot path is checked first: minutes of planning are not wasted
     code, out, err = run(capsys, "plan", "simulate")
     assert code == 130 and out == ""
@@ -428,11 +442,22 @@ def test_a_deeply_nested_scenario_is_refused_at_its_line(capsys, tmp_path):
     assert err.startswith(f"innet: error: {scenario}:2: nested deeper than 16 levels")
 
 
-def test_run_makes_no_directories_above_its_results_folder(capsys, tmp_path):
+def test_run_checks_its_results_folder_first_and_the_check_makes_nothing(capsys, tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: s\nhosts: 1\nschedules: [all-to-all]\n")
     out_dir = tmp_path / "missing" / "results"
-    code, _, err = run(capsys, "run", "--out", str(out_dir), "--check")
-    assert code == 2 and f"{out_dir.parent} does not exist" in err
-    assert not out_dir.parent.exists()
+    code, _, err = run(capsys, "run", str(scenario), "--out", str(out_dir), "--check")
+    assert code == 0, err
+    assert not out_dir.parent.exists()  # the run makes it, with its parents; --check writes nothing
+    (tmp_path / "notes").write_text("x")
+    inside_a_file = tmp_path / "notes" / "run"
+    code, out, err = run(capsys, "run", "--out", str(inside_a_file), "--check")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{tmp_path / 'notes'} is a file, not a folder" in err
+    with unwritable(tmp_path / "locked") as locked:
+        code, out, err = run(capsys, "run", "--out", str(locked / "run"), "--check")
+        assert code == 2 and out == "" and f"cannot write in {locked}" in err
+        assert list(locked.iterdir()) == []
 
 
 def test_ctrl_c_while_net_up_waits_says_what_goes_on(capsys, monkeypatch, tmp_path):

@@ -55,6 +55,17 @@ def test_bad_flags_are_one_line_and_exit_status_2(
     assert code == 2 and message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("flag", ["--out", "--record"])
+def test_an_output_inside_a_file_is_refused_before_any_target_starts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str
+) -> None:
+    (tmp_path / "notes").write_text("x")
+    inside = tmp_path / "notes" / "here" / "x.json"
+    code, out, err = run(capsys, str(INNET), "--targets", "p4switch,p4switch", flag, str(inside))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{tmp_path / 'notes'} is a file, not a folder" in err
+
+
 def test_the_bmv2_target_says_why_it_cannot_run_here(capsys: pytest.CaptureFixture[str]) -> None:
     if not missing_tools():
         pytest.skip("BMv2 and p4c are installed here: the bmv2 target can run")

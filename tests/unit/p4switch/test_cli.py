@@ -66,12 +66,19 @@ def test_a_missing_program_file(tmp_path: Path, capsys) -> None:
     assert capsys.readouterr().err == f"{tmp_path / 'nope.p4'}: error: no such P4 source file\n"
 
 
-def test_a_p4info_file_in_a_missing_directory_is_refused_by_name(tmp_path: Path, capsys) -> None:
+def test_a_p4info_file_in_a_missing_folder_makes_it(tmp_path: Path) -> None:
+    out = tmp_path / "build" / "p4" / "l2.p4info.txt"
+    assert main(["--p4", str(PROGRAMS / "l2.p4"), "--check", "--p4info-out", str(out)]) == 0
+    assert "tables" in out.read_text()
+
+
+def test_a_p4info_file_inside_a_file_is_refused_by_name(tmp_path: Path, capsys) -> None:
+    (tmp_path / "build").write_text("x")
     out = tmp_path / "build" / "l2.p4info.txt"
     assert main(["--p4", str(PROGRAMS / "l2.p4"), "--check", "--p4info-out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"no directory {out.parent}" in err
-    assert not out.exists()
+    assert err.count("\n") == 1 and f"{tmp_path / 'build'} is a file, not a folder" in err
+    assert (tmp_path / "build").read_text() == "x"
 
 
 def test_a_program_given_on_the_command_line_keeps_ordinary_includes(tmp_path: Path) -> None:
