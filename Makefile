@@ -59,6 +59,8 @@ test-bmv2: setup
 bench: setup
 	$(BIN)/python bench/planner.py
 	$(BIN)/python bench/pipeline.py
+	mkdir -p results/bench && $(BIN)/python bench/timing.py --json \
+	  > results/bench/timing-$$(date +%Y%m%d-%H%M%S).json
 	@if [ "$$(id -u)" -eq 0 ]; then \
 	  mkdir -p results/bench && $(BIN)/python bench/forwarding.py --json \
 	    > results/bench/forwarding-$$(date +%Y%m%d-%H%M%S).json; \
