@@ -11,6 +11,11 @@ ready port and sends the shaped frames whose time has come. The processor is onl
 that thread. Other threads (control channel, P4Runtime server) talk to the loop through `shape`,
 `inject`, `set_processor` and `stats`, which are safe to call while it runs. What the loop keeps
 per port (socket, egress queue, capture files, counters) is a `p4switch.switchports.SwitchPort`.
+
+Shaping counts on the switch's `clock` (`time.monotonic` unless the caller gives another); the
+kernel's receive times and the captures' timestamps are Unix times, read from `wall_clock`
+(`time.time`). A test gives both as simulated clocks and drives the loop itself, one turn at a
+time, with `poll`: what is held, what is released and when it is due are then exact.
 """
 
 from __future__ import annotations
@@ -62,7 +67,9 @@ class Switch:
     opened by the caller (left open). `shaping` gives ports their initial `ShapeSpec`; `seed`
     makes the loss draws repeatable. With `pcap_dir`, every frame received and sent is captured
     in `<port>-in.pcap` / `<port>-out.pcap` there. Frames the processor sends to `cpu_port` go to
-    `on_cpu_packet` (called on the I/O thread: hand the frame over, don't block).
+    `on_cpu_packet` (called on the I/O thread: hand the frame over, don't block). `clock`
+    (monotonic seconds) is what shaping counts on, `wall_clock` the Unix time of kernel receive
+    times and captures (module docstring).
     """
 
     def __init__(
@@ -75,6 +82,8 @@ class Switch:
         cpu_port: int | None = None,
         seed: int = 0,
         on_cpu_packet: Callable[[bytes], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         if not ports:
             raise ValueError("a switch needs at least one port")
@@ -87,6 +96,8 @@ class Switch:
         if unknown:
             raise UnknownPortError(f"shaping given for port(s) {unknown}, not in {sorted(ports)}")
         self._processor = processor
+        self._clock = clock
+        self._wall_clock = wall_clock
         self._cpu_port = cpu_port
         self.on_cpu_packet = on_cpu_packet
         self._port_set = SwitchPorts(ports, shaping or {}, seed, pcap_dir)
@@ -97,6 +108,7 @@ class Switch:
         except BaseException:
             self._port_set.close()
             raise
+        self._wait_readable = self._waiter()
         self._cpu = PortCounters()
         self._active: set[int] = set()  # ports holding shaped frames
         self._injected: deque[tuple[int, bytes]] = deque()
@@ -160,7 +172,7 @@ class Switch:
         `reset_peaks` restarts each port's `lateness_max_s` after reading it, so that a caller
         can measure the switch's worst processing lag over an interval (one training round).
         """
-        now = time.monotonic()
+        now = self._clock()
         ports: dict[int, dict[str, Any]] = {}
         with self._lock:
             pending = dict(self._pending)
@@ -179,7 +191,6 @@ class Switch:
         """Forward until `stop` is set; call `wake` after setting it to return at once."""
         if self._closed:
             raise RuntimeError("the switch is closed; create a new one")
-        wait_readable = self._waiter()
         with self._lock:
             self._running = True
             self._apply_pending()
@@ -191,33 +202,53 @@ class Switch:
                 state.name,
                 "" if shaping.is_passthrough else f" (egress {shaping.describe()})",
             )
-        monotonic = time.monotonic
-        by_fd = self._by_fd
         try:
             while not stop.is_set():
-                timeout = MAX_WAIT_S
-                if self._active:
-                    timeout = min(timeout, max(0.0, self._next_due() - monotonic()))
-                ready = wait_readable(timeout)
-                if self._pending:  # before the frames that arrived with the wake-up
-                    with self._lock:
-                        self._apply_pending()
-                if self._injected:
-                    self._drain_injected()
-                for fd in ready:
-                    port = by_fd.get(fd)
-                    if port is None:
-                        self._drain_wake()
-                    else:
-                        self._receive(port)
-                if self._active:
-                    self._release(monotonic())
+                self._turn(self.wait_timeout())
         finally:
             with self._lock:
                 self._running = False
                 self._apply_pending()
             self._port_set.flush_captures()
             log.info("switch stopped")
+
+    def poll(self, timeout: float = 0.0) -> None:
+        """One turn of the loop `run` repeats, on the caller's thread: wait up to `timeout` s
+        for frames (no longer than `wait_timeout`), handle those that are in, then send the
+        shaped frames that are due by the clock. For driving a switch step by step, e.g. on a
+        simulated clock; not while `run` runs."""
+        if self._closed:
+            raise RuntimeError("the switch is closed; create a new one")
+        with self._lock:
+            if self._running:
+                raise RuntimeError("the switch's loop runs on another thread; stop it first")
+        self._turn(min(timeout, self.wait_timeout()))
+
+    def wait_timeout(self) -> float:
+        """How long the loop may wait for frames now (s): until the next shaped frame is due
+        by the clock (0 if one is due), and never longer than MAX_WAIT_S."""
+        if not self._active:
+            return MAX_WAIT_S
+        return min(MAX_WAIT_S, max(0.0, self._next_due() - self._clock()))
+
+    def _turn(self, timeout: float) -> None:
+        """Wait up to `timeout` s, then: shaping changes, packet-outs, the frames of each ready
+        port, and the shaped frames due by the clock, in that order."""
+        ready = self._wait_readable(timeout)
+        if self._pending:  # before the frames that arrived with the wake-up
+            with self._lock:
+                self._apply_pending()
+        if self._injected:
+            self._drain_injected()
+        by_fd = self._by_fd
+        for fd in ready:
+            port = by_fd.get(fd)
+            if port is None:
+                self._drain_wake()
+            else:
+                self._receive(port)
+        if self._active:
+            self._release(self._clock())
 
     def _waiter(self) -> Callable[[float], list[int]]:
         """A function waiting up to a timeout (s) for readable fds: ports and the wake-up pipe.
@@ -237,13 +268,16 @@ class Switch:
 
     def _receive(self, state: SwitchPort) -> None:
         """Process up to RX_BATCH frames from a port, each as it was on the wire (VLAN tag) and
-        from the time it arrived there (the kernel's receive time, on this loop's clock)."""
+        from the time it arrived there (the kernel's receive time, on this loop's clock: its
+        Unix time less the wall clock's offset from the loop's clock)."""
         recvfrom = state.sock.recvfrom
         recvmsg = state.sock.recvmsg if state.auxdata else None  # None: no tags, no times
         counters = state.counters
         pcap = state.pcap_in
         number = state.number
-        realtime_offset = time.time() - (now := time.monotonic())  # kernel times are Unix times
+        clock = self._clock
+        wall_clock = self._wall_clock
+        realtime_offset = wall_clock() - (now := clock())  # kernel times are Unix times
         for _ in range(RX_BATCH):
             arrived = now
             try:
@@ -253,7 +287,7 @@ class Switch:
                     stamp = arrival_time(ancdata)
                     if stamp is not None:
                         arrived = stamp - realtime_offset
-                        state.rx_lag_max_s = max(state.rx_lag_max_s, time.monotonic() - arrived)
+                        state.rx_lag_max_s = max(state.rx_lag_max_s, clock() - arrived)
                 else:
                     data, address = recvfrom(MAX_FRAME_BYTES)
             except BlockingIOError:
@@ -266,7 +300,7 @@ class Switch:
             counters.rx_packets += 1
             counters.rx_bytes += len(data)
             if pcap is not None:
-                pcap.write(data, time.time())
+                pcap.write(data, wall_clock())
             self._process(number, data, counters, arrived)
 
     def _process(
@@ -286,7 +320,7 @@ class Switch:
                 elif not state.shaped:
                     self._send(state, frame)
                 else:
-                    verdict = state.queue.offer(frame, time.monotonic())
+                    verdict = state.queue.offer(frame, self._clock())
                     if verdict is Verdict.QUEUED:
                         self._active.add(egress_port)
                     elif verdict is Verdict.SEND_NOW:
@@ -317,7 +351,7 @@ class Switch:
         counters.tx_packets += 1
         counters.tx_bytes += len(frame)
         if state.pcap_out is not None:
-            state.pcap_out.write(frame, time.time())
+            state.pcap_out.write(frame, self._wall_clock())
 
     def _to_cpu(self, egress_port: int, frame: bytes, counters: PortCounters) -> None:
         if egress_port != self._cpu_port:
@@ -343,7 +377,7 @@ class Switch:
             ingress_port, data = injected.popleft()
             cpu.rx_packets += 1
             cpu.rx_bytes += len(data)
-            self._process(ingress_port, data, cpu, time.monotonic())
+            self._process(ingress_port, data, cpu, self._clock())
 
     def _release(self, now: float) -> None:
         """Send every held frame whose time has come."""

@@ -154,7 +154,7 @@ def test_switch_hands_the_pipeline_and_the_wire_the_tagged_frame(tmp_path):
         host1.send(auxdata(TP_STATUS_USER) + MACS + IPV4)
         received = []
         for _ in range(2):
-            ready, _, _ = select.select([host2], [], [], 2.0)
+            ready, _, _ = select.select([host2], [], [], 10.0)  # a hang guard
             assert ready, "the switch forwarded nothing"
             received.append(host2.recv(2048))
         stats = switch.stats()["ports"][1]

@@ -1,23 +1,32 @@
-"""The switch's I/O loop, with datagram socket pairs standing in for AF_PACKET ports (no root)."""
+"""The switch's I/O loop, with datagram socket pairs standing in for AF_PACKET ports (no root).
+
+What shaping decides is tested on a simulated clock (`FakeClock`): either the test turns the
+loop itself with `Switch.poll`, or the loop runs on its thread and the test moves the clock and
+wakes it. Waits on the real clock are hang guards (`HANG_S`), never timing bounds.
+"""
 
 from __future__ import annotations
 
 import errno
+import math
 import select
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from p4switch.dataplane import Switch
+from p4switch import dataplane
+from p4switch.dataplane import MAX_WAIT_S, Switch
 from p4switch.exceptions import PortError, UnknownPortError
 from p4switch.pcap import read_pcap
 from p4switch.ports import PACKET_OUTGOING, Port, open_port
 from p4switch.shaping import ShapeSpec
+from tests.unit.clock import FakeClock
 
 CPU = 64
+HANG_S = 10.0  # seconds: the longest a test waits for what must happen (a hang guard)
 
 
 class FakeSocket:
@@ -53,9 +62,17 @@ class Wire:
         inside.setblocking(False)
         self.port = Port(name=name, ifindex=0, sock=FakeSocket(inside))  # type: ignore[arg-type]
 
-    def recv(self, timeout: float = 2.0) -> bytes | None:
+    def recv(self, timeout: float = HANG_S) -> bytes | None:
         ready, _, _ = select.select([self.host], [], [], timeout)
         return self.host.recv(65536) if ready else None
+
+    def pending(self) -> list[bytes]:
+        """The frames the switch has sent to the host's end and nobody read yet (no wait: a
+        socket pair delivers a datagram before `send` returns)."""
+        frames = []
+        while select.select([self.host], [], [], 0)[0]:
+            frames.append(self.host.recv(65536))
+        return frames
 
 
 class Crossover:
@@ -81,7 +98,7 @@ class Running:
         self.wires = wires
 
 
-def wait_for(condition, timeout: float = 2.0) -> bool:
+def wait_for(condition, timeout: float = HANG_S) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
@@ -107,9 +124,31 @@ def make_switch(tmp_path) -> Iterator:
     for switch, stop, thread, wires in started:
         stop.set()
         switch.wake()
-        thread.join(2)
+        thread.join(HANG_S)
         switch.close()
         for wire in wires:
+            wire.host.close()
+            wire.port.close()
+
+
+Stepped = Callable[..., tuple[Switch, dict[int, Wire]]]
+
+
+@pytest.fixture
+def stepped() -> Iterator[Stepped]:
+    """A switch on ports 1 and 2 whose loop nothing runs: the test turns it with `poll`."""
+    made: list[tuple[Switch, dict[int, Wire]]] = []
+
+    def make(**kwargs) -> tuple[Switch, dict[int, Wire]]:
+        wires = {1: Wire("p1"), 2: Wire("p2")}
+        switch = Switch({n: w.port for n, w in wires.items()}, Crossover(), **kwargs)
+        made.append((switch, wires))
+        return switch, wires
+
+    yield make
+    for switch, wires in made:
+        switch.close()
+        for wire in wires.values():
             wire.host.close()
             wire.port.close()
 
@@ -173,31 +212,61 @@ def test_injecting_on_an_unknown_port_is_refused(make_switch):
         running.switch.shape(7, ShapeSpec())
 
 
-def test_initial_delay_holds_frames(make_switch):
+def test_initial_delay_holds_frames_until_the_clock_reaches_their_due_time(stepped):
+    clock = FakeClock(10.0)
+    switch, wires = stepped(shaping={2: ShapeSpec(delay_s=0.08)}, clock=clock)
+    assert switch.wait_timeout() == MAX_WAIT_S  # nothing held: the longest wait
+    wires[1].host.send(b"slow")
+    switch.poll()
+    due = 10.0 + 0.08  # the arrival on the switch's clock, plus the delay
+    assert wires[2].pending() == []
+    assert switch.stats()["ports"][2]["queue_held"] == 1
+    assert switch.wait_timeout() == due - 10.0  # the loop waits until the frame is due
+    clock.now = math.nextafter(due, 0.0)  # the last instant before it is due
+    switch.poll()
+    assert wires[2].pending() == []
+    assert switch.wait_timeout() == due - clock.now
+    clock.now = due
+    assert switch.wait_timeout() == 0.0
+    switch.poll()
+    assert wires[2].pending() == [b"slow"]
+    assert switch.stats()["ports"][2]["queue_held"] == 0
+    assert switch.stats()["ports"][2]["lateness_max_s"] == 0.0  # released at its due time
+    wires[2].host.send(b"fast")  # port 1 is not shaped: out in the same turn, clock unmoved
+    switch.poll()
+    assert wires[1].pending() == [b"fast"]
+
+
+def test_a_delayed_frame_never_leaves_before_its_delay_on_the_real_clock(make_switch):
     running = make_switch(shaping={2: ShapeSpec(delay_s=0.08)})
     sent = time.monotonic()
     running.wires[1].host.send(b"slow")
     assert running.wires[2].recv() == b"slow"
-    assert time.monotonic() - sent == pytest.approx(0.08, abs=0.02)
-    running.wires[2].host.send(b"fast")  # port 1 is not shaped
-    sent = time.monotonic()
-    assert running.wires[1].recv() == b"fast"
-    assert time.monotonic() - sent < 0.03
+    assert time.monotonic() >= sent + 0.08  # a lower bound: a busy machine only adds to it
 
 
 def test_shaping_changes_while_running(make_switch):
-    running = make_switch()
-    running.switch.shape(2, ShapeSpec(delay_s=0.1))
+    clock = FakeClock(5.0)
+    running = make_switch(clock=clock)
+    running.switch.shape(2, ShapeSpec(delay_s=0.1))  # from the test's thread, while it runs
     assert running.switch.stats()["ports"][2]["shape"]["delay_s"] == 0.1
-    sent = time.monotonic()
     running.wires[1].host.send(b"held")
+    assert wait_for(lambda: running.switch.stats()["ports"][2]["queue_held"] == 1)
+    assert running.wires[2].pending() == []  # the clock has not moved: held
+    clock.advance(0.1)
+    running.switch.wake()
     assert running.wires[2].recv() == b"held"
-    assert time.monotonic() - sent == pytest.approx(0.1, abs=0.02)
     running.switch.shape(2, ShapeSpec())
-    sent = time.monotonic()
     running.wires[1].host.send(b"free")
-    assert running.wires[2].recv() == b"free"
-    assert time.monotonic() - sent < 0.03
+    assert running.wires[2].recv() == b"free"  # the clock still stands: not delayed at all
+    assert running.switch.stats()["ports"][2]["queue_held"] == 0
+
+
+def test_poll_is_refused_while_the_loop_runs(make_switch):
+    running = make_switch()
+    assert wait_for(lambda: running.switch._running)
+    with pytest.raises(RuntimeError, match="another thread"):
+        running.switch.poll()
 
 
 def test_loss_and_queue_limit_are_counted(make_switch):
@@ -210,13 +279,28 @@ def test_loss_and_queue_limit_are_counted(make_switch):
     assert 60 < port2["drops"]["loss"] < 140
 
 
-def test_queue_full_drops(make_switch):
+def test_rate_serialises_and_queue_full_drops(stepped):
+    clock = FakeClock()
     spec = ShapeSpec(rate_bps=8000.0, queue_limit=2)  # 1 s per 1000-byte frame
-    running = make_switch(shaping={2: spec})
-    for _ in range(5):
-        running.wires[1].host.send(b"q" * 1000)
-    assert wait_for(lambda: running.switch.stats()["ports"][2]["drops"]["queue_full"] == 3)
-    assert running.switch.stats()["ports"][2]["queue_depth"] == 2
+    switch, wires = stepped(shaping={2: spec}, clock=clock)
+    frames = [bytes([i]) * 1000 for i in range(5)]
+    for frame in frames:
+        wires[1].host.send(frame)
+    switch.poll()
+    port2 = switch.stats()["ports"][2]
+    assert (port2["drops"]["queue_full"], port2["queue_depth"]) == (3, 2)
+    assert wires[2].pending() == []
+    clock.now = 1.0  # the first frame's serialisation ends
+    switch.poll()
+    assert wires[2].pending() == [frames[0]]
+    assert switch.stats()["ports"][2]["queue_depth"] == 1
+    clock.now = math.nextafter(2.0, 0.0)
+    switch.poll()
+    assert wires[2].pending() == []
+    clock.now = 2.0
+    switch.poll()
+    assert wires[2].pending() == [frames[1]]
+    assert switch.stats()["ports"][2]["tx_packets"] == 2
 
 
 def test_set_processor_swaps_pipelines(make_switch):
@@ -230,27 +314,26 @@ def test_set_processor_swaps_pipelines(make_switch):
     assert running.wires[1].recv() == b"cba"
 
 
-def test_stop_returns_promptly_and_flushes_captures(tmp_path):
+def test_stop_returns_and_flushes_captures_stamped_by_the_wall_clock(tmp_path):
     wires = {1: Wire("p1"), 2: Wire("p2")}
-    switch = Switch({n: w.port for n, w in wires.items()}, Crossover(), pcap_dir=tmp_path / "cap")
+    wall_clock = FakeClock(1_700_000_000.25)
+    ports = {n: w.port for n, w in wires.items()}
+    switch = Switch(ports, Crossover(), pcap_dir=tmp_path / "cap", wall_clock=wall_clock)
     stop = threading.Event()
     thread = threading.Thread(target=switch.run, args=(stop,), daemon=True)
     thread.start()
     try:
         wires[1].host.send(b"captured frame")
         assert wires[2].recv() == b"captured frame"
-        stopped_at = time.monotonic()
         stop.set()
         switch.wake()
-        thread.join(2)
+        thread.join(HANG_S)
         assert not thread.is_alive()
-        assert time.monotonic() - stopped_at < 0.1
-        assert [r.data for r in read_pcap(tmp_path / "cap" / "1-in.pcap").records] == [
-            b"captured frame"
-        ]
-        assert [r.data for r in read_pcap(tmp_path / "cap" / "2-out.pcap").records] == [
-            b"captured frame"
-        ]
+        for path in ("1-in.pcap", "2-out.pcap"):
+            records = read_pcap(tmp_path / "cap" / path).records
+            assert [(r.data, r.timestamp) for r in records] == [
+                (b"captured frame", 1_700_000_000.25)
+            ]
         assert read_pcap(tmp_path / "cap" / "2-in.pcap").records == ()
     finally:
         stop.set()
@@ -267,11 +350,31 @@ def test_stop_without_wake_is_noticed():
     thread = threading.Thread(target=switch.run, args=(stop,), daemon=True)
     thread.start()
     stop.set()
-    thread.join(1)
+    thread.join(HANG_S)  # MAX_WAIT_S is 0.25 s: the loop looks at `stop` well before
     assert not thread.is_alive()
     switch.close()
     wires[1].host.close()
     wires[1].port.close()
+
+
+def test_wake_ends_the_wait_at_once(monkeypatch):
+    monkeypatch.setattr(dataplane, "MAX_WAIT_S", 3600.0)  # without the wake, an hour's wait
+    wires = {1: Wire("p1")}
+    switch = Switch({1: wires[1].port}, Crossover())
+    stop = threading.Event()
+    thread = threading.Thread(target=switch.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert wait_for(lambda: switch._running)
+        stop.set()
+        switch.wake()
+        thread.join(HANG_S)
+        assert not thread.is_alive()
+    finally:
+        if not thread.is_alive():
+            switch.close()
+            wires[1].host.close()
+            wires[1].port.close()
 
 
 @pytest.mark.parametrize(

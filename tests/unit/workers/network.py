@@ -30,6 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
+from tests.unit.clock import FakeClock
 from tests.unit.dataplane.harness import ISLANDS, UDP_PORT, Hop, Triangle, host_ip, ipv4_frame
 from workers.aggregate import Aggregator, GroupSpec, GroupSum, SendPolicy
 from workers.quantise import exponent_of, quantise, scale_for
@@ -39,19 +40,6 @@ MEMBERS = ISLANDS
 GATEWAY = bytes((10, 0, 255, 254))  # any destination: the edge does not route innet packets
 _UDP = struct.Struct("!HHHH")
 _PAYLOAD_AT = 14 + 20 + _UDP.size
-
-
-class FakeClock:
-    """Seconds that pass only when told to."""
-
-    def __init__(self, start: float = 0.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @dataclass
