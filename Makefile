@@ -6,6 +6,7 @@ STAMP  := $(VENV)/.installed
 DEBIAN_PACKAGES := iproute2 iputils-ping ethtool cpp gcc libc6-dev mininet shellcheck ruby
 SWEEP_ARGS ?= --memory 1MB..8GB --update-size 1GB --bandwidth 10Gbps
 SCENARIO ?= scenarios/nine-cities.yaml
+DEMO_OUT ?= results/demo
 
 # p4c's BMv2 back end: P4C=... if given, else p4c-bm2-ss on PATH, else in P4_TOOL_DIRS (where
 # source builds install; topo/bmv2.py looks in the same places: EXTRA_TOOL_DIRS)
@@ -39,10 +40,13 @@ $(STAMP): pyproject.toml
 
 # The planner's memory sweep, then (as root) the default scenario through the emulated WAN:
 # nine cities on p4switch, every schedule trained at every memory point, a comparison table.
+# The scenario is checked first (innet run --check: one line and exit 2 when it is missing or
+# broken), so a bad SCENARIO writes nothing; every command makes the folders it writes into.
 demo: setup
-	$(BIN)/innet plan sweep $(SWEEP_ARGS) --plot results/demo/sweep.png
+	@$(BIN)/innet run $(SCENARIO) --check > /dev/null
+	$(BIN)/innet plan sweep $(SWEEP_ARGS) --plot $(DEMO_OUT)/sweep.png
 	@if [ "$$(id -u)" -eq 0 ]; then \
-	  $(BIN)/innet run $(SCENARIO) --out results/demo/run-$$(date +%Y%m%d-%H%M%S); \
+	  $(BIN)/innet run $(SCENARIO) --out $(DEMO_OUT)/run-$$(date +%Y%m%d-%H%M%S); \
 	else echo "the emulated run (innet run) needs root: sudo make demo"; exit 1; fi
 
 test: setup
