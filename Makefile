@@ -7,6 +7,7 @@ DEBIAN_PACKAGES := iproute2 iputils-ping ethtool cpp gcc libc6-dev mininet shell
 SWEEP_ARGS ?= --memory 1MB..8GB --update-size 1GB --bandwidth 10Gbps
 SCENARIO ?= scenarios/nine-cities.yaml
 DEMO_OUT ?= results/demo
+PYTEST_ARGS ?=
 
 # p4c's BMv2 back end: P4C=... if given, else p4c-bm2-ss on PATH, else in P4_TOOL_DIRS (where
 # source builds install; topo/bmv2.py looks in the same places: EXTRA_TOOL_DIRS)
@@ -50,7 +51,7 @@ demo: setup
 	else echo "the emulated run (innet run) needs root: sudo make demo"; exit 1; fi
 
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Every test marked bmv2, where simple_switch_grpc and p4c-bm2-ss are installed (python -m
 # topo.bmv2 says which is missing, and how to get it, and fails); no test collected is a failure.
