@@ -6,9 +6,10 @@
 are translated by the other modules of `p4switch.p4rt` into changes of that state, under
 `state.lock`; `p4switch.p4rt.service` is the gRPC face.
 
-Deadlines: each request may carry one (`time.monotonic()` seconds, from the client's gRPC
-deadline). Work whose deadline has passed is refused with DEADLINE_EXCEEDED, checked before a
-lock is taken and again once it is held, so a request that waited too long changes nothing.
+Deadlines: each request may carry one (seconds on the server's `clock`, `time.monotonic` unless
+given another, from the client's gRPC deadline). Work whose deadline has passed is refused with
+DEADLINE_EXCEEDED, checked before a lock is taken and again once it is held, so a request that
+waited too long changes nothing.
 The loader runs outside the configuration lock (one load at a time), so writes and reads against
 the running pipeline go on while a new program compiles; only the switch-over takes the lock.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from contextlib import contextmanager
@@ -35,7 +37,7 @@ from p4switch.exceptions import (
 )
 from p4switch.p4rt.arbitration import Arbiter, Session
 from p4switch.p4rt.codec import InstalledPipeline
-from p4switch.p4rt.deadline import acquired, check_deadline
+from p4switch.p4rt.deadline import Clock, acquired, check_deadline
 from p4switch.p4rt.digests import DigestChannel
 from p4switch.p4rt.handlers import add_to_server
 from p4switch.p4rt.packetio import packet_in_message, packet_out_frame
@@ -85,6 +87,8 @@ class P4RuntimeServer:
     included, on the CPU port. `initial` is a program already running in the data plane (it is
     not activated again; its P4Info must describe its state, or P4InfoMismatchError is raised).
     `cpu_port` is the data-plane port that replicas sent to SDN port 0xfffffffd go to.
+    `clock` is what request deadlines are instants of (a test passes a simulated one, to decide
+    exactly when a deadline has passed).
     """
 
     def __init__(
@@ -95,8 +99,10 @@ class P4RuntimeServer:
         send_packet_out: Callable[[bytes], None],
         initial: LoadedProgram | None = None,
         cpu_port: int | None = None,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.device_id = device_id
+        self._clock = clock
         self._loader = loader
         self._send_packet_out = send_packet_out
         self._cpu_port = cpu_port
@@ -133,7 +139,8 @@ class P4RuntimeServer:
                 ("grpc.max_send_message_length", _MAX_MESSAGE),
             ],
         )
-        add_to_server(P4RuntimeService(self), server)  # undecodable requests: INVALID_ARGUMENT
+        # undecodable requests: INVALID_ARGUMENT
+        add_to_server(P4RuntimeService(self, self._clock), server)
         try:
             port = server.add_insecure_port(address)
         except RuntimeError as err:
@@ -188,9 +195,13 @@ class P4RuntimeServer:
         self, config: p4runtime_pb2.ForwardingPipelineConfig, deadline: float | None
     ) -> _Installed:
         """Run the loader (outside the configuration lock) and bind the P4Info to its state."""
-        with acquired(self._load_lock, deadline, "waiting for another program to load"):
+        with acquired(
+            self._load_lock, deadline, "waiting for another program to load", self._clock
+        ):
             installed = self._load_now(config)
-        check_deadline(deadline, "the program was loaded after the deadline; nothing changed")
+        check_deadline(
+            deadline, "the program was loaded after the deadline; nothing changed", self._clock
+        )
         return installed
 
     def _load_now(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> _Installed:
@@ -239,7 +250,7 @@ class P4RuntimeServer:
             raise P4RTError(code_pb2.INVALID_ARGUMENT, f"unknown action {action}")
         if not request.HasField("config") or not request.config.HasField("p4info"):
             raise P4RTError(code_pb2.INVALID_ARGUMENT, "a config with a P4Info is required")
-        check_deadline(deadline, "the deadline passed before the program was loaded")
+        check_deadline(deadline, "the deadline passed before the program was loaded", self._clock)
         installed = self._load(request.config, deadline)  # no lock held: writes go on
         if action == _SetRequest.VERIFY:
             return
@@ -273,7 +284,9 @@ class P4RuntimeServer:
     @contextmanager
     def _locked(self, deadline: float | None) -> Iterator[None]:
         """Hold the configuration lock, unless the deadline passes first (DEADLINE_EXCEEDED)."""
-        with acquired(self._config_lock, deadline, "waiting for the configuration lock"):
+        with acquired(
+            self._config_lock, deadline, "waiting for the configuration lock", self._clock
+        ):
             yield
 
     def _commit(self, installed: _Installed) -> None:
@@ -320,7 +333,9 @@ class P4RuntimeServer:
             if installed is None:
                 raise P4RTError(code_pb2.FAILED_PRECONDITION, "no forwarding pipeline is set")
             atomic = atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
-            with acquired(installed.pipeline.state.lock, deadline, "waiting for the state"):
+            with acquired(
+                installed.pipeline.state.lock, deadline, "waiting for the state", self._clock
+            ):
                 return apply_batch(installed.pipeline, request.updates, atomic=atomic)
 
     def read(
@@ -332,13 +347,15 @@ class P4RuntimeServer:
     def _read(
         self, request: p4runtime_pb2.ReadRequest, deadline: float | None
     ) -> tuple[list[p4runtime_pb2.Entity], list[P4RTError | None]]:
-        check_deadline(deadline, "the deadline passed before the read started")
+        check_deadline(deadline, "the deadline passed before the read started", self._clock)
         installed = self._saved or self._committed
         if installed is None:
             raise P4RTError(code_pb2.FAILED_PRECONDITION, "no forwarding pipeline is set")
         entities: list[p4runtime_pb2.Entity] = []
         errors: list[P4RTError | None] = []
-        with acquired(installed.pipeline.state.lock, deadline, "waiting for the state"):
+        with acquired(
+            installed.pipeline.state.lock, deadline, "waiting for the state", self._clock
+        ):
             for query in request.entities:
                 try:
                     entities += read_entity(installed.pipeline, query)

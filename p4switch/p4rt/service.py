@@ -2,10 +2,11 @@
 
 `P4RuntimeService` implements the p4.v1.P4Runtime service on top of a `Device` (what
 `p4switch.p4rt.server.P4RuntimeServer` is): it checks device id, role and primary status as the
-specification orders them, hands the device the client's deadline (as a `time.monotonic()`
-instant), then turns the device's `P4RTError`s into gRPC statuses; per-item failures of Write
-and Read become UNKNOWN with p4.v1.Error details in the `grpc-status-details-bin` trailer, kept
-under gRPC's metadata limit by `p4switch.p4rt.report`.
+specification orders them, hands the device the client's deadline (as an instant on the
+service's clock, `time.monotonic` unless given another), then turns the device's `P4RTError`s
+into gRPC statuses; per-item failures of Write and Read become UNKNOWN with p4.v1.Error details
+in the `grpc-status-details-bin` trailer, kept under gRPC's metadata limit by
+`p4switch.p4rt.report`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4switch.exceptions import ArbitrationRefusedError, P4RTError
 from p4switch.p4rt.arbitration import CLOSE, Arbiter, Session, election_id
+from p4switch.p4rt.deadline import Clock
 from p4switch.p4rt.report import batch_status
 
 API_VERSION = "1.4.1"  # the P4Runtime version implemented
@@ -76,12 +78,12 @@ def _abort(context: grpc.ServicerContext, err: P4RTError) -> NoReturn:
     raise AssertionError("unreachable")  # context.abort raises
 
 
-def _deadline(context: grpc.ServicerContext) -> float | None:
-    """The client's deadline as a time.monotonic() instant (None: the client set none)."""
+def _deadline(context: grpc.ServicerContext, clock: Clock) -> float | None:
+    """The client's deadline as an instant on `clock` (None: the client set none)."""
     remaining = context.time_remaining()
     if remaining is None or remaining > _NO_DEADLINE:  # grpc reports "none" as centuries left
         return None
-    return time.monotonic() + remaining
+    return clock() + remaining
 
 
 def _fail_batch(context: grpc.ServicerContext, errors: list[P4RTError | None], what: str) -> None:
@@ -93,10 +95,12 @@ def _fail_batch(context: grpc.ServicerContext, errors: list[P4RTError | None], w
 
 
 class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
-    """The gRPC face of a device: request checks, then the device's methods."""
+    """The gRPC face of a device: request checks, then the device's methods. `clock` is what
+    the device's deadlines are instants of (the device's own)."""
 
-    def __init__(self, server: Device) -> None:
+    def __init__(self, server: Device, clock: Clock = time.monotonic) -> None:
         self._server = server
+        self._clock = clock
 
     def _check(
         self, context: grpc.ServicerContext, device_id: int, role: str, role_id: int
@@ -128,7 +132,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             context, request.election_id if request.HasField("election_id") else None
         )
         try:
-            self._server.set_pipeline(request, _deadline(context))
+            self._server.set_pipeline(request, _deadline(context, self._clock))
         except P4RTError as err:
             _abort(context, err)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
@@ -152,7 +156,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             context, request.election_id if request.HasField("election_id") else None
         )
         try:
-            results = self._server.write(request, _deadline(context))
+            results = self._server.write(request, _deadline(context, self._clock))
         except P4RTError as err:
             _abort(context, err)
         if any(r is not None for r in results):
@@ -164,7 +168,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     ) -> Iterator[p4runtime_pb2.ReadResponse]:
         self._check(context, request.device_id, request.role, 0)
         try:
-            entities, errors = self._server.read(request, _deadline(context))
+            entities, errors = self._server.read(request, _deadline(context, self._clock))
         except P4RTError as err:
             _abort(context, err)
         for start in range(0, len(entities), _READ_CHUNK):

@@ -15,6 +15,7 @@ from p4.v1 import p4runtime_pb2
 
 from tests.unit.p4switch.p4rt.fixtures import entities as E
 from tests.unit.p4switch.p4rt.fixtures.p4rt_client import (
+    WAIT,
     Client,
     Running,
     primary_client,
@@ -32,7 +33,7 @@ def switch() -> Iterator[tuple[Running, Client]]:
 
 
 def still_serving(client: Client) -> bool:
-    reply = client.stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=5)
+    reply = client.stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=WAIT)
     return reply.p4runtime_api_version == "1.4.1"
 
 
@@ -116,7 +117,7 @@ def test_requests_that_are_not_protobuf(switch) -> None:
         response_deserializer=lambda b: b,
     )
     with pytest.raises(grpc.RpcError):
-        raw(b"\xff\xff\xff\xff not a WriteRequest", timeout=5)
+        raw(b"\xff\xff\xff\xff not a WriteRequest", timeout=WAIT)
     assert still_serving(client)
 
 

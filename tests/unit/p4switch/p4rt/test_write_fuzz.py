@@ -45,7 +45,7 @@ from tests.unit.p4switch.p4rt.fixtures.fake_program import (
     load_p4info,
     state_from_p4info,
 )
-from tests.unit.p4switch.p4rt.fixtures.p4rt_client import Client
+from tests.unit.p4switch.p4rt.fixtures.p4rt_client import WAIT, Client
 
 Update, WriteRequest = p4runtime_pb2.Update, p4runtime_pb2.WriteRequest
 ATOMIC = (WriteRequest.ROLLBACK_ON_ERROR, WriteRequest.DATAPLANE_ATOMIC)
@@ -477,5 +477,5 @@ def test_bytes_that_are_not_a_write_request_are_invalid_argument(
 ) -> None:
     raw = served[1].channel.unary_unary("/p4.v1.P4Runtime/Write")
     with pytest.raises(grpc.RpcError) as caught:
-        raw(body, timeout=5)
+        raw(body, timeout=WAIT)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
