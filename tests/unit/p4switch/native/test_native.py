@@ -232,7 +232,7 @@ def test_holding_the_state_lock_holds_the_packet_path() -> None:
         worker.start()
         worker.join(0.2)
         assert worker.is_alive() and not got  # waiting for the lock
-    worker.join(5)
+    worker.join(10)  # a hang guard
     assert got == [[(4, l2_frame(1))]]
     assert out.len[0] <= FRAME_MAX
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from p4switch.nativeio.queue import NativeEgressQueue
 from p4switch.shaping import EgressQueue, ShapeSpec, Verdict
 
 MS = 1e-3
+FRAME_60 = bytes(60)
 
 
 @pytest.fixture
@@ -86,6 +88,36 @@ def test_drop_tail_happens_when_the_serialisation_queue_is_full(native):
     assert verdicts.count(Verdict.QUEUED) == 3
     assert verdicts[3:] == [Verdict.QUEUE_FULL] * 7
     assert c.backlog(1.0) == 3
+
+
+def test_a_delayed_frame_is_due_its_delay_after_it_was_offered(native):
+    python, c = pair(native, ShapeSpec(delay_s=50 * MS))
+    for queue in (python, c):
+        assert queue.offer(FRAME_60, 1.0) is Verdict.QUEUED
+        assert queue.next_due() == 1.0 + 50 * MS
+        assert queue.pop_due(math.nextafter(1.0 + 50 * MS, 0.0)) == []
+        assert queue.pop_due(1.0 + 50 * MS) == [FRAME_60]
+        assert queue.lateness_max_s == 0.0  # popped at its due time
+        queue.set_spec(ShapeSpec())
+        assert queue.offer(FRAME_60, 2.0) is Verdict.SEND_NOW  # no delay, nothing held
+
+
+def test_a_rate_serialises_at_exact_times_and_drops_the_tail(native):
+    frame_s = 10 * MS  # 100 frames a second
+    spec = ShapeSpec(rate_bps=len(FRAME_60) * 8 / frame_s, queue_limit=10)
+    burst = [FRAME_60[:-1] + bytes([i]) for i in range(30)]
+    dues = []
+    for queue in pair(native, spec):
+        verdicts = [queue.offer(frame, 0.0) for frame in burst]
+        assert verdicts == [Verdict.QUEUED] * 10 + [Verdict.QUEUE_FULL] * 20
+        left = []
+        while (due := queue.next_due()) is not None:
+            assert queue.pop_due(math.nextafter(due, 0.0)) == []  # none before its due time
+            left.append((due, queue.pop_due(due)))
+        assert [frames for _, frames in left] == [[frame] for frame in burst[:10]]
+        assert [due for due, _ in left] == pytest.approx([k * frame_s for k in range(1, 11)])
+        dues.append([due for due, _ in left])
+    assert dues[1] == dues[0]  # C and Python: the same sums, to the last bit
 
 
 def test_changing_spec_while_frames_are_held_matches_python(native):
