@@ -14,6 +14,8 @@ from p4switch.control import ControlServer, control_request, handle_request, mai
 from p4switch.exceptions import ControlError, UnknownPortError
 from p4switch.shaping import ShapeSpec
 
+HANG_S = 10.0  # seconds: the longest a test waits for a reply (a hang guard)
+
 
 class FakeSwitch:
     """Stands in for `Switch`: records shaping, serves canned statistics."""
@@ -121,36 +123,36 @@ def test_socket_is_private_and_removed_on_close(tmp_path, switch):
 
 
 def test_client_round_trip(server, switch):
-    assert control_request(server.path, {"cmd": "ping"}) == {"ok": True, "reply": "pong"}
-    reply = control_request(server.path, {"cmd": "shape", "port": 1, "spec": "loss=1%"})
+    assert control_request(server.path, {"cmd": "ping"}, HANG_S) == {"ok": True, "reply": "pong"}
+    reply = control_request(server.path, {"cmd": "shape", "port": 1, "spec": "loss=1%"}, HANG_S)
     assert reply["ok"] is True
     assert switch.shaped == [(1, ShapeSpec(loss=0.01))]
-    stats = control_request(server.path, {"cmd": "stats"})["stats"]
+    stats = control_request(server.path, {"cmd": "stats"}, HANG_S)["stats"]
     assert stats["ports"]["1"]["rx_packets"] == 5  # JSON keys are strings
 
 
 def test_one_connection_serves_many_lines_and_survives_garbage(server):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(5)
+        sock.settimeout(HANG_S)
         sock.connect(str(server.path))
         sock.sendall(b'garbage\n\n{"cmd": "nope"}\n{"cmd": "ping"}\n')
         with sock.makefile("rb") as replies:
             lines = [json.loads(replies.readline()) for _ in range(3)]
     assert [line["ok"] for line in lines] == [False, False, True]
     assert "bad JSON" in lines[0]["error"]
-    assert control_request(server.path, {"cmd": "ping"})["ok"] is True
+    assert control_request(server.path, {"cmd": "ping"}, HANG_S)["ok"] is True
 
 
 def test_oversized_request_is_refused(server):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(5)
+        sock.settimeout(HANG_S)
         sock.connect(str(server.path))
         sock.sendall(b"x" * (70 * 1024) + b"\n")
         with sock.makefile("rb") as replies:
             reply = json.loads(replies.readline())
     assert reply["ok"] is False
     assert "longer than" in reply["error"]
-    assert control_request(server.path, {"cmd": "ping"})["ok"] is True
+    assert control_request(server.path, {"cmd": "ping"}, HANG_S)["ok"] is True
 
 
 def test_stale_socket_file_is_replaced(tmp_path, switch):
@@ -159,7 +161,7 @@ def test_stale_socket_file_is_replaced(tmp_path, switch):
     stale.bind(str(path))
     stale.close()  # the file stays, nobody listens
     with ControlServer(path, switch):
-        assert control_request(path, {"cmd": "ping"})["ok"] is True
+        assert control_request(path, {"cmd": "ping"}, HANG_S)["ok"] is True
 
 
 def test_refuses_to_take_over_a_live_socket(server, switch):
@@ -198,18 +200,21 @@ def test_client_times_out_on_a_silent_server(tmp_path):
 
 
 def test_cli_stats(server, capsys):
-    assert main([str(server.path), "stats"]) == 0
+    assert main(["--timeout", str(HANG_S), str(server.path), "stats"]) == 0
     assert json.loads(capsys.readouterr().out)["ports"]["1"]["rx_packets"] == 5
 
 
 def test_cli_shape(server, switch, capsys):
-    assert main([str(server.path), "shape", "2", "delay=70ms,rate=10Mbit"]) == 0
+    assert (
+        main(["--timeout", str(HANG_S), str(server.path), "shape", "2", "delay=70ms,rate=10Mbit"])
+        == 0
+    )
     assert "port 2: delay 70.0 ms, rate 10 Mb/s" in capsys.readouterr().out
     assert switch.shaped[0][1].rate_bps == 10e6
 
 
 def test_cli_bad_spec_is_one_line_and_exit_2(server, capsys):
-    assert main([str(server.path), "shape", "2", "delay=fast"]) == 2
+    assert main(["--timeout", str(HANG_S), str(server.path), "shape", "2", "delay=fast"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "delay=" in err
