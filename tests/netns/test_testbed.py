@@ -252,8 +252,9 @@ def test_experiments_through_the_api(tmp_path: Path) -> None:
         done = wait_state(port, ("finished", "failed"), 240)
         assert done["state"] == "finished" and done["done"] == 3, done
         assert [r["status"] for r in done["records"]] == ["ok"] * 3
-        for r in done["records"]:
-            assert abs(r["time_s"] / r["predicted_s"] - 1) < 0.2, r
+        for r in done["records"]:  # on time, or flagged with a reason (a busy machine)
+            assert r["flags"] or abs(r["time_s"] / r["predicted_s"] - 1) < 0.2, r
+            assert all(reason.strip() for reason in r["flags"].values()), r
         (row,) = done["summary"]
         assert row["schedule"] == done["schedule"] and row["final_accuracy"] > 0.5
         assert (folders[0] / "summary.csv").exists() and (folders[0] / "rounds.jsonl").exists()
