@@ -1,7 +1,8 @@
 """p4switch's native I/O loop: batched AF_PACKET receive and send, and egress shaping, in C.
 
 `NativeSwitch` is a drop-in for `p4switch.dataplane.Switch` (same constructor, methods,
-statistics and capture files). Its C sources (nio.h, queue.c, ring.c, pcap.c, loop.c next to
+statistics and capture files; its clocks are the C loop's own, so no `clock`, `wall_clock`,
+`poll` or `wait_timeout`). Its C sources (nio.h, queue.c, ring.c, pcap.c, loop.c next to
 this file) are built with gcc into the cache directory on first use
 (`p4switch.nativeio.build`) and loaded with ctypes; `available()` says whether that works here,
 and if not, why.

@@ -75,7 +75,8 @@ class NativeSwitch:
     The constructor, methods and `stats` are those of `Switch` (captures included: the C loop
     writes the files `p4switch.pcap` reads, flushed when `run` returns). The loss and jitter
     draws are seeded from `seed` and the port number, but come from a C generator: not the
-    sequence `Switch` draws.
+    sequence `Switch` draws. The C loop reads CLOCK_MONOTONIC and CLOCK_REALTIME itself: there
+    is no `clock` or `wall_clock` to give, and no `poll` or `wait_timeout`.
     With `rx_ring` (the default), a port opened by `p4switch.ports.open_port` is read from a
     receive ring shared with the kernel (PACKET_MMAP) instead of with recvmmsg; it is taken off
     the socket again by `close`.
