@@ -133,10 +133,18 @@ def check(log: str, emulation: Emulation, sweep: Path) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Check what make demo printed and wrote.")
     parser.add_argument("log", type=Path, help="what make demo printed (stdout and stderr)")
-    parser.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO,
-                        help="the demo's scenario (default scenarios/nine-cities.yaml)")  # fmt: skip
-    parser.add_argument("--sweep", type=Path, default=Path("results/demo/sweep.png"),
-                        help="the sweep's plot (default results/demo/sweep.png)")  # fmt: skip
+    parser.add_argument(
+        "--scenario",
+        type=Path,
+        default=DEFAULT_SCENARIO,
+        help="the demo's scenario (default scenarios/nine-cities.yaml)",
+    )
+    parser.add_argument(
+        "--sweep",
+        type=Path,
+        default=Path("results/demo/sweep.png"),
+        help="the sweep's plot (default results/demo/sweep.png)",
+    )
     args = parser.parse_args(argv)
     emulation = resolve(load_relaunching(args.scenario, argv is None))
     try:
