@@ -1,14 +1,19 @@
-"""The link emulator's wire and command line (its I/O loop and shaping are the switch's own,
-tested in test_dataplane.py and test_shaping.py; the process between namespaces in
-tests/netns/test_link_emulator.py)."""
+"""The link emulator's wire, its shaping on a simulated clock, and its command line (its I/O
+loop and shaping are the switch's own, tested in test_dataplane.py and test_shaping.py; the
+process between namespaces in tests/netns/test_link_emulator.py)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
+from p4switch.dataplane import Switch
 from p4switch.exceptions import UsageError
 from p4switch.linkemu import Wire, main, peer, wire_ports, wire_shapes
 from p4switch.shaping import parse_spec
+from tests.unit.clock import FakeClock
+from tests.unit.p4switch.fakeports import Wire as FakeWire
 
 
 def test_ports_pair_up_and_the_wire_sends_frames_to_the_other_side_unchanged() -> None:
@@ -54,3 +59,35 @@ def test_the_command_refuses_bad_input_in_one_line_with_status_2(
     assert err.startswith("linkemu: error: ") and "delay" in err and "\n" not in err
     assert main(["-i", "1@no-such-if0", "-i", "2@no-such-if1"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_each_direction_is_shaped_by_its_own_spec_on_the_emulator_s_clock() -> None:
+    """The emulator's loop is the python switch with the wire as its processor: on a simulated
+    clock, 1 -> 2 takes port 2's delay and rate, 2 -> 1 port 1's delay, to the instant."""
+    clock = FakeClock(100.0)
+    wires = {1: FakeWire("w1"), 2: FakeWire("w2")}
+    frame = bytes(125)  # 1000 bits: 1 ms at 1 Mb/s
+    shaping = {2: parse_spec("delay=35ms,rate=1Mbit"), 1: parse_spec("delay=5ms")}
+    switch = Switch({n: w.port for n, w in wires.items()}, Wire(), shaping=shaping, clock=clock)
+    try:
+        wires[1].host.send(frame)
+        wires[1].host.send(frame)
+        wires[2].host.send(b"back")
+        switch.poll()
+        assert wires[1].pending() == [] and wires[2].pending() == []
+        # out of port 2: serialised at 1 Mb/s (the first done at +1 ms, the second at +2 ms),
+        # then 35 ms on the line; out of port 1: 5 ms on the line
+        assert switch.wait_timeout() == pytest.approx(0.005)
+        for due, out in ((0.005, {1: [b"back"]}), (0.036, {2: [frame]}), (0.037, {2: [frame]})):
+            clock.now = math.nextafter(100.0 + due, 0.0)
+            switch.poll()
+            assert wires[1].pending() == [] and wires[2].pending() == [], due
+            clock.now = 100.0 + due
+            switch.poll()
+            assert {n: w.pending() for n, w in wires.items() if n in out} == out, due
+        assert switch.stats()["ports"][2]["tx_packets"] == 2
+    finally:
+        switch.close()
+        for wire in wires.values():
+            wire.host.close()
+            wire.port.close()
