@@ -187,13 +187,22 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
     assert predicted[small, "cliques-3"] < predicted[small, "all-to-all"]  # the crossover
     assert predicted[large, "all-to-all"] < predicted[large, "cliques-3"]
     # ... and measured: triples beat all-to-all on the starved pool, all-to-all wins on the
-    # generous one. Where every round at one position of a schedule's cycle was flagged there
-    # is no measurement of the network to compare: printed, and the table must not star it.
+    # generous one. Unflagged rounds are within TOLERANCE of their predictions, so the order
+    # is asserted where the predictions stand further apart than that allows (there load
+    # cannot swap it); closer ones are printed. Where every round at one position of a
+    # schedule's cycle was flagged there is no measurement of the network to compare:
+    # printed, and the table must not star it.
     for memory, faster, slower in ((small, "cliques-3", "all-to-all"),
                                    (large, "all-to-all", "cliques-3")):  # fmt: skip
         a, b = consensus[memory, faster], consensus[memory, slower]
-        if a and b:
+        apart = (1 + TOLERANCE) * predicted[memory, faster] < (1 - TOLERANCE) * predicted[
+            memory, slower
+        ]
+        if a and b and apart:
             assert float(a) < float(b), (memory, a, b)
+        elif a and b:
+            print(f"measured at {memory}: {faster} {a} s, {slower} {b} s (predicted closer "
+                  f"than {TOLERANCE:.0%} apart: not asserted)")  # fmt: skip
         else:
             print(f"measured crossover at {memory} not compared: no unflagged cycle", a, b)
             assert not [
