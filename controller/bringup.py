@@ -10,7 +10,8 @@
 On the way up, the network's processes and interfaces are recorded in the run directory's
 state before anything else can fail, so that `innet clean` can undo a crash at any point; the
 watchdog restarts and reinstalls a switch that dies and records its new PID. On the way out
-(normally, on an exception, on Ctrl-C) everything started is stopped, newest first.
+(normally, on an exception, on Ctrl-C) everything started is stopped, newest first; a stop
+signal that comes during the teardown waits for its end.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from controller.network import MininetNetwork
 from controller.planner.cost import CostParams
 from controller.planner.schedule import Schedule
 from controller.rundir import ProcessRecord, RunDir
+from controller.stopping import held
 from controller.testbed import Testbed, Watchdog
 from topo.exceptions import NetworkBuildError
 from topo.mininet_net import NetworkSpec, TestbedNet, build_network
@@ -63,7 +65,8 @@ def running_testbed(
     if spec.slots is None:
         raise NetworkBuildError("a testbed's network needs its slot pool: give the spec slots")
     pool = SlotPool(spec.slots, spec.scale)
-    with contextlib.ExitStack() as stack:
+    stack = contextlib.ExitStack()
+    try:
         net = build_network(spec, run_dir.path / "switches")
         stack.callback(net.stop)
         network = MininetNetwork(net)
@@ -80,4 +83,7 @@ def running_testbed(
         watchdog.start()
         stack.callback(watchdog.stop)
         yield RunningTestbed(net, network, testbed, watchdog, run_dir)
+    finally:
+        with held():  # a stop signal never cuts the teardown short (controller/stopping.py)
+            stack.close()
     log.info("testbed torn down")

@@ -15,22 +15,27 @@ plan that does not fit this machine's CPU now stops there with exit status 1.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
-import signal
 import sys
 import time
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
 from controller.exceptions import CommandLineError, RunDirError
 from controller.flags import MAX_PORT, port
 from controller.rundir import RunDir
+from controller.stopping import StopSignals
 from innet.exceptions import InputError
 from innet.paths import DEFAULT_SCENARIO, RESULTS, check_destination
 from topo.shaping import SHAPING_HELP, SHAPING_REQUESTS
 from topo.siteplan import GRPC_BASE_PORT
+
+if TYPE_CHECKING:  # the runner itself is imported by `run` (it loads torch)
+    from controller.runner.run import Run
 
 # the machine check's modes (controller.runner.calibration.MODES, which loads torch)
 CALIBRATION_MODES = ("refuse", "warn", "off")
@@ -98,12 +103,50 @@ def _check_out(folder: Path) -> None:
         raise CommandLineError(str(err)) from None
 
 
-def _interrupt(signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def run(args: argparse.Namespace) -> int:
-    """`innet run`; errors of the input raise (the CLI prints them), the run's own end here."""
+    """`innet run`; errors of the input raise (the CLI prints them), the run's own end here.
+
+    SIGINT and SIGTERM are this command's own from its first line (controller/stopping.py):
+    whatever it was doing, it tears down what it started, writes the results of the rounds
+    recorded so far, says on stderr how far it got and returns 130."""
+    signals, where = StopSignals(), Where()
+    try:
+        signals.install()  # one pending since a relaunch's exec is raised here
+        return _run(args, where)
+    except KeyboardInterrupt:
+        print(f"\ninnet: interrupted ({signals.name}) {where.report()}", file=sys.stderr,
+              flush=True)  # fmt: skip
+        return 130
+    finally:
+        if getattr(args, "relaunch", False):  # the process's own command: it ends here
+            # Exit fast: the interpreter's last collection of the heap torch and the plots
+            # leave takes seconds on a busy machine; none of it needs finalising one by one.
+            gc.freeze()  # (its handlers go on noting signals until the process is gone)
+        else:  # called in-process: its caller's handlers again
+            signals.restore()
+
+
+class Where:
+    """How far a run got, for the line an interrupted run ends with."""
+
+    def __init__(self) -> None:
+        self.experiment: Run | None = None
+        self.folder: Path | None = None
+
+    def report(self) -> str:
+        run = self.experiment
+        if run is None or run.writer is None:
+            what = run.phase if run is not None else "start-up"
+            return f"during {what}; nothing built, no results written"
+        n = len(run.records)
+        built = "network torn down" if run.built else "nothing built"
+        return (
+            f"during {run.phase}; {n} round{'' if n == 1 else 's'} recorded; {built}; "
+            f"results so far in {self.folder}"
+        )
+
+
+def _run(args: argparse.Namespace, where: Where) -> int:
     # imported here: the runner loads torch (seconds), which no other command needs
     from controller.runner.emulation import resolve
     from controller.runner.relaunch import load_relaunching
@@ -140,24 +183,17 @@ def run(args: argparse.Namespace) -> int:
     if busy is not None:
         raise RunDirError(busy)
     print("\n".join(plan), flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)
     testbeds = built_testbeds(emulation, run_dir, shaping=args.shaping, target=args.target,
                               backend=args.backend, grpc_base_port=args.grpc_base_port)  # fmt: skip
     progress = ProgressBar(args.no_progress)
     experiment = Run(emulation, folder, testbeds, progress=progress, calibration=args.calibration,
                      backend=args.backend)  # fmt: skip
-    calibration = experiment.calibrate()  # before anything starts; refuses what does not fit
-    if calibration is not None:  # (a warning, when there is one, is logged to stderr)
-        print(calibration.summary, flush=True)
+    where.experiment, where.folder = experiment, folder
     with progress:
-        try:
-            experiment.execute()
-        except KeyboardInterrupt:
-            print(
-                f"\ninnet: interrupted; network torn down; results so far in {folder}",
-                file=sys.stderr,
-            )
-            return 130
+        calibration = experiment.calibrate()  # before anything starts; refuses what does not fit
+        if calibration is not None:  # (a warning, when there is one, is logged to stderr)
+            print(calibration.summary, flush=True)
+        experiment.execute()
     print(format_table(experiment.summary))
     if experiment.gap is not None:
         from controller.runner.results.gap import gap_table

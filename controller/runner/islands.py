@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TypeVar
@@ -24,6 +24,7 @@ from mininet.node import Host
 
 from controller.rundir import ProcessRecord
 from controller.runner.exceptions import ExperimentError
+from controller.stopping import hurried, interrupted
 from topo.siteplan import LEADER_HOST
 from workers.exceptions import ProtocolError
 from workers.protocol import Command, Event, Failed, Refused, Stop, decode_event, encode
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 E = TypeVar("E", bound=Event)
 POLL_S = 0.01  # polling interval of the leaders' event queues
+STOP_GRACE_S = 5.0  # the processes end on their own (leaders told to stop) within this
+KILL_AFTER_S = 2.0  # ... and after SIGTERM within this, else SIGKILL
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +77,23 @@ class IslandProcess:
 
 
 class Islands:
-    """The island processes of one network: leaders with pipes, the other hosts beside them."""
+    """The island processes of one network: leaders with pipes, the other hosts beside them.
+
+    `clock` (Unix seconds) is what the deadlines of `expect` are read on, and `sleep` how it
+    waits between polls: a test passes a simulated clock and a sleep that advances it."""
 
     def __init__(
-        self, hosts: Sequence[Sequence[Host]], names: tuple[str, ...], config: Path, logs: Path
+        self,
+        hosts: Sequence[Sequence[Host]],
+        names: tuple[str, ...],
+        config: Path,
+        logs: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.hosts, self.names, self.config, self.logs = hosts, names, config, logs
+        self.clock, self.sleep = clock, sleep
         self.leaders: list[IslandProcess] = []
         self.others: list[IslandProcess] = []  # hosts but the leaders: no pipes, their logs
         self._files: list[IO[str]] = []
@@ -115,7 +129,8 @@ class Islands:
         return [ProcessRecord.of(f"island process {p.role}", p.proc.pid) for p in started]
 
     def expect(self, kind: type[E], deadline: float, what: str) -> dict[int, E | Failed]:
-        """Every leader's next event of `kind` (or Failed), by the deadline; else name who not.
+        """Every leader's next event of `kind` (or Failed), by `deadline` (on `clock`); else
+        name who did not answer, at the first poll after it.
 
         A Refused event (a command the leader could not read) fails the run: it is a bug."""
         got: dict[int, E | Failed] = {}
@@ -126,12 +141,12 @@ class Islands:
                     if isinstance(event, (kind, Failed)):
                         got[leader.island] = event
             if len(got) < len(self.leaders):
-                if time.time() > deadline:
+                if self.clock() > deadline:
                     missing = [self.names[p.island] for p in self.leaders if p.island not in got]
                     raise ExperimentError(
                         f"{what}: no answer from island(s) {', '.join(missing)} by the deadline"
                     )
-                time.sleep(POLL_S)
+                self.sleep(POLL_S)
         return got
 
     def _next(self, leader: IslandProcess, what: str) -> Event | None:
@@ -153,23 +168,40 @@ class Islands:
         for leader in self.leaders:
             leader.send(command)
 
-    def stop(self) -> None:
-        """Stop every process this object started (by PID), then close the log files."""
-        for leader in self.leaders:
-            if leader.proc.poll() is None:
-                with contextlib.suppress(ExperimentError):
-                    leader.send(Stop())
-        for proc in self.processes:
-            try:
-                proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                proc.terminate()
-        for proc in self.processes:
-            try:
-                proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    def stop(self, grace_s: float | None = None) -> None:
+        """Stop every process this object started (by PID), then close the log files.
+
+        The leaders are told to stop and every process gets `grace_s` (default STOP_GRACE_S)
+        to end, all together; then those left get SIGTERM and KILL_AFTER_S more, then SIGKILL.
+        With `grace_s` 0 (an interrupted run) they get SIGTERM at once; a stop signal during
+        the grace ends it (controller/stopping.py), a second one the wait after SIGTERM."""
+        grace = STOP_GRACE_S if grace_s is None else grace_s
+        if grace > 0:
+            for leader in self.leaders:
+                if leader.proc.poll() is None:
+                    with contextlib.suppress(ExperimentError):
+                        leader.send(Stop())
+            _wait_all(self.processes, time.monotonic() + grace, interrupted)
+        left = [p for p in self.processes if p.poll() is None]
+        for proc in left:
+            proc.terminate()
+        left = _wait_all(left, time.monotonic() + KILL_AFTER_S, hurried)
+        for proc in left:
+            proc.kill()
+        for proc in left:
+            proc.wait()
         for f in self._files:
             f.close()
         self.leaders, self.others, self._files = [], [], []
+
+
+def _wait_all(
+    procs: Sequence[subprocess.Popen[str]], deadline: float, enough: Callable[[], bool]
+) -> list[subprocess.Popen[str]]:
+    """Wait for every process until `deadline` (time.monotonic()) or until `enough()`; those
+    still running."""
+    left = [p for p in procs if p.poll() is None]
+    while left and time.monotonic() < deadline and not enough():
+        time.sleep(POLL_S)  # polling interval while the processes end
+        left = [p for p in left if p.poll() is None]
+    return left

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -79,7 +78,7 @@ class RoundContext:
     plan: FamilyPlan
     testbed: Testbed
     islands: Islands
-    began: float  # time.time()
+    began: float  # on the islands' clock (Unix seconds)
     network: str = "inna"  # the scenario's network of this play
 
     def planned(self, r: int, wall_s: float, reason: str) -> RoundRecord:
@@ -103,13 +102,14 @@ def play_round(ctx: RoundContext, r: int) -> RoundRecord:
     if installed.groups != testbed.names_of(rnd):
         raise ExperimentError(f"round {r}: the switches got {installed.groups}, not {rnd}")
     islands.broadcast(Prepare(r))
-    prepared = islands.expect(Prepared, time.time() + PREPARE_TIMEOUT_S, f"round {r}")
+    clock = islands.clock  # the round's deadlines and start time are read on the islands' clock
+    prepared = islands.expect(Prepared, clock() + PREPARE_TIMEOUT_S, f"round {r}")
     refused = {u: e.error for u, e in prepared.items() if isinstance(e, Failed)}
     if refused:
         u = min(refused)
         raise ExperimentError(f"round {r}: island {testbed.wan.names[u]}: {refused[u]}")
     before = snapshot(testbed)
-    start_at = time.time() + START_MARGIN_S
+    start_at = clock() + START_MARGIN_S
     _go(ctx, r, installed.number, start_at)
     deadline = start_at + ctx.emulation.scenario.round_deadline_s + 5.0
     done = islands.expect(Done, deadline, f"round {r}")
@@ -153,7 +153,7 @@ def _record(
 ) -> RoundRecord:
     wan = ctx.testbed.wan
     ok = [e for e in done.values() if isinstance(e, Done)]
-    finished = max((e.done_at for e in ok), default=time.time())
+    finished = max((e.done_at for e in ok), default=ctx.islands.clock())
     diff = counted(before, after)
     lag = max([after.lag_s, *(e.pacing_lag_s for e in ok)])
     by_city = {wan.names[u]: e for u, e in sorted(done.items()) if isinstance(e, Done)}

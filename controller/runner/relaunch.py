@@ -4,7 +4,9 @@ innet's packet layout (`topo.siteplan.LANES`) is fixed when a process imports it
 `INNET_LANES`; the island processes and the switches inherit it. A scenario with other `lanes`
 (`LanesMismatch`) is therefore run by starting the same command line again, in this process
 (exec), with `INNET_LANES` set, only where that command line is the process's own (a CLI called
-with an argument list, as tests do, raises instead).
+with an argument list, as tests do, raises instead). Where the process handles its stop signals
+(controller/stopping.py), SIGINT and SIGTERM are blocked across the exec, so one sent then is
+neither lost nor fatal to the new image before it can handle it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import NoReturn
 
 from controller.runner.exceptions import LanesMismatch
 from controller.runner.scenario import Scenario, load_scenario
+from controller.stopping import block_for_exec, installed, unblock
 from topo.siteplan import LANES, LANES_ENV
 
 
@@ -27,7 +30,17 @@ def relaunch(err: LanesMismatch, allowed: bool) -> NoReturn:
     print(f"innet: the scenario asks for {err.lanes} lanes per packet; starting again with "
           f"{LANES_ENV}={err.lanes}", file=sys.stderr, flush=True)  # fmt: skip
     sys.stdout.flush()
-    os.execve(sys.executable, list(sys.orig_argv), {**os.environ, LANES_ENV: str(err.lanes)})
+    # Where this process handles its stop signals (`innet run`), one from here on waits,
+    # pending, for the new image's handler (its StopSignals.install), which then stops it as at
+    # any other moment of its start-up.
+    blocked = installed() is not None
+    if blocked:
+        block_for_exec()
+    try:
+        os.execve(sys.executable, list(sys.orig_argv), {**os.environ, LANES_ENV: str(err.lanes)})
+    finally:  # the exec failed: this process goes on handling its signals
+        if blocked:
+            unblock()
 
 
 def load_relaunching(path: Path | str, allowed: bool) -> Scenario:

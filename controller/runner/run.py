@@ -19,10 +19,13 @@ plan that does not fit, leaving nothing built or written. The run writes the che
 `calibration.json` in its folder. "off" (the default here; `innet run` defaults to "refuse")
 skips it.
 
-Stopping. Ctrl-C or SIGTERM tears the network down and stops every process the run started;
-the round records written so far stay (one JSON line each, flushed as written), and the summary
-and plots cover them. `stop_event` (the service's stop) lets the current round finish and
-starts no other.
+Stopping. Ctrl-C or SIGTERM (a KeyboardInterrupt, controller/stopping.py) tears the network
+down and stops every process the run started, at once (no round is waited for); the round
+records written so far stay (one JSON line each, fsynced as written), and summary.csv covers
+them (the plots are left out: seconds of a busy CPU). Teardowns and records are `held()`: a
+signal never cuts one short. `phase` says what the run is doing (the progress shows it too),
+`built` how many networks it began to bring up. `stop_event` (the service's stop) lets the
+current round finish and starts no other.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -53,6 +55,7 @@ from controller.runner.results import (
     summarise,
 )
 from controller.runner.results.gap import GapRow, TrainingTarget, gap_rows
+from controller.stopping import held, interrupted
 from topo.mininet_hosts import shape_uplink
 from topo.mininet_net import NetworkSpec
 from topo.shaping import switch_shape
@@ -101,6 +104,19 @@ class Run:
         self.calibration_mode = calibration  # refuse, warn or off (calibration.MODES)
         self.calibration: Calibration | None = None  # the machine check, once made
         self.calibration_warning: str | None = None  # what the check warns of, if anything
+        self.phase = "start-up"  # what the run is doing now, as the progress shows it
+        self.built = 0  # networks whose start-up began (and were torn down, or are up)
+
+    def _enter_round(self, phase: str) -> None:
+        if not interrupted():  # (the progress says when a round ends)
+            self.phase = phase
+
+    def _enter(self, phase: str) -> None:
+        """Say (in the progress) what the run does now; once stopped by a signal, `phase`
+        keeps the one it came in."""
+        if not interrupted():
+            self.phase = phase
+        self.progress(phase, self.done, self.emulation.rounds)
 
     @property
     def records(self) -> tuple[RoundRecord, ...]:
@@ -114,6 +130,7 @@ class Run:
             return None
         first = self.calibration is None
         if self.calibration is None:
+            self._enter("the machine check")
             self.calibration = machine_check.calibrate(self.emulation, self.backend)
             log.info("%s", self.calibration.summary)
         self.calibration_warning = machine_check.enforce(self.calibration, self.calibration_mode)
@@ -128,19 +145,27 @@ class Run:
         self.writer = ResultsWriter(self.folder, em.scenario.to_dict(), collect_versions())
         if self.calibration is not None:
             machine_check.write(self.calibration, self.calibration_mode, self.folder)
-        self.progress("single-process baseline", 0, em.rounds)
+        self._enter("the single-process baseline")
         self.baseline = baseline(em)
         try:
             for point in em.played:  # the one-building reference first, when asked for
                 self._memory_point(point)
-        finally:  # after Ctrl-C too: the summary and plots of the rounds recorded so far
-            accuracy = self.baseline.accuracy
-            self.summary = summarise(self.writer.records, self.cycles, accuracy)
-            self.gap = self._gap()
-            gap = None if self.gap is None else (self.gap, em.round_compute_s or 0.0,
-                                                 em.scenario.training.overlap)  # fmt: skip
-            self.writer.finish(self.summary, self.baseline, gap)
+        finally:  # after Ctrl-C too: the summary of the rounds recorded so far
+            with held():
+                self._finish()
         return self.summary
+
+    def _finish(self) -> None:
+        """summary.csv and the plots of the rounds recorded (gap.csv with `compute`); a run
+        stopped by a signal skips the plots (seconds of a busy CPU)."""
+        assert self.writer is not None and self.baseline is not None
+        em = self.emulation
+        self._enter("the summary")
+        self.summary = summarise(self.writer.records, self.cycles, self.baseline.accuracy)
+        self.gap = self._gap()
+        gap = None if self.gap is None else (self.gap, em.round_compute_s or 0.0,
+                                             em.scenario.training.overlap)  # fmt: skip
+        self.writer.finish(self.summary, self.baseline, gap, plots=not interrupted())
 
     def _gap(self) -> list[GapRow] | None:
         """With `compute`: utilisation and time to target per row, against one building."""
@@ -154,7 +179,9 @@ class Run:
     def _memory_point(self, point: MemoryPoint) -> None:
         config = self.folder / "island-config.json"
         self.emulation.island.write(config)
-        with self.testbeds(point) as up, self._islands(up, config) as islands:
+        self._enter(f"the network's start-up @ {point.label}")
+        self.built += 1
+        with self.testbeds(point) as up, self._islands(up, config, point) as islands:
             assert self.writer is not None
             facts = up.testbed.network.facts()
             sc, wan = self.emulation.scenario, self.emulation.wan_of(point)
@@ -177,24 +204,30 @@ class Run:
                 except ExperimentError as err:
                     self.failures.append(f"{play.label} at {point.label}: {err}")
                     log.error("%s", err)
-                    islands.stop()  # a dead island: start every process afresh
+                    islands.stop()  # a dead island: start every process afresh ...
+                    if self.stop_event.is_set():  # ... unless the run is stopped
+                        break
                     self._start(islands, up)
 
     @contextlib.contextmanager
-    def _islands(self, up: RunningTestbed, config: Path) -> Iterator[Islands]:
+    def _islands(self, up: RunningTestbed, config: Path, point: MemoryPoint) -> Iterator[Islands]:
+        self._enter(f"the island processes' start-up @ {point.label}")
         islands = Islands(up.net.hosts, up.testbed.wan.names, config, self.folder / "logs")
         try:
             self._start(islands, up)
             yield islands
         finally:
-            islands.stop()
-            up.record_processes([])
+            with held():
+                self._enter(f"the teardown @ {point.label}")
+                # interrupted: no round is waited for, the processes are stopped at once
+                islands.stop(grace_s=0.0 if interrupted() else None)
+                up.record_processes([])
 
     def _start(self, islands: Islands, up: RunningTestbed) -> None:
         """Every host's island process started, recorded (for `innet clean`) and ready."""
         islands.start()
         up.record_processes(islands.record())
-        islands.expect(Ready, time.time() + PREPARE_TIMEOUT_S, "start-up")
+        islands.expect(Ready, islands.clock() + PREPARE_TIMEOUT_S, "start-up")
 
     def _schedule(
         self, up: RunningTestbed, islands: Islands, point: MemoryPoint, play: Play
@@ -205,10 +238,10 @@ class Run:
         up.testbed.set_network(play.edges)
         up.testbed.set_schedule(plan.schedule)
         islands.broadcast(Reset())
-        islands.expect(ResetDone, time.time() + PREPARE_TIMEOUT_S, "reset")
+        islands.expect(ResetDone, islands.clock() + PREPARE_TIMEOUT_S, "reset")
         if play.network == "gloo":
             _join_gloo(islands, plan.schedule)
-        ctx = RoundContext(self.emulation, point, plan, up.testbed, islands, time.time(),
+        ctx = RoundContext(self.emulation, point, plan, up.testbed, islands, islands.clock(),
                            play.network)  # fmt: skip
         with _access_shaped(up, self.emulation, play.network == "gloo"):
             self._rounds(ctx, point, play)
@@ -219,13 +252,17 @@ class Run:
             if self.stop_event.is_set():
                 log.info("stopped before round %d of %s", r, play.label)
                 break
+            self._enter_round(f"round {r} of {play.label} @ {point.label}")
             try:
                 record = play_round(ctx, r)
             except ExperimentError as err:
-                self.writer.record(ctx.planned(r, time.time() - ctx.began, str(err)))
+                with held():
+                    took = ctx.islands.clock() - ctx.began
+                    self.writer.record(ctx.planned(r, took, str(err)))
                 raise
-            self.writer.record(record)
-            self.done += 1
+            with held():
+                self.writer.record(record)
+                self.done += 1
             self.progress(f"{play.label} @ {point.label}", self.done, self.emulation.rounds)
             if record.status != "ok":
                 raise ExperimentError(f"round {r}: {record.status}")
@@ -245,15 +282,16 @@ def _access_shaped(up: RunningTestbed, em: Emulation, on: bool) -> Iterator[None
             shape_uplink(host, rate)
         yield
     finally:
-        for host in leaders:
-            shape_uplink(host, None)
+        with held():
+            for host in leaders:
+                shape_uplink(host, None)
 
 
 def _join_gloo(islands: Islands, schedule: Schedule) -> None:
     """Every leader a gloo rank, with a process group for every group the schedule plays."""
     groups = sorted({g for rnd in schedule.rounds for g in rnd.groups if len(g) > 1})
     islands.broadcast(Join(tuple(groups)))
-    joined = islands.expect(Joined, time.time() + PREPARE_TIMEOUT_S, "joining gloo")
+    joined = islands.expect(Joined, islands.clock() + PREPARE_TIMEOUT_S, "joining gloo")
     failed = {u: e.error for u, e in joined.items() if isinstance(e, Failed)}
     if failed:
         u = min(failed)
@@ -297,6 +335,7 @@ def built_testbeds(
             with running_testbed(spec, point.params, run_dir, schedule=first) as up:
                 yield up
         finally:
-            run_dir.release()
+            with held():
+                run_dir.release()
 
     return testbed

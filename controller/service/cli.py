@@ -29,9 +29,11 @@ from controller.service import commands
 from controller.service.client import ServiceClient
 from controller.service.exceptions import NotRunning, ServiceFailure
 from controller.service.options import SERVICE_ERROR, ServiceConfig, service_options
+from controller.stopping import StopSignals, held
 from innet.paths import CHECKOUT
 
 UP_TIMEOUT_S = 300.0
+SERVICE_STOP_S = 8.0  # a service stopped while it builds tears down within this (then killed)
 DOWN_TIMEOUT_S = 60.0
 MAX_TIMEOUT_S = 86400.0  # a day: longer is a mistake, not a wait
 POLL_S = 0.2  # polling interval while the service builds or tears down
@@ -147,13 +149,16 @@ def _net_up(args: argparse.Namespace) -> None:
         proc = subprocess.Popen(service_argv(args, run_dir.path), stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                 cwd=CHECKOUT)  # fmt: skip
+    signals = StopSignals().install()
     try:
         reply = _wait_until_up(proc, config, args, started, (log_path, log_start))
     except KeyboardInterrupt:
-        raise Interrupted(
-            f"interrupted; the service (PID {proc.pid}) goes on starting in the background: "
-            "'innet net down' stops it"
-        ) from None
+        with held():
+            how = _stop_service(proc, run_dir)
+        what = f"interrupted ({signals.name}) while the testbed was built"
+        raise Interrupted(f"{what}: {how}") from None
+    finally:
+        signals.restore()
     took = time.monotonic() - started
     api = f"http://{args.host}:{args.port}"
     print(
@@ -162,6 +167,20 @@ def _net_up(args: argparse.Namespace) -> None:
         f"pool {config.pool}; service PID {proc.pid}"
     )
     print(f"API {api} (docs {api}/docs); run directory {run_dir.path}")
+
+
+def _stop_service(proc: subprocess.Popen[bytes], run_dir: RunDir) -> str:
+    """Stop the service `net up` started (it tears its testbed down on SIGTERM); what became
+    of it. One that does not end in time is killed and its recorded state cleaned."""
+    proc.terminate()
+    try:
+        proc.wait(SERVICE_STOP_S)
+        return f"the service (PID {proc.pid}) stopped and tore its testbed down"
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        run_dir.clean()
+        return f"the service (PID {proc.pid}) was killed and what it recorded cleaned up"
 
 
 def _wait_until_up(

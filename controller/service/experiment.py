@@ -2,13 +2,16 @@
 
 One experiment at a time trains with the testbed's current schedule for a number of rounds, in a
 background thread, with the same runner, island processes, records and results folder as
-`innet run` (controller/runner/). Stopping lets the current round finish and starts no other.
+`innet run` (controller/runner/). Stopping lets the current round finish and starts no other;
+aborting (the service stopped by a signal) stops the island processes at once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -149,3 +152,15 @@ class ServiceExperiment:
         if thread is not None and wait_s:
             thread.join(wait_s)
         return self.status()
+
+    def abort(self, wait_s: float) -> JSONObject:
+        """Stop now (the service is stopped by a signal): no further round, and the island
+        processes recorded in the run directory get SIGTERM, so the current round fails at once
+        instead of running to its end; wait up to `wait_s` for the thread to end."""
+        self._stop.set()
+        if self.up is not None and self.up.run_dir.state is not None:
+            for process in self.up.run_dir.state.experiment:
+                if process.running():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(process.pid, signal.SIGTERM)
+        return self.stop(wait_s)

@@ -5,8 +5,12 @@
 Needs root (Mininet). It claims its run directory (controller/rundir.py), brings the testbed up
 as `innet run` does (controller/bringup.py: every process and interface recorded before
 anything can fail, switches watched and reinstalled when they restart), and on SIGTERM, SIGINT
-or POST /shutdown tears the testbed down and removes its state. `innet net up` starts it in the
-background, `innet serve` in the foreground.
+or POST /shutdown tears the testbed down and removes its state. A signal, at any moment
+(building, serving, during an experiment), stops it within seconds: the experiment's island
+processes are stopped at once rather than after their round, and the exit status is 128 + the
+signal's number (controller/stopping.py: handled whatever the process inherited, never cutting
+the teardown short). `innet net up` starts it in the background, `innet serve` in the
+foreground.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
-from types import FrameType
 
 import uvicorn
 
@@ -26,19 +29,27 @@ from controller.service.api import create_app
 from controller.service.exceptions import ServiceError
 from controller.service.experiment import ServiceExperiment
 from controller.service.options import SERVICE_ERROR, ServiceConfig, service_options
+from controller.stopping import StopSignals, held, interrupted
 from innet.exceptions import InnetError, one_line
 
 log = logging.getLogger(__name__)
 
 EXPERIMENT_STOP_S = 120.0  # an experiment's island processes run on the network: let them end
-
-
-def _terminate(signum: int, _frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)
+EXPERIMENT_ABORT_S = 3.0  # ... unless a signal stops the service: their processes are stopped
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build, program, serve; tear down on the way out. Returns an exit status."""
+    """Build, program, serve; tear down on the way out. Returns an exit status (128 + the
+    signal's number when one stopped it)."""
+    signals = StopSignals().install()  # a signal while building still cleans up
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        log.info("stopped by %s; testbed torn down", signals.name)
+        return 128 + (signals.received or signal.SIGINT)
+
+
+def _run(args: argparse.Namespace) -> int:
     config = ServiceConfig.from_args(args)
     run_dir = RunDir(args.run_dir)
     run_dir.claim(
@@ -48,16 +59,20 @@ def run(args: argparse.Namespace) -> int:
         token_file=str(args.token_file.resolve()) if args.token_file else None,
         topology=str(args.topology.resolve()) if args.topology else None,
     )
-    signal.signal(signal.SIGTERM, _terminate)  # a SIGTERM while building still cleans up
     try:
         with running_testbed(config.spec, config.params, run_dir) as up:
             experiment = ServiceExperiment(up.testbed, up)
             try:
                 _serve(args, config, experiment, run_dir)
             finally:
-                experiment.stop(wait_s=EXPERIMENT_STOP_S)
+                with held():
+                    if interrupted():
+                        experiment.abort(wait_s=EXPERIMENT_ABORT_S)
+                    else:
+                        experiment.stop(wait_s=EXPERIMENT_STOP_S)
     finally:
-        run_dir.release()
+        with held():
+            run_dir.release()
     return 0
 
 

@@ -92,15 +92,21 @@ class ResultsWriter:
         rows: Iterable[SummaryRow],
         baseline: Baseline | None,
         gap: tuple[list[GapRow], float, bool] | None = None,
+        *,
+        plots: bool = True,
     ) -> None:
         """Write summary.csv and the plots (`baseline`: the loss reference line); with `gap`
-        (its rows, a round's compute, overlap), gap.csv and accuracy-time.png."""
+        (its rows, a round's compute, overlap), gap.csv and accuracy-time.png. Without `plots`
+        (a run stopped by a signal, which must end within seconds), the CSV files only."""
         self.close()
         records = list(self._records)
         _replace_text(self.folder / "summary.csv", summary_csv(rows))
         if gap is not None:
             gap_rows, compute_s, overlap = gap
             _replace_text(self.folder / "gap.csv", gap_csv(gap_rows))
+        if not plots:
+            return
+        if gap is not None:
             _save(
                 plot_accuracy_time(records, compute_s, overlap), self.folder / "accuracy-time.png"
             )
