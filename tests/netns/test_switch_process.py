@@ -110,10 +110,8 @@ def test_sigterm_stops_cleanly_and_flushes_captures(net, switches, tmp_path):
     switch = switches.start(pcap_dir=captures)
     assert len(ping_rtts(net.h1, net.h2, count=3)) == 3
     assert switch.control.exists()
-    signalled = time.monotonic()
     switch.proc.send_signal(signal.SIGTERM)
-    assert switch.proc.wait(timeout=5) == 0, switch.log_text()
-    assert time.monotonic() - signalled < 2.0
+    assert switch.proc.wait(timeout=10) == 0, switch.log_text()  # a hang guard, not a bound
     assert not switch.control.exists()
     received = read_pcap(captures / "1-in.pcap").records
     sent = read_pcap(captures / "2-out.pcap").records
