@@ -25,8 +25,8 @@ from controller.network import MininetNetwork
 from controller.planner.cost import CostParams
 from controller.planner.schedule import Schedule
 from controller.rundir import ProcessRecord, RunDir
-from controller.stopping import held
 from controller.testbed import Testbed, Watchdog
+from innet.stopping import held
 from topo.exceptions import NetworkBuildError
 from topo.mininet_net import NetworkSpec, TestbedNet, build_network
 from topo.siteplan import SlotPool
@@ -84,6 +84,6 @@ def running_testbed(
         stack.callback(watchdog.stop)
         yield RunningTestbed(net, network, testbed, watchdog, run_dir)
     finally:
-        with held():  # a stop signal never cuts the teardown short (controller/stopping.py)
+        with held():  # a stop signal never cuts the teardown short (innet/stopping.py)
             stack.close()
     log.info("testbed torn down")

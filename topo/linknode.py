@@ -24,6 +24,7 @@ from pathlib import Path
 from mininet.link import Link
 from mininet.net import Mininet
 
+from innet.stopping import held
 from topo.exceptions import NetworkBuildError
 from topo.p4node import IFNAMSIZ, STARTUP_TIMEOUT_S, SwitchProcess
 from topo.shaping import switch_shape
@@ -113,18 +114,20 @@ def add_link_emulator(
     """Every WAN link as edge u - emulator - edge v, in `emulated_links` order (the order
     `_add_wan_links` uses, so each edge still meets its links in neighbour order on ports
     W+1+j)."""
-    node: LinkEmulator = net.addSwitch(
-        f"{prefix}{EMULATOR_NAME}",
-        cls=LinkEmulator,
-        dpid="10000",
-        rundir=rundir,
-        shapes=emulator_shapes(wan, scale, loss),
-        startup_timeout=startup_timeout,
-    )
+    with held():  # its shell and veth pairs recorded in `net` before a stop signal counts
+        node: LinkEmulator = net.addSwitch(
+            f"{prefix}{EMULATOR_NAME}",
+            cls=LinkEmulator,
+            dpid="10000",
+            rundir=rundir,
+            shapes=emulator_shapes(wan, scale, loss),
+            startup_timeout=startup_timeout,
+        )
     for k, (u, v) in enumerate(emulated_links(wan)):
         toward_u, toward_v = link_ports(k)
-        net.addLink(switches[u], node, cls=Link,
-                    port1=wan_ports(wan, u, hosts_per_city)[v], port2=toward_u)  # fmt: skip
-        net.addLink(node, switches[v], cls=Link,
-                    port1=toward_v, port2=wan_ports(wan, v, hosts_per_city)[u])  # fmt: skip
+        with held():
+            net.addLink(switches[u], node, cls=Link,
+                        port1=wan_ports(wan, u, hosts_per_city)[v], port2=toward_u)  # fmt: skip
+            net.addLink(node, switches[v], cls=Link,
+                        port1=toward_v, port2=wan_ports(wan, v, hosts_per_city)[u])  # fmt: skip
     return node

@@ -34,6 +34,7 @@ from mininet.node import Host
 
 from innet.exceptions import InnetError, one_line
 from innet.paths import INNET_P4
+from innet.stopping import held
 from topo.bmv2 import THRIFT_BASE_PORT, Bmv2Switch, require_tools
 from topo.exceptions import NetworkBuildError
 from topo.linknode import LinkEmulator, add_link_emulator
@@ -312,20 +313,22 @@ def _add_switch(
     elif spec.backend is not None:
         extra = {"backend": spec.backend}
     defines = program_defines(spec.slots)
-    switch: P4Switch = net.addSwitch(
-        switch_name(u, spec.name_prefix), cls=cls, dpid=f"{u + 1:x}",
-        program=Path(spec.program).resolve(), rundir=workdir,
-        grpc_addr=grpc_address(u, spec.grpc_base_port), device_id=device_id(u),
-        defines=defines, shapes=shapes, startup_timeout=spec.startup_timeout, **extra,
-    )  # fmt: skip
+    with held():  # Mininet starts the node's shell: held, so that it is never left unrecorded
+        switch: P4Switch = net.addSwitch(
+            switch_name(u, spec.name_prefix), cls=cls, dpid=f"{u + 1:x}",
+            program=Path(spec.program).resolve(), rundir=workdir,
+            grpc_addr=grpc_address(u, spec.grpc_base_port), device_id=device_id(u),
+            defines=defines, shapes=shapes, startup_timeout=spec.startup_timeout, **extra,
+        )  # fmt: skip
     return switch
 
 
 def _add_hosts(net: Mininet, spec: NetworkSpec, u: int, switch: P4Switch) -> tuple[Host, ...]:
     hosts = []
     for me in spec.hosts(u):  # host k on port k
-        host = net.addHost(me.name, ip=f"{me.ip}/{ISLAND_PREFIX_LENGTH}", mac=me.mac)
-        net.addLink(host, switch, port1=0, port2=me.port, cls=Link)
+        with held():  # its shell and veth pair, recorded in `net` before a stop signal counts
+            host = net.addHost(me.name, ip=f"{me.ip}/{ISLAND_PREFIX_LENGTH}", mac=me.mac)
+            net.addLink(host, switch, port1=0, port2=me.port, cls=Link)
         hosts.append(host)
     return tuple(hosts)
 
@@ -342,9 +345,10 @@ def _add_wan_links(
                 continue
             link = wan.link(u, v)
             params = kernel_link_params(link, spec.scale, spec.loss) if mode == "kernel" else {}
-            net.addLink(switches[u], switches[v], cls=TCLink if mode == "kernel" else Link,
-                        port1=wan_ports(wan, u, w)[v], port2=wan_ports(wan, v, w)[u],
-                        **params)  # fmt: skip
+            with held():  # the veth pair is recorded in `net` before a stop signal counts
+                net.addLink(switches[u], switches[v], cls=TCLink if mode == "kernel" else Link,
+                            port1=wan_ports(wan, u, w)[v], port2=wan_ports(wan, v, w)[u],
+                            **params)  # fmt: skip
 
 
 # --- the script --------------------------------------------------------------------------------

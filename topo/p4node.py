@@ -32,6 +32,7 @@ from mininet.node import Switch
 from p4.config.v1 import p4info_pb2
 
 from innet.jsontypes import JSONObject
+from innet.stopping import held
 from p4switch.control import control_request
 from p4switch.exceptions import ControlError
 from p4switch.program import compile_file
@@ -153,7 +154,9 @@ class SwitchProcess(Switch):  # type: ignore[misc]  # Mininet has no type inform
         self.rundir.mkdir(parents=True, exist_ok=True)
         argv = self.command()
         log.info("%s: starting %s", self.name, " ".join(argv))
-        with self.log_path.open("ab") as out:
+        # held: a stop signal inside Popen (it waits for the exec) would lose the PID of a
+        # process already started, which nothing would then stop (innet/stopping.py)
+        with self.log_path.open("ab") as out, held():
             self.process = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,

@@ -28,9 +28,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeE
 from controller.exceptions import CommandLineError, RunDirError
 from controller.flags import MAX_PORT, port
 from controller.rundir import RunDir
-from controller.stopping import StopSignals
 from innet.exceptions import InputError
 from innet.paths import DEFAULT_SCENARIO, RESULTS, check_destination
+from innet.stopping import StopSignals
 from topo.shaping import SHAPING_HELP, SHAPING_REQUESTS
 from topo.siteplan import GRPC_BASE_PORT
 
@@ -106,16 +106,16 @@ def _check_out(folder: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     """`innet run`; errors of the input raise (the CLI prints them), the run's own end here.
 
-    SIGINT and SIGTERM are this command's own from its first line (controller/stopping.py):
+    SIGINT and SIGTERM are this command's own from its first line (innet/stopping.py):
     whatever it was doing, it tears down what it started, writes the results of the rounds
     recorded so far, says on stderr how far it got and returns 130."""
-    signals, where = StopSignals(), Where()
+    signals, where = StopSignals(), HowFar()
     try:
         signals.install()  # one pending since a relaunch's exec is raised here
         return _run(args, where)
     except KeyboardInterrupt:
-        print(f"\ninnet: interrupted ({signals.name}) {where.report()}", file=sys.stderr,
-              flush=True)  # fmt: skip
+        how = signals.name or "SIGINT"
+        print(f"\ninnet: interrupted ({how}) {where.report()}", file=sys.stderr, flush=True)
         return 130
     finally:
         if getattr(args, "relaunch", False):  # the process's own command: it ends here
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             signals.restore()
 
 
-class Where:
+class HowFar:
     """How far a run got, for the line an interrupted run ends with."""
 
     def __init__(self) -> None:
@@ -146,7 +146,7 @@ class Where:
         )
 
 
-def _run(args: argparse.Namespace, where: Where) -> int:
+def _run(args: argparse.Namespace, where: HowFar) -> int:
     # imported here: the runner loads torch (seconds), which no other command needs
     from controller.runner.emulation import resolve
     from controller.runner.relaunch import load_relaunching

@@ -24,7 +24,7 @@ from mininet.node import Host
 
 from controller.rundir import ProcessRecord
 from controller.runner.exceptions import ExperimentError
-from controller.stopping import hurried, interrupted
+from innet.stopping import hurried, interrupted
 from topo.siteplan import LEADER_HOST
 from workers.exceptions import ProtocolError
 from workers.protocol import Command, Event, Failed, Refused, Stop, decode_event, encode
@@ -174,7 +174,7 @@ class Islands:
         The leaders are told to stop and every process gets `grace_s` (default STOP_GRACE_S)
         to end, all together; then those left get SIGTERM and KILL_AFTER_S more, then SIGKILL.
         With `grace_s` 0 (an interrupted run) they get SIGTERM at once; a stop signal during
-        the grace ends it (controller/stopping.py), a second one the wait after SIGTERM."""
+        the grace ends it (innet/stopping.py), a second one the wait after SIGTERM."""
         grace = STOP_GRACE_S if grace_s is None else grace_s
         if grace > 0:
             for leader in self.leaders:

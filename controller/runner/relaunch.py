@@ -5,7 +5,7 @@ innet's packet layout (`topo.siteplan.LANES`) is fixed when a process imports it
 (`LanesMismatch`) is therefore run by starting the same command line again, in this process
 (exec), with `INNET_LANES` set, only where that command line is the process's own (a CLI called
 with an argument list, as tests do, raises instead). Where the process handles its stop signals
-(controller/stopping.py), SIGINT and SIGTERM are blocked across the exec, so one sent then is
+(innet/stopping.py), SIGINT and SIGTERM are blocked across the exec, so one sent then is
 neither lost nor fatal to the new image before it can handle it.
 """
 
@@ -18,7 +18,7 @@ from typing import NoReturn
 
 from controller.runner.exceptions import LanesMismatch
 from controller.runner.scenario import Scenario, load_scenario
-from controller.stopping import block_for_exec, installed, unblock
+from innet.stopping import block_for_exec, installed, unblock
 from topo.siteplan import LANES, LANES_ENV
 
 

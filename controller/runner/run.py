@@ -19,7 +19,7 @@ plan that does not fit, leaving nothing built or written. The run writes the che
 `calibration.json` in its folder. "off" (the default here; `innet run` defaults to "refuse")
 skips it.
 
-Stopping. Ctrl-C or SIGTERM (a KeyboardInterrupt, controller/stopping.py) tears the network
+Stopping. Ctrl-C or SIGTERM (a KeyboardInterrupt, innet/stopping.py) tears the network
 down and stops every process the run started, at once (no round is waited for); the round
 records written so far stay (one JSON line each, fsynced as written), and summary.csv covers
 them (the plots are left out: seconds of a busy CPU). Teardowns and records are `held()`: a
@@ -55,7 +55,7 @@ from controller.runner.results import (
     summarise,
 )
 from controller.runner.results.gap import GapRow, TrainingTarget, gap_rows
-from controller.stopping import held, interrupted
+from innet.stopping import held, interrupted
 from topo.mininet_hosts import shape_uplink
 from topo.mininet_net import NetworkSpec
 from topo.shaping import switch_shape

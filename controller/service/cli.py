@@ -29,8 +29,8 @@ from controller.service import commands
 from controller.service.client import ServiceClient
 from controller.service.exceptions import NotRunning, ServiceFailure
 from controller.service.options import SERVICE_ERROR, ServiceConfig, service_options
-from controller.stopping import StopSignals, held
 from innet.paths import CHECKOUT
+from innet.stopping import StopSignals, held
 
 UP_TIMEOUT_S = 300.0
 SERVICE_STOP_S = 8.0  # a service stopped while it builds tears down within this (then killed)
@@ -155,7 +155,7 @@ def _net_up(args: argparse.Namespace) -> None:
     except KeyboardInterrupt:
         with held():
             how = _stop_service(proc, run_dir)
-        what = f"interrupted ({signals.name}) while the testbed was built"
+        what = f"interrupted ({signals.name or 'SIGINT'}) while the testbed was built"
         raise Interrupted(f"{what}: {how}") from None
     finally:
         signals.restore()

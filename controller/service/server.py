@@ -8,7 +8,7 @@ anything can fail, switches watched and reinstalled when they restart), and on S
 or POST /shutdown tears the testbed down and removes its state. A signal, at any moment
 (building, serving, during an experiment), stops it within seconds: the experiment's island
 processes are stopped at once rather than after their round, and the exit status is 128 + the
-signal's number (controller/stopping.py: handled whatever the process inherited, never cutting
+signal's number (innet/stopping.py: handled whatever the process inherited, never cutting
 the teardown short). `innet net up` starts it in the background, `innet serve` in the
 foreground.
 """
@@ -29,8 +29,8 @@ from controller.service.api import create_app
 from controller.service.exceptions import ServiceError
 from controller.service.experiment import ServiceExperiment
 from controller.service.options import SERVICE_ERROR, ServiceConfig, service_options
-from controller.stopping import StopSignals, held, interrupted
 from innet.exceptions import InnetError, one_line
+from innet.stopping import StopSignals, held, interrupted
 
 log = logging.getLogger(__name__)
 

@@ -460,17 +460,25 @@ def test_run_checks_its_results_folder_first_and_the_check_makes_nothing(capsys,
         assert list(locked.iterdir()) == []
 
 
-def test_ctrl_c_while_net_up_waits_says_what_goes_on(capsys, monkeypatch, tmp_path):
-    """The service is already started: Ctrl-C ends the wait with one line naming its PID."""
+def test_ctrl_c_while_net_up_waits_stops_the_service_it_started(capsys, monkeypatch, tmp_path):
+    """The service is already started: Ctrl-C stops it (SIGTERM: it tears down what it built)
+    and ends the wait with one line naming its PID; exit status 130."""
     import httpx
 
     from topo.mininet_net import NetworkSpec
 
     class Started:
         pid = 4242
+        terminated = False
 
         def poll(self):
             return None
+
+        def terminate(self):
+            Started.terminated = True
+
+        def wait(self, timeout=None):
+            return 143
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -481,7 +489,8 @@ def test_ctrl_c_while_net_up_waits_says_what_goes_on(capsys, monkeypatch, tmp_pa
     monkeypatch.setattr(httpx, "get", interrupted)
     code, err = net_up(capsys, tmp_path / "run")
     assert code == 130 and err.count("\n") == 1
-    assert "interrupted; the service (PID 4242) goes on starting" in err and "net down" in err
+    assert Started.terminated
+    assert "interrupted (SIGINT) while the testbed was built: the service (PID 4242) stopped" in err
 
 
 def test_plan_with_jitter_names_a_winner_only_when_it_holds_across_the_margin(capsys):

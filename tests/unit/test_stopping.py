@@ -1,4 +1,4 @@
-"""controller/stopping.py in processes of their own: a StopSignals handles SIGINT where the
+"""innet/stopping.py in processes of their own: a StopSignals handles SIGINT where the
 process inherited it ignored (a background job of a script), and a signal sent across an exec
 that `block_for_exec` prepared reaches the new image's handler instead of being lost or killing
 it. The other behaviours (held blocks, a second signal) are the module's doctest."""
@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60.0  # hang guard: no duration is asserted
 
 NEW_IMAGE = """
-from controller.stopping import StopSignals
+from innet.stopping import StopSignals
 signals = StopSignals()
 print("new image", flush=True)
 try:
@@ -26,7 +26,7 @@ except KeyboardInterrupt:
 
 BEFORE_EXEC = f"""
 import os, sys
-from controller.stopping import StopSignals, block_for_exec
+from innet.stopping import StopSignals, block_for_exec
 StopSignals().install()
 block_for_exec()
 print("blocked", flush=True)
@@ -36,7 +36,7 @@ os.execv(sys.executable, [sys.executable, "-c", {NEW_IMAGE!r}])
 
 WAITING = """
 import time
-from controller.stopping import StopSignals
+from innet.stopping import StopSignals
 signals = StopSignals().install()
 try:
     print("ready", flush=True)  # the signal may come as soon as this is out
