@@ -161,12 +161,12 @@ def throughput(net: Net) -> dict[str, Any]:
             "delivered_mbps": delivered / 1e6, "frames": len(at), "sent": count}  # fmt: skip
 
 
-class Target(Protocol):
+class Shaper(Protocol):
     def finish(self) -> dict[str, Any]:
         """Stop it and return its per-port stats (port numbers as strings)."""
 
 
-class SwitchTarget:
+class SwitchShaper:
     """A switch process of `bench/forwarding.py` (python or native I/O loop)."""
 
     def __init__(self, net: Net, loop: rows.ShapingLoop, shapes: Sequence[str]) -> None:
@@ -176,7 +176,7 @@ class SwitchTarget:
         return switch_ports(self.forwarder.totals())
 
 
-class LinkEmulator:
+class EmulatorShaper:
     """`p4switch.linkemu` on the switch namespace's two ports, ready once its control channel
     answers; its stats read over that channel, then stopped by its own PID."""
 
@@ -230,7 +230,7 @@ def peaks(ports: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def measure(net: Net, start: Callable[[Sequence[str]], Target]) -> dict[str, Any]:
+def measure(net: Net, start: Callable[[Sequence[str]], Shaper]) -> dict[str, Any]:
     """Delay, then rate, through a target started afresh for each."""
     target = start((f"1:delay={DELAY_S * 1e3:g}ms", f"2:delay={DELAY_S * 1e3:g}ms"))
     try:
@@ -251,13 +251,13 @@ def measure(net: Net, start: Callable[[Sequence[str]], Target]) -> dict[str, Any
     return {"delay": delay, "rate": rate}
 
 
-def targets() -> list[tuple[str, str | None, Callable[[Net, Sequence[str]], Target]]]:
+def targets() -> list[tuple[str, str | None, Callable[[Net, Sequence[str]], Shaper]]]:
     """(label, why it cannot run or None, how to start it on a net with shapes)."""
-    found: list[tuple[str, str | None, Callable[[Net, Sequence[str]], Target]]] = []
+    found: list[tuple[str, str | None, Callable[[Net, Sequence[str]], Shaper]]] = []
     for loop in rows.shaping_loops():
         found.append((loop.label, loop.unavailable,
-                      lambda net, shapes, loop=loop: SwitchTarget(net, loop, shapes)))  # fmt: skip
-    found.append(("link emulator (p4switch.linkemu)", None, LinkEmulator))
+                      lambda net, shapes, loop=loop: SwitchShaper(net, loop, shapes)))  # fmt: skip
+    found.append(("link emulator (p4switch.linkemu)", None, EmulatorShaper))
     return found
 
 

@@ -5,12 +5,13 @@ with its `process` method), which returns the frames to emit and their egress po
 at once, or through the port's `EgressQueue` when the port is shaped, or handed to
 `Switch.on_cpu_packet` when its egress port is the CPU port.
 
-One thread runs `Switch.run`: it waits (select) on the port sockets and a wake-up pipe, for no
-longer than until the next shaped frame is due, then receives up to `RX_BATCH` frames per
-ready port and sends the shaped frames whose time has come. The processor is only ever called on
-that thread. Other threads (control channel, P4Runtime server) talk to the loop through `shape`,
-`inject`, `set_processor` and `stats`, which are safe to call while it runs. What the loop keeps
-per port (socket, egress queue, capture files, counters) is a `p4switch.switchports.SwitchPort`.
+One thread runs `Switch.run`: it waits on the port sockets and a wake-up pipe
+(`p4switch.readiness`), for no longer than until the next shaped frame is due, then receives up
+to `RX_BATCH` frames per ready port and sends the shaped frames whose time has come. The
+processor is only ever called on that thread. Other threads (control channel, P4Runtime server)
+talk to the loop through `shape`, `inject`, `set_processor` and `stats`, which are safe to call
+while it runs. What the loop keeps per port (socket, egress queue, capture files, counters) is a
+`p4switch.switchports.SwitchPort`.
 
 Shaping counts on the switch's `clock` (`time.monotonic` unless the caller gives another); the
 kernel's receive times and the captures' timestamps are Unix times, read from `wall_clock`
@@ -21,8 +22,6 @@ time, with `poll`: what is held, what is released and when it is due are then ex
 from __future__ import annotations
 
 import logging
-import os
-import select
 import threading
 import time
 from collections import deque
@@ -40,6 +39,7 @@ from p4switch.ports import (
     arrival_time,
     take_kernel_drops,
 )
+from p4switch.readiness import Readiness
 from p4switch.shaping import ShapeSpec, Verdict
 from p4switch.switchports import PortCounters, SwitchPort, SwitchPorts, ThrottledWarnings
 from p4switch.vlan import AUXDATA_SPACE, as_on_wire
@@ -48,7 +48,6 @@ log = logging.getLogger(__name__)
 
 RX_BATCH = 64  # frames received from one port before looking at the others and the clock
 MAX_WAIT_S = 0.25  # the longest wait: how late `run` may notice a stop without `wake`
-FD_SETSIZE = 1024  # select() handles descriptors below this
 ANCILLARY_SPACE = AUXDATA_SPACE + STAMP_SPACE  # recvmsg's room for a VLAN tag and a receive time
 
 
@@ -104,11 +103,10 @@ class Switch:
         self._ports = self._port_set.by_number
         self._by_fd = self._port_set.by_fd
         try:
-            self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            self._readiness = Readiness(list(self._by_fd))
         except BaseException:
             self._port_set.close()
             raise
-        self._wait_readable = self._waiter()
         self._cpu = PortCounters()
         self._active: set[int] = set()  # ports holding shaped frames
         self._injected: deque[tuple[int, bytes]] = deque()
@@ -159,12 +157,7 @@ class Switch:
 
     def wake(self) -> None:
         """Make `run` look at its inputs now (e.g. right after setting its stop event)."""
-        try:
-            os.write(self._wake_w, b"\0")
-        except BlockingIOError:
-            pass  # the pipe is full: the loop is awake already
-        except OSError:
-            pass  # closed: nothing to wake
+        self._readiness.wake()
 
     def stats(self, reset_peaks: bool = False) -> dict[str, Any]:
         """Counters per port and for the CPU port, shaping, queue depth and lateness.
@@ -234,7 +227,7 @@ class Switch:
     def _turn(self, timeout: float) -> None:
         """Wait up to `timeout` s, then: shaping changes, packet-outs, the frames of each ready
         port, and the shaped frames due by the clock, in that order."""
-        ready = self._wait_readable(timeout)
+        ready = self._readiness.wait(timeout)
         if self._pending:  # before the frames that arrived with the wake-up
             with self._lock:
                 self._apply_pending()
@@ -242,29 +235,9 @@ class Switch:
             self._drain_injected()
         by_fd = self._by_fd
         for fd in ready:
-            port = by_fd.get(fd)
-            if port is None:
-                self._drain_wake()
-            else:
-                self._receive(port)
+            self._receive(by_fd[fd])
         if self._active:
             self._release(self._clock())
-
-    def _waiter(self) -> Callable[[float], list[int]]:
-        """A function waiting up to a timeout (s) for readable fds: ports and the wake-up pipe.
-
-        select() sleeps to within tens of microseconds of its timeout, poll() only to whole
-        milliseconds (rounded up), which would make every shaped frame up to 1 ms late: use
-        select() unless a descriptor is too large for it.
-        """
-        fds = [*self._by_fd, self._wake_r]
-        if max(fds) < FD_SETSIZE:
-            no_fds: list[int] = []
-            return lambda timeout: select.select(fds, no_fds, no_fds, timeout)[0]
-        poller = select.poll()
-        for fd in fds:
-            poller.register(fd, select.POLLIN)
-        return lambda timeout: [fd for fd, _ in poller.poll(timeout * 1000)]
 
     def _receive(self, state: SwitchPort) -> None:
         """Process up to RX_BATCH frames from a port, each as it was on the wire (VLAN tag) and
@@ -409,13 +382,6 @@ class Switch:
         state.queue.set_spec(spec)
         state.shaped = not spec.is_passthrough or len(state.queue) > 0
 
-    def _drain_wake(self) -> None:
-        try:
-            while os.read(self._wake_r, 4096):
-                pass
-        except BlockingIOError:
-            pass
-
     # -- shutdown ----------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -424,8 +390,7 @@ class Switch:
             return
         self._closed = True
         self._port_set.close()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        self._readiness.close()
 
     def __enter__(self) -> Switch:
         return self

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from p4.config.v1 import p4info_pb2
 
     from p4switch.dataplane import PacketProcessor
-    from p4switch.p4rt.server import LoadedProgram
+    from p4switch.p4rt.program import LoadedProgram
     from p4switch.program import CompiledProgram
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ class SourceLoader:
     backend: str | None = None  # p4switch.backends: None = native where it can run
 
     def __call__(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> LoadedProgram:
-        from p4switch.p4rt.server import LoadedProgram
+        from p4switch.p4rt.program import LoadedProgram
 
         if device_config:
             compiled = compile_pushed(device_config, self.include_dirs, self.defines, self.limits)

@@ -22,11 +22,9 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import grpc
 from google.rpc import code_pb2
-from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import (
@@ -41,12 +39,12 @@ from p4switch.p4rt.deadline import Clock, acquired, check_deadline
 from p4switch.p4rt.digests import DigestChannel
 from p4switch.p4rt.handlers import add_to_server
 from p4switch.p4rt.packetio import packet_in_message, packet_out_frame
+from p4switch.p4rt.program import Installed, LoadedProgram, Loader
 from p4switch.p4rt.read import read_entity
 from p4switch.p4rt.reconcile import carry_over
 from p4switch.p4rt.schema import P4InfoIndex
 from p4switch.p4rt.service import P4RuntimeService
 from p4switch.p4rt.write import apply_batch
-from p4switch.runtime import SwitchState
 
 log = logging.getLogger(__name__)
 
@@ -54,29 +52,6 @@ _MAX_WORKERS = 32  # each open StreamChannel holds one worker thread
 _MAX_MESSAGE = 64 << 20  # P4Info and P4 source travel in one message
 _SetRequest = p4runtime_pb2.SetForwardingPipelineConfigRequest
 _GetRequest = p4runtime_pb2.GetForwardingPipelineConfigRequest
-
-
-@dataclass(frozen=True)
-class LoadedProgram:
-    p4info: p4info_pb2.P4Info
-    device_config: bytes  # what SetForwardingPipelineConfig sent (p4switch: the P4 source)
-    state: SwitchState
-    activate: Callable[[], None]  # makes the data plane use this program and state
-
-
-# may raise ValueError: the client gets INVALID_ARGUMENT with its message (a P4RTError: its code)
-Loader = Callable[[p4info_pb2.P4Info, bytes], LoadedProgram]
-
-
-@dataclass(frozen=True)
-class _Installed:
-    """A program as configured through P4Runtime: what Get returns, and what Write changes."""
-
-    program: LoadedProgram
-    pipeline: InstalledPipeline
-    p4info: p4info_pb2.P4Info  # as the client sent it
-    device_config: bytes
-    cookie: int | None
 
 
 class P4RuntimeServer:
@@ -108,12 +83,12 @@ class P4RuntimeServer:
         self._cpu_port = cpu_port
         self._config_lock = threading.RLock()  # pipeline changes, and writes against them
         self._load_lock = threading.Lock()  # one program loads (compiles) at a time
-        self._committed: _Installed | None = None
-        self._saved: _Installed | None = None  # VERIFY_AND_SAVE: reads and writes go here
+        self._committed: Installed | None = None
+        self._saved: Installed | None = None  # VERIFY_AND_SAVE: reads and writes go here
         if initial is not None:
             schema = P4InfoIndex.bind(initial.p4info, initial.state)
             pipeline = InstalledPipeline(schema, initial.state, cpu_port)
-            self._committed = _Installed(
+            self._committed = Installed(
                 initial, pipeline, initial.p4info, initial.device_config, None
             )
         self.arbiter = Arbiter(device_id)
@@ -193,7 +168,7 @@ class P4RuntimeServer:
 
     def _load(
         self, config: p4runtime_pb2.ForwardingPipelineConfig, deadline: float | None
-    ) -> _Installed:
+    ) -> Installed:
         """Run the loader (outside the configuration lock) and bind the P4Info to its state."""
         with acquired(
             self._load_lock, deadline, "waiting for another program to load", self._clock
@@ -204,7 +179,7 @@ class P4RuntimeServer:
         )
         return installed
 
-    def _load_now(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> _Installed:
+    def _load_now(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> Installed:
         try:
             program = self._loader(config.p4info, config.p4_device_config)
             schema = P4InfoIndex.bind(config.p4info, program.state)
@@ -217,7 +192,7 @@ class P4RuntimeServer:
             raise P4RTError(code_pb2.INTERNAL, f"loading the program failed: {err}") from err
         cookie = config.cookie.cookie if config.HasField("cookie") else None
         pipeline = InstalledPipeline(schema, program.state, self._cpu_port)
-        return _Installed(program, pipeline, config.p4info, config.p4_device_config, cookie)
+        return Installed(program, pipeline, config.p4info, config.p4_device_config, cookie)
 
     def set_pipeline(
         self,
@@ -289,7 +264,7 @@ class P4RuntimeServer:
         ):
             yield
 
-    def _commit(self, installed: _Installed) -> None:
+    def _commit(self, installed: Installed) -> None:
         try:
             installed.program.activate()
         except Exception as err:
