@@ -43,6 +43,7 @@ from p4switch.nativeio.clib import (
 from p4switch.nativeio.errors import NativeIOError, NativeSwitchArgumentError
 from p4switch.pcap import capture_path
 from p4switch.ports import Port, take_kernel_drops
+from p4switch.readiness import WakePipe
 from p4switch.shaping import ShapeSpec
 from p4switch.switchports import SwitchPorts, ThrottledWarnings
 
@@ -125,7 +126,7 @@ class NativeSwitch:
         self._closed = False
         self._final: dict[str, Any] = {}  # stats() once closed
         try:
-            self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            self._wake = WakePipe()
         except BaseException:
             self._port_set.close()
             raise
@@ -159,7 +160,7 @@ class NativeSwitch:
             (ctypes.c_uint64 * count)(*(seed % 2**64 for _ in states)),
             int(self._cpu_port is not None),
             self._cpu_port or 0,
-            self._wake_r,
+            self._wake.read_fd,
             int(rx_ring),
         )
         if not handle:
@@ -218,14 +219,7 @@ class NativeSwitch:
 
     def wake(self) -> None:
         """Make `run` look at its inputs now (e.g. right after setting its stop event)."""
-        if self._closed:
-            return  # the pipe is closed; its descriptor may be another file's by now
-        try:
-            os.write(self._wake_w, b"\0")
-        except BlockingIOError:
-            pass  # the pipe is full: the loop is awake already
-        except OSError:
-            pass  # closed: nothing to wake
+        self._wake.wake()
 
     def stats(self, reset_peaks: bool = False) -> dict[str, Any]:
         """Counters per port and for the CPU port, shaping, queue depth and lateness (the
@@ -384,8 +378,7 @@ class NativeSwitch:
 
     def _close_files(self) -> None:
         self._port_set.close()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        self._wake.close()
 
     def __enter__(self) -> NativeSwitch:
         return self

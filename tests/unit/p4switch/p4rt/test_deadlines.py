@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -172,15 +172,19 @@ def test_a_deadline_passes_when_the_clock_reaches_it() -> None:
     assert caught.value.code == code_pb2.DEADLINE_EXCEEDED
 
 
-def test_a_lock_wait_ends_when_the_clock_passes_the_deadline_and_the_lock_is_not_taken() -> None:
-    clock = FakeClock(START)
-    lock = threading.Lock()
-    entered: list[float] = []
+def holder(lock: threading.Lock, clock: FakeClock, entered: list[float]) -> Callable[[], None]:
+    """A call that holds `lock` under a deadline 1 s after START, noting when it got in."""
 
     def hold() -> None:
         with acquired(lock, START + 1.0, "waiting", clock):
             entered.append(clock())
 
+    return hold
+
+
+def test_a_lock_wait_ends_when_the_clock_passes_the_deadline_and_the_lock_is_not_taken() -> None:
+    clock, lock, entered = FakeClock(START), threading.Lock(), []
+    hold = holder(lock, clock, entered)
     with lock:  # held by the test throughout
         waiter, outcome = in_thread(hold)
         clock.now = START + 1.0
@@ -190,14 +194,8 @@ def test_a_lock_wait_ends_when_the_clock_passes_the_deadline_and_the_lock_is_not
 
 
 def test_a_lock_freed_before_the_deadline_is_taken_and_one_freed_as_it_passes_is_not() -> None:
-    clock = FakeClock(START)
-    lock = threading.Lock()
-    entered: list[float] = []
-
-    def hold() -> None:
-        with acquired(lock, START + 1.0, "waiting", clock):
-            entered.append(clock())
-
+    clock, lock, entered = FakeClock(START), threading.Lock(), []
+    hold = holder(lock, clock, entered)
     lock.acquire()
     waiter, outcome = in_thread(hold)
     lock.release()  # the clock has not moved: in time, however long the wait took for real
