@@ -10,7 +10,10 @@ kernel (netem and HTB); a kernel without netem cannot host this target.
 
 The two tools are found on PATH, else in `EXTRA_TOOL_DIRS`; `require_tools()` raises, in one
 line, naming those missing and how to install them. `python -m topo.bmv2` prints where they are
-(or that line, with exit status 1).
+(or that line, with exit status 1). BMv2's Thrift CLI, `simple_switch_CLI`, is found the same
+way; it is a Python script that imports Thrift's modules, which a project's venv lacks, so
+`cli_command` runs it with an interpreter that can import them (its own `#!` interpreter first,
+then the system's python3), not whichever python3 comes first on PATH.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ from topo.p4node import P4Switch, PortCounters, SwitchPipeline
 
 SIMPLE_SWITCH = "simple_switch_grpc"
 P4C = "p4c-bm2-ss"
+CLI = "simple_switch_CLI"
+# Interpreters tried for the CLI after its own: the system's python3 (python3-thrift installs there)
+SYSTEM_PYTHONS: tuple[Path, ...] = (Path("/usr/bin/python3"), Path("/usr/local/bin/python3"))
+CLI_NEEDS = "thrift"  # the module the CLI's interpreter must import
 # Where the tools are looked for when they are not on PATH (a root shell or a service may have a
 # shorter one): /usr/local/bin, the default prefix of p4c's and BMv2's source builds, and /opt/p4.
 EXTRA_TOOL_DIRS: tuple[Path, ...] = (Path("/usr/local/bin"), Path("/opt/p4/bin"))
@@ -64,6 +71,51 @@ def require_tools() -> None:
     missing = missing_tools()
     if missing:
         raise Bmv2Error(_missing_message(missing) + INSTALL_HINT)
+
+
+def _script_interpreter(script: Path) -> str | None:
+    """The interpreter a script's `#!` line names (`/usr/bin/env python3` resolved on PATH)."""
+    try:
+        with script.open("rb") as f:
+            first = f.readline(256).decode("utf-8", "replace")
+    except OSError:
+        return None
+    words = first[2:].split() if first.startswith("#!") else []
+    if not words:
+        return None
+    if Path(words[0]).name == "env" and len(words) > 1:
+        return shutil.which(words[1])
+    return words[0]
+
+
+def _imports(interpreter: str, module: str) -> bool:
+    try:
+        done = subprocess.run([interpreter, "-c", f"import {module}"], capture_output=True,
+                              timeout=30, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def cli_command(thrift_port: int) -> list[str]:
+    """simple_switch_CLI for the switch whose Thrift server listens on `thrift_port` (commands
+    on its stdin): `[interpreter, script, --thrift-port, N]`, the interpreter the first of the
+    script's own and the system's that imports Thrift. Bmv2Error, in one line, where the CLI
+    or such an interpreter is missing."""
+    script = find_tool(CLI)
+    if script is None:
+        raise Bmv2Error(_missing_message([CLI]) + INSTALL_HINT)
+    own = _script_interpreter(Path(script))
+    if own is not None and "python" not in Path(own).name:  # not a Python script: run it as is
+        return [script, "--thrift-port", str(thrift_port)]
+    tried = list(dict.fromkeys([*([own] if own else []), *map(str, SYSTEM_PYTHONS)]))
+    for interpreter in tried:
+        if _imports(interpreter, CLI_NEEDS):
+            return [interpreter, script, "--thrift-port", str(thrift_port)]
+    raise Bmv2Error(
+        f"{CLI} ({script}) needs a python3 that imports {CLI_NEEDS}; none of "
+        f"{', '.join(tried)} does: install python3-thrift (Debian/Ubuntu) for the system's python3"
+    )
 
 
 @dataclass(frozen=True)
@@ -183,6 +235,10 @@ def main() -> int:
         return 1
     for tool in (SIMPLE_SWITCH, P4C):
         print(f"{tool}: {find_tool(tool)}")
+    try:
+        print(f"{CLI}: {' '.join(cli_command(THRIFT_BASE_PORT)[:2])}")
+    except Bmv2Error as err:  # the target runs without it: only the CLI's users need it
+        print(f"{CLI}: not usable: {err}")
     return 0
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.netns.topology import why_no_mininet
+from topo.bmv2 import cli_command
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.slow]
 
@@ -23,6 +24,7 @@ GRPC_BASE = 20800
 RESULT_FILES = {
     "rounds.jsonl", "summary.csv", "scenario.yaml", "versions.json", "round-time.png",
     "loss.png", "predicted-vs-measured.png", "island-config.json", "logs", "network.json",
+    "calibration.json",
 }  # fmt: skip
 
 
@@ -112,9 +114,8 @@ def test_bmv2_with_link_emulators_reproduces_the_planner(tmp_path: Path) -> None
 def mc_nodes(thrift_port: int) -> list[str]:
     """The multicast nodes BMv2 itself holds: the `L1h=` lines of simple_switch_CLI's mc_dump
     (`mgrp(1)` then `  -> (L1h=0, rid=0) -> (ports=[1], lags=[])` per node)."""
-    done = subprocess.run(["simple_switch_CLI", "--thrift-port", str(thrift_port)],
-                          input="mc_dump\n", capture_output=True, text=True, timeout=30,
-                          check=True)  # fmt: skip
+    done = subprocess.run(cli_command(thrift_port), input="mc_dump\n", capture_output=True,
+                          text=True, timeout=30, check=True)  # fmt: skip
     return [line for line in done.stdout.splitlines() if "L1h=" in line]
 
 

@@ -113,3 +113,66 @@ def test_compile_bmv2_runs_the_p4c_found_and_names_the_p4info_txtpb(
     assert argv[0] == str(p4c)
     assert argv[argv.index("--p4runtime-files") + 1] == str(compiled.p4info)
     assert argv[-3:] == ["-D", "SLOTS=64", "prog.p4"]
+
+
+def fake_python(path: Path, imports_thrift: bool) -> Path:
+    """An interpreter that can (exit 0) or cannot (exit 1) run `-c "import thrift"`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\nexit {0 if imports_thrift else 1}\n")
+    path.chmod(0o755)
+    return path
+
+
+def fake_cli(directory: Path, shebang: str) -> Path:
+    path = directory / "simple_switch_CLI"
+    path.write_text(f"#!{shebang}\nimport sswitch_CLI\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def system_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The system's python3, here a fake that imports Thrift."""
+    python = fake_python(tmp_path / "usr" / "python3", imports_thrift=True)
+    monkeypatch.setattr(bmv2, "SYSTEM_PYTHONS", (python,))
+    return python
+
+
+def test_the_cli_runs_with_its_own_interpreter_where_that_imports_thrift(
+    dirs: tuple[Path, Path, Path], tmp_path: Path, system_python: Path
+) -> None:
+    own = fake_python(tmp_path / "own" / "python3", imports_thrift=True)
+    cli = fake_cli(dirs[2], str(own))  # found in the second extra directory (/opt/p4/bin)
+    assert bmv2.cli_command(9091) == [str(own), str(cli), "--thrift-port", "9091"]
+
+
+def test_a_venv_python_first_on_path_is_passed_over_for_the_system_s(
+    dirs: tuple[Path, Path, Path], system_python: Path
+) -> None:
+    """`#!/usr/bin/env python3` would pick the venv's python3, which lacks Thrift."""
+    fake_python(dirs[0] / "python3", imports_thrift=False)  # the venv's, first on PATH
+    cli = fake_cli(dirs[1], "/usr/bin/env python3")
+    assert bmv2.cli_command(9090) == [str(system_python), str(cli), "--thrift-port", "9090"]
+
+
+def test_no_cli_or_no_interpreter_for_it_is_one_line_saying_what_to_install(
+    dirs: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(Bmv2Error) as missing:
+        bmv2.cli_command(9090)
+    assert "needs simple_switch_CLI, not found here" in str(missing.value)
+    assert "\n" not in str(missing.value)
+
+    bare = fake_python(tmp_path / "usr" / "python3", imports_thrift=False)
+    monkeypatch.setattr(bmv2, "SYSTEM_PYTHONS", (bare,))
+    fake_cli(dirs[0], str(bare))
+    with pytest.raises(Bmv2Error) as unusable:
+        bmv2.cli_command(9090)
+    message = str(unusable.value)
+    assert f"imports thrift; none of {bare} does" in message and "python3-thrift" in message
+    assert "\n" not in message
+
+
+def test_a_cli_that_is_not_a_python_script_runs_as_it_is(dirs: tuple[Path, Path, Path]) -> None:
+    cli = fake_cli(dirs[0], "/bin/sh")
+    assert bmv2.cli_command(9090) == [str(cli), "--thrift-port", "9090"]
