@@ -6,8 +6,11 @@ In three fresh network namespaces (h1 -- switch -- h2, veth pairs, `bench.vethne
   back end and on the python one, each in the native I/O loop (`p4switch.nativeio.NativeSwitch`)
   and in the python one (`p4switch.dataplane.Switch`); beside them the limits: the
   sender into a sink that only counts, a minimal C forwarder with batched I/O
-  (bench/native/forwarder.c), a plain Python AF_PACKET forwarder, and BMv2 where installed. A
-  row that cannot run says why instead of giving a figure (`bench.forwarding_rows`);
+  (bench/native/forwarder.c), a plain Python AF_PACKET forwarder, and, where installed, BMv2's
+  simple_switch_grpc, its default build and its build for speed, programmed over P4Runtime with
+  the same program and entries (`bench.bmv2_forwarder`), each with how many times faster
+  p4switch's native back end is. A row that cannot run says why instead of giving a figure
+  (`bench.forwarding_rows`);
 - shaping accuracy: 50 ms one-way delay on both switch ports -> ping RTT against 100 ms, and a
   10 Mb/s rate on the port toward h2 -> throughput measured at h2 under twice that offered load.
 

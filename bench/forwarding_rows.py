@@ -3,9 +3,11 @@
 Each `ForwardingRow` is one row: a forwarder command to run in the switch namespace (None: no
 forwarder, the sender into a sink that only counts), or the reason it cannot run here. The
 native back end and the native I/O loop are imported only to ask whether they can run; BMv2 is
-looked for as `topo.bmv2` looks for it. Ratios compare each row with the C port swap in the
-native I/O loop (the same batched I/O, no P4: the limit of the veth path for that loop) and, for
-a program, with the same program on the python back end in the python I/O loop:
+looked for as `topo.bmv2` looks for it, its default build and its build for speed each a row
+(`bench.bmv2_forwarder`). Ratios compare each row with the C port swap in the native I/O loop
+(the same batched I/O, no P4: the limit of the veth path for that loop) and, for a program, with
+the same program on the python back end in the python I/O loop; a BMv2 row also gives how many
+times faster p4switch's native back end in its native loop forwards the same program:
 
     >>> rows = [{"io": "C", "delivered": {"value": 800_000.0}}]
     >>> rows.append({"program": "l2", "pipeline": "python", "io": "python",
@@ -14,6 +16,12 @@ a program, with the same program on the python back end in the python I/O loop:
     ...                 "delivered": {"value": 400_000.0}}, rows)
     >>> {name: figure["value"] for name, figure in found.items()}
     {'of_c_forwarder': 0.5, 'of_python_backend': 10.0}
+    >>> rows.append({"program": "l2", "pipeline": "native", "io": "native",
+    ...              "delivered": {"value": 400_000.0}})
+    >>> found = ratios({"program": "l2", "pipeline": "bmv2", "io": "bmv2",
+    ...                 "delivered": {"value": 25_000.0}}, rows)
+    >>> found["p4switch_native_is"]["value"]
+    16.0
 """
 
 from __future__ import annotations
@@ -27,12 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import bmv2_forwarder
 from bench.native_tools import AGG_BYTES
 from innet.exceptions import InnetError
 
 PROGRAMS = ("l2", "agg32")
 AGG_PAYLOAD = AGG_BYTES
 FORWARDING = Path(__file__).resolve().parent / "forwarding.py"
+BMV2_FORWARDER = Path(__file__).resolve().parent / "bmv2_forwarder.py"
 PORTS = ("s1-eth1", "s1-eth2")
 UNIT = "frames/s"
 
@@ -87,17 +97,16 @@ def native_io_unavailable() -> str | None:
     return _probe("p4switch.nativeio", "NativeSwitch")
 
 
-def bmv2_unavailable() -> str:
-    """Why there is no BMv2 figure: the tool is missing, or it is not driven by this bench."""
-    try:
-        from topo.bmv2 import EXTRA_TOOL_DIRS, SIMPLE_SWITCH, find_tool
-    except ImportError as err:
-        return f"cannot look for BMv2 (topo.bmv2: {err})"
-    path = find_tool(SIMPLE_SWITCH)
-    if path is None:
-        places = ", ".join(str(d) for d in EXTRA_TOOL_DIRS)
-        return f"{SIMPLE_SWITCH} is not installed (not on PATH, nor in {places})"
-    return f"{SIMPLE_SWITCH} is at {path}, but this benchmark does not start BMv2 yet"
+def bmv2_rows(program: str) -> list[ForwardingRow]:
+    """`program` on BMv2's simple_switch_grpc, its default build and its build for speed."""
+    return [
+        ForwardingRow(
+            f"{program}: BMv2 simple_switch_grpc, {build} build", program, "bmv2", "bmv2",
+            (sys.executable, str(BMV2_FORWARDER), program, build, *PORTS),
+            bmv2_forwarder.unavailable(build),
+        )
+        for build in bmv2_forwarder.BUILDS
+    ]  # fmt: skip
 
 
 def planned(
@@ -140,10 +149,7 @@ def planned(
                 f"{program}: native back end, native I/O", program, "native", "native",
                 switch_command("native", native_factory), native or native_io,
             ),
-            ForwardingRow(
-                f"{program}: BMv2 simple_switch_grpc", program, "bmv2", "bmv2", None,
-                bmv2_unavailable(),
-            ),
+            *bmv2_rows(program),
         ]  # fmt: skip
     for spec in processors:
         planned_rows.append(
@@ -208,6 +214,9 @@ def ratios(row: dict[str, Any], earlier: Sequence[dict[str, Any]]) -> dict[str, 
         baseline = (other.get("pipeline"), other.get("io")) == ("python", "python")  # p4switch
         if same_program and baseline and (row.get("pipeline"), row["io"]) != ("python", "python"):
             found["of_python_backend"] = {"value": value / base, "unit": "ratio"}
+        native = (other.get("pipeline"), other.get("io")) == ("native", "native")
+        if same_program and native and row.get("pipeline") == "bmv2" and value:
+            found["p4switch_native_is"] = {"value": base / value, "unit": "times this row"}
     return found
 
 
@@ -260,9 +269,12 @@ def table_row(row: dict[str, Any], earlier: Sequence[dict[str, Any]]) -> str:
     drops = {
         port: kinds for port, kinds in row.get("switch_drops", {}).get("ports", {}).items() if kinds
     }
+    native = ""
+    if "p4switch_native_is" in row:
+        native = f"  p4switch native {row['p4switch_native_is']['value']:.1f}x this"
     return (
         f"{start}{row['delivered']['value']:12,.0f} {row['offered']['value']:12,.0f}  "
-        f"{of_c:>8} {of_python:>9}{f'  drops {drops}' if drops else ''}"
+        f"{of_c:>8} {of_python:>9}{native}{f'  drops {drops}' if drops else ''}"
     )
 
 
