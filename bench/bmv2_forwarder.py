@@ -33,8 +33,7 @@ from controller.p4rt.connection import SwitchConnection
 from controller.p4rt.exceptions import P4RuntimeError
 from controller.p4rt.schema import Schema, insert
 from innet.exceptions import InnetError, one_line
-from p4switch.p4info_diff import load as load_p4info
-from topo.bmv2 import SIMPLE_SWITCH, bmv2_command, compile_bmv2, find_tool
+from topo.bmv2 import SIMPLE_SWITCH, bmv2_command, bmv2_pipeline, find_tool
 
 BUILDS = ("default", "fast")
 DEVICE_ID = 1
@@ -81,8 +80,8 @@ def _key(address: str) -> int:
 
 def program_switch(conn: SwitchConnection, program: str, build_dir: Path) -> None:
     """Push `program`'s BMv2 JSON and P4Info, then one forwarding entry per benchmark host."""
-    compiled = compile_bmv2(PROGRAMS / f"{program}.p4", build_dir)
-    conn.set_pipeline(load_p4info(compiled.p4info), compiled.json.read_bytes())
+    pipeline = bmv2_pipeline(PROGRAMS / f"{program}.p4", build_dir, {})
+    conn.set_pipeline(pipeline.p4info, pipeline.device_config)
     schema = conn.schema
     assert schema is not None  # set with the pipeline
     table, field, action, param, which = ENTRIES[program]

@@ -144,6 +144,12 @@ def compile_bmv2(program: Path, out_dir: Path, defines: dict[str, str] | None = 
     return compiled
 
 
+def bmv2_pipeline(program: Path, build_dir: Path, defines: dict[str, str]) -> SwitchPipeline:
+    """What SetForwardingPipelineConfig gives BMv2: p4c's P4Info and JSON for `program`."""
+    compiled = compile_bmv2(program, build_dir, defines)
+    return SwitchPipeline(load_p4info(compiled.p4info), compiled.json.read_bytes())
+
+
 def bmv2_command(
     ports: dict[int, str],
     grpc_addr: str,
@@ -182,8 +188,7 @@ class Bmv2Switch(P4Switch):
 
     def pipeline(self, build_dir: Path) -> SwitchPipeline:
         """p4c's BMv2 JSON and P4Info for this switch's defines, compiled into `build_dir`."""
-        compiled = compile_bmv2(self.program, build_dir, self.defines)
-        return SwitchPipeline(load_p4info(compiled.p4info), compiled.json.read_bytes())
+        return bmv2_pipeline(self.program, build_dir, self.defines)
 
     def port_counters(self, reset_peaks: bool = False) -> PortCounters:
         """The kernel's counters of the switch's interfaces (BMv2 has no control channel);

@@ -67,6 +67,7 @@ from controller.p4rt.schema import Schema
 from controller.planner.schedule import Round
 from controller.round_entries import round_entries
 from controller.rounds import Addressing, base_entries, install_changes, to_updates
+from controller.runner.bmv2rate import bmv2_rate
 from controller.runner.emulation import Emulation, resolve
 from controller.runner.exceptions import ExperimentError
 from controller.runner.leaderload import leader_rate
@@ -83,6 +84,7 @@ from workers.packets import Flag, InnetPacket, PacketType
 log = logging.getLogger(__name__)
 
 PIPELINE_SPAN_S = 0.1  # frames through innet.p4 for that long, ...
+BMV2_SPAN_S = 0.5  # ... on BMv2 (a process of its own, some 40 times slower) that long, ...
 REPEATS = 3  # ... that many times, and a leader's frames as often: the best of them counts
 TIGHT_SHARE = 0.5  # a plan needing more than this share of the machine's frame rate is tight
 # ... and one needing more than this many times the cores free does not fit: the estimate varies
@@ -178,8 +180,10 @@ class Calibration:
         need = {k: None if v == math.inf else v for k, v in asdict(self.need).items()}
         machine = {k: None if v == math.inf else v for k, v in asdict(m).items()}
         machine.update(core_fps=m.core_fps, machine_fps=m.machine_fps)
+        scale = fitting_scale(m, self.need)
         return {"mode": mode, "verdict": self.verdict, "summary": self.summary,
                 "reasons": list(self.reasons), "cores_needed": cores_needed(m, self.need),
+                "fits_from_scale": scale if 0 < scale < math.inf else None,
                 "machine": machine, "need": need,
                 "thresholds": {"tight_share": TIGHT_SHARE}}  # fmt: skip
 
@@ -192,6 +196,20 @@ def cores_needed(machine: Machine, need: Need) -> float:
     speed (a core's CPU seconds per second)."""
     return (need.total_fps / machine.frames_per_cpu_s
             + LEADER_UNDER_LOAD * need.leader_fps / machine.leader_frames_per_cpu_s)  # fmt: skip
+
+
+def fitting_scale(machine: Machine, need: Need) -> float:
+    """The least scale (2 significant digits, up) at which the plan needs at most TIGHT_SHARE of
+    a core per switch and of the cores free now (every rate falls as 1 / scale); inf: none."""
+    if need.scale <= 0:
+        return 0.0
+    if machine.free_cores <= 0 or machine.core_fps <= 0:
+        return math.inf
+    factor = max(need.switch_fps / machine.core_fps,
+                 cores_needed(machine, need) / machine.free_cores)  # fmt: skip
+    wanted = need.scale * factor / TIGHT_SHARE
+    step = 10.0 ** max(0, math.floor(math.log10(wanted)) - 1) if wanted > 0 else 1.0
+    return math.ceil(wanted / step - 1e-9) * step
 
 
 def judge(machine: Machine, need: Need) -> Calibration:
@@ -231,6 +249,10 @@ def judge(machine: Machine, need: Need) -> Calibration:
             f"{_ms(need.headroom_s)} ms of headroom{where}: slot conflicts likely"
         )
     verdict = DOES_NOT_FIT if over else TIGHT if near else FITS
+    scale = fitting_scale(machine, need)
+    if over and scale > need.scale:
+        where = f"from scale {scale:,.0f} up" if math.isfinite(scale) else "at no scale"
+        over.append(f"the plan would fit {where} (scale {need.scale:,.0f} now)")
     return Calibration(machine, need, verdict, (*over, *near))
 
 
@@ -241,9 +263,12 @@ def enforce(calibration: Calibration, mode: str) -> str | None:
     if calibration.verdict == FITS or mode == "off":
         return None
     if mode == "refuse" and calibration.verdict == DOES_NOT_FIT:
+        scale = fitting_scale(calibration.machine, calibration.need)
+        at_least = f" to at least {scale:,.0f}" if math.isfinite(scale) and scale > 0 else ""
         raise CalibrationRefused(
-            f"{calibration.summary}; nothing was started: raise the scenario's scale (fewer "
-            "frames per second), free the CPU, or run with --calibration warn to run anyway"
+            f"{calibration.summary}; nothing was started: raise the scenario's scale{at_least} "
+            "(fewer frames per second), free the CPU, or run with --calibration warn to run "
+            "anyway"
         )
     verdict = "is tight on" if calibration.verdict == TIGHT else "does not fit"
     return (
@@ -333,16 +358,21 @@ def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S,
     return frames / cpu, pipe.backend
 
 
-def measure(em: Emulation, backend: str | None = None, leader_fps: float = 0.0) -> Machine:
-    """Timer lateness, CPU share and innet.p4's frame rate now, on the switches' back end, a
-    leader's handling `leader_fps` frames a second (none measured for 0), and the cores other
-    work kept busy meanwhile."""
+def measure(em: Emulation, backend: str | None = None, leader_fps: float = 0.0,
+            target: str = "p4switch") -> Machine:  # fmt: skip
+    """Timer lateness, CPU share and innet.p4's frame rate now, on the switches' back end (or
+    on BMv2, for `target` "bmv2": controller/runner/bmv2rate.py), a leader's handling
+    `leader_fps` frames a second (none measured for 0), and the cores other work kept busy
+    meanwhile."""
     wall, (everyone, own) = time.monotonic(), cpu_seconds()
     late = timer_lateness()
     share = cpu_share()
     # the best of a few short runs: this machine's figure when nothing else got in the way
     # (the CPU share says how much gets in the way now)
-    rate, ran_on = max(pipeline_rate(em, backend=backend) for _ in range(REPEATS))
+    if target == "bmv2":
+        rate, ran_on = bmv2_rate(em, lambda c: chunk_frames(em, c), BMV2_SPAN_S, REPEATS), "bmv2"
+    else:
+        rate, ran_on = max(pipeline_rate(em, backend=backend) for _ in range(REPEATS))
     leader = math.inf
     if leader_fps > 0:  # half of it sent (the other half the sums), for a short while
         leader = max(leader_rate(leader_fps / 2, PIPELINE_SPAN_S) for _ in range(REPEATS))
@@ -352,10 +382,11 @@ def measure(em: Emulation, backend: str | None = None, leader_fps: float = 0.0) 
     return Machine(p50, p99, top, share, rate, cores(), ran_on, leader, others)
 
 
-def calibrate(em: Emulation, backend: str | None = None) -> Calibration:
-    """The machine check of a run of `em` (about a second) on the switches' back end."""
+def calibrate(em: Emulation, backend: str | None = None, target: str = "p4switch") -> Calibration:
+    """The machine check of a run of `em` on `target` (about a second on p4switch, measured on
+    the switches' back end; a few on BMv2)."""
     need = plan_need(em)
-    return judge(measure(em, backend, need.leader_peak_fps), need)
+    return judge(measure(em, backend, need.leader_peak_fps, target), need)
 
 
 def write(calibration: Calibration, mode: str, folder: Path) -> Path:
@@ -371,9 +402,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="The machine check innet run makes first.",
     )
     parser.add_argument("scenario", type=Path, help="scenario YAML")
+    parser.add_argument("--target", choices=("p4switch", "bmv2"), default="p4switch")
     args = parser.parse_args(argv)
     try:
-        calibration = calibrate(resolve(load_relaunching(args.scenario, argv is None)))
+        em = resolve(load_relaunching(args.scenario, argv is None))
+        calibration = calibrate(em, target=args.target)
     except InnetError as err:
         print(f"calibration: error: {one_line(err)}", file=sys.stderr)
         return err.exit_status

@@ -187,7 +187,7 @@ def _run(args: argparse.Namespace, where: HowFar) -> int:
                               backend=args.backend, grpc_base_port=args.grpc_base_port)  # fmt: skip
     progress = ProgressBar(args.no_progress)
     experiment = Run(emulation, folder, testbeds, progress=progress, calibration=args.calibration,
-                     backend=args.backend)  # fmt: skip
+                     backend=args.backend, target=args.target)  # fmt: skip
     where.experiment, where.folder = experiment, folder
     with progress:
         calibration = experiment.calibrate()  # before anything starts; refuses what does not fit

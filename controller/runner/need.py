@@ -33,6 +33,7 @@ class Need:
     tightest: str = ""  # the round with the least headroom: "inna cliques-3 at 25.6 MB, round 1"
     leader_fps: float = 0.0  # frames all leaders send and are delivered, in the busiest round
     leader_peak_fps: float = 0.0  # ... one leader, at its busiest: what `measure` paces at
+    scale: float = 0.0  # the emulation's scale factor (0: not known); every rate above is / scale
 
 
 def group_streams(wan: Wan, group: GroupCost) -> tuple[Counter[int], Counter[tuple[int, int]]]:
@@ -108,4 +109,4 @@ def plan_need(em: Emulation) -> Need:
                 least = float(getattr(cost, "headroom_s", math.inf))
                 if 0 < least < headroom:
                     headroom, tightest = least, f"{play.label} at {point.label}, round {r}"
-    return Need(switch, total, headroom, busiest, tightest, leaders, leader_peak)
+    return Need(switch, total, headroom, busiest, tightest, leaders, leader_peak, em.scenario.scale)

@@ -86,9 +86,11 @@ class Run:
         stop_event: threading.Event | None = None,
         calibration: str = "off",
         backend: str | None = None,
+        target: str = "p4switch",
     ) -> None:
         machine_check.check_mode(calibration)
         self.backend = backend  # the switches' back end (None: their own choice), for the check
+        self.target = target  # the switches' target: the check measures innet.p4 on it
         self.emulation = emulation
         self.folder = Path(folder)
         self.testbeds = testbeds  # brings up the testbed of one memory point, and down
@@ -131,7 +133,7 @@ class Run:
         first = self.calibration is None
         if self.calibration is None:
             self._enter("the machine check")
-            self.calibration = machine_check.calibrate(self.emulation, self.backend)
+            self.calibration = machine_check.calibrate(self.emulation, self.backend, self.target)
             log.info("%s", self.calibration.summary)
         self.calibration_warning = machine_check.enforce(self.calibration, self.calibration_mode)
         if first and self.calibration_warning:

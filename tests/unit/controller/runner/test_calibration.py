@@ -140,6 +140,48 @@ def test_the_leaders_cpu_counts_beside_the_switches() -> None:
     assert tight.reasons == (f"the switches and leaders need {share:.0%} of the machine",)
 
 
+def at_scale(base: Need, scale: float) -> Need:
+    """`base` at another scale factor: every rate it asks falls as 1 / scale."""
+    k = base.scale / scale
+    return Need(base.switch_fps * k, base.total_fps * k, base.headroom_s, base.busiest,
+                leader_fps=base.leader_fps * k, scale=scale)  # fmt: skip
+
+
+def test_a_plan_that_does_not_fit_names_the_least_scale_at_which_it_would() -> None:
+    # 47,300 frames/s in all need 4.73 cores of 10,000 frames/s; fitting means at most half of
+    # the 2 cores free: scale x 4.73, rounded up to two significant digits
+    too_fast = Need(12_000.0, 47_300.0, 0.01, "Tokyo", scale=1_000.0)
+    checked = judge(machine(), too_fast)
+    assert checked.verdict == DOES_NOT_FIT
+    assert cal.fitting_scale(machine(), too_fast) == 4_800.0
+    assert "the plan would fit from scale 4,800 up (scale 1,000 now)" in checked.reasons
+    assert judge(machine(), at_scale(too_fast, 4_800.0)).verdict == FITS
+    assert judge(machine(), at_scale(too_fast, 4_700.0)).verdict == TIGHT
+    with pytest.raises(CalibrationRefused, match="raise the scenario's scale to at least 4,800 "):
+        enforce(checked, "refuse")
+    data = checked.to_json("refuse")
+    assert data["fits_from_scale"] == 4_800.0
+
+
+def test_one_switch_above_its_core_alone_sets_the_scale_too() -> None:
+    one_hot = Need(23_000.0, 23_000.0, 0.01, "Tokyo", scale=2_000.0)  # 2.3 cores' worth in one
+    assert cal.fitting_scale(machine(), one_hot) == 9_200.0  # to half a core: x 4.6
+    assert judge(machine(), at_scale(one_hot, 9_200.0)).verdict == FITS
+
+
+def test_with_no_core_free_no_scale_fits_and_without_a_scale_none_is_named() -> None:
+    busy = machine(others_cores=2.0)
+    checked = judge(busy, Need(1_000.0, 5_000.0, 0.01, "Tokyo", scale=1_000.0))
+    assert checked.verdict == DOES_NOT_FIT
+    assert "the plan would fit at no scale (scale 1,000 now)" in checked.reasons
+    assert checked.to_json("warn")["fits_from_scale"] is None
+    with pytest.raises(CalibrationRefused) as err:
+        enforce(checked, "refuse")
+    assert "raise the scenario's scale (fewer" in str(err.value)
+    unknown = judge(machine(), need(total=50_000.0))  # a Need without its scale
+    assert not [r for r in unknown.reasons if "would fit" in r]
+
+
 # --- the modes ---------------------------------------------------------------------------------
 
 
@@ -243,6 +285,7 @@ def test_the_plan_needs_its_busiest_round_all_to_all_at_ample_memory() -> None:
     # every leader: its two copies out, the sums in
     assert got.leader_fps == pytest.approx(n * 3 * fps)
     assert got.leader_peak_fps == pytest.approx(3 * fps)
+    assert got.scale == 100_000
     costs = [c for p in em.points[0].plays for c in p.plan.costs]
     assert got.headroom_s == min(getattr(c, "headroom_s", math.inf) for c in costs)
 
@@ -320,12 +363,31 @@ def never_built(point: MemoryPoint) -> AbstractContextManager[RunningTestbed]:
     raise AssertionError("a testbed was built")
 
 
+def slow_machine(em: Emulation, backend: str | None = None, leader_fps: float = 0.0,
+                 target: str = "p4switch") -> Machine:  # fmt: skip
+    return machine(frames_per_cpu_s=1.0)
+
+
+def test_the_run_checks_the_target_its_switches_run_on(
+    emulation: Emulation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    measured: list[str] = []
+
+    def on(em: Emulation, backend: str | None, leader_fps: float, target: str) -> Machine:
+        measured.append(target)
+        return machine(backend=target)
+
+    monkeypatch.setattr(cal, "measure", on)
+    for target in ("bmv2", "p4switch"):
+        checked = Run(emulation, tmp_path, never_built, calibration="warn", target=target)
+        assert checked.calibrate() is not None
+    assert measured == ["bmv2", "p4switch"]
+
+
 def test_a_refused_run_builds_and_writes_nothing(
     emulation: Emulation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        cal, "measure", lambda em, backend=None, leader_fps=0.0: machine(frames_per_cpu_s=1.0)
-    )
+    monkeypatch.setattr(cal, "measure", slow_machine)
 
     folder = tmp_path / "out"
     run = Run(emulation, folder, never_built, calibration="refuse")
@@ -340,9 +402,7 @@ def test_a_refused_run_builds_and_writes_nothing(
 def test_a_warned_run_goes_on_and_records_the_check(
     emulation: Emulation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        cal, "measure", lambda em, backend=None, leader_fps=0.0: machine(frames_per_cpu_s=1.0)
-    )
+    monkeypatch.setattr(cal, "measure", slow_machine)
 
     def stop(em: Emulation) -> Baseline:
         raise Stop
