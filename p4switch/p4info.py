@@ -112,7 +112,9 @@ class SymbolIds:
 
 def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     ids = SymbolIds()
-    actions = [a for a in program.actions if not a.function]
+    actions = [
+        a for a in program.actions if not a.function and a.name not in program.inlined_actions
+    ]
     objects: list[tuple[int, Any]] = [
         *((PREFIX.ACTION, a) for a in actions),
         *((PREFIX.TABLE, t) for t in program.tables),
@@ -258,6 +260,8 @@ def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
     msg.size = t.size
     if t.const_entries:
         msg.is_const_table = True
+    elif t.entries is not None:  # `entries`: the control plane may change them, as p4c says
+        msg.has_initial_entries = True
 
 
 def _preamble(

@@ -46,6 +46,11 @@ def summary(info: p4info_pb2.P4Info) -> dict[str, dict[str, Any]]:
                     for m in t.match_fields
                 ],
                 "actions": sorted(actions.get(r.id, f"<id {r.id}>") for r in t.action_refs),
+                "entries": "const"
+                if t.is_const_table
+                else "initial"
+                if t.has_initial_entries
+                else "none",
             }
             for t in info.tables
         },

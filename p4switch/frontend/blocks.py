@@ -15,7 +15,7 @@ from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.callargs import positional
-from p4switch.frontend.calls import BlockContext
+from p4switch.frontend.context import BlockContext
 from p4switch.frontend.env import (
     BlockInstanceEntity,
     PacketEntity,

@@ -8,12 +8,12 @@ gives each misuse its own message.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.callargs import static_assert
+from p4switch.frontend.context import BlockContext
 from p4switch.frontend.digests import lower_digest
 from p4switch.frontend.env import (
     ActionEntity,
@@ -42,28 +42,7 @@ CUSTOM = {"crc16_custom": "crc16", "crc32_custom": "crc32"}
 U32 = ir.BitT(32)
 
 
-@dataclass
-class LoopFlags:
-    """A `for` loop's `break` and `continue`, as two local booleans (frontend/loops.py)."""
-
-    broke: ir.Var
-    skipped: ir.Var
-    used: bool = False
-
-
-ApplyBlock = Callable[[s.CallExpr, BlockInstanceEntity, Scope, "BlockContext"], list[ir.Stmt]]
-
-
-@dataclass
-class BlockContext:
-    """Where a statement sits: which kind of block, and what it may touch."""
-
-    kind: str  # "parser", "control", "deparser", "action" or "function"
-    name: str
-    called_actions: set[str] = field(default_factory=set)
-    result: ir.Var | None = None  # in a function with a value: where `return e` puts it
-    nested: bool = False  # a control applied by another (inlined: no `return` of its own)
-    loop: LoopFlags | None = None  # inside a `for`: its break and continue
+ApplyBlock = Callable[[s.CallExpr, BlockInstanceEntity, Scope, BlockContext], list[ir.Stmt]]
 
 
 class CallLowering:
@@ -130,6 +109,8 @@ class CallLowering:
         what = f"action {action.decl.name}"
         args = self.x.call_args(call, action.params, action.decl.params, scope, what)
         ctx.called_actions.add(action.name)
+        called = ctx.called_actions
+        (called.in_actions if ctx.kind == "action" else called.elsewhere).add(action.name)
         return ir.CallAction(action.name, args)
 
     def function_call(

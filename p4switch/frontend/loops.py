@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
-from p4switch.frontend.calls import BlockContext, LoopFlags
+from p4switch.frontend.context import BlockContext, LoopFlags
 from p4switch.frontend.env import Scope
 from p4switch.frontend.exprcheck import ExprChecker
 

@@ -9,7 +9,8 @@ from p4switch.exceptions import P4CompileError
 from p4switch.frontend import loops, rewrite, stacks, switches
 from p4switch.frontend import syntax as s
 from p4switch.frontend.callargs import lookahead_field
-from p4switch.frontend.calls import BlockContext, CallLowering
+from p4switch.frontend.calls import CallLowering
+from p4switch.frontend.context import BlockContext
 from p4switch.frontend.env import Scope, ValueSetEntity
 from p4switch.frontend.exprcheck import ExprChecker
 from p4switch.frontend.lowerings import field_items, union_siblings_invalid

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
-from p4switch.frontend.calls import BlockContext
+from p4switch.frontend.context import BlockContext
 from p4switch.frontend.env import ActionEntity, Scope, TableEntity
 
 if TYPE_CHECKING:

@@ -258,6 +258,10 @@ class TableChecker:
         given = [e.priority is not None for e in items if isinstance(e, s.EntrySyntax)]
         if any(given) and not all(given):
             raise P4CompileError.at(prop.loc, "give every entry a priority, or none")
+        if any(given) and prop.const:  # as p4c (1.2.5) refuses them
+            raise P4CompileError.at(
+                prop.loc, "const entries take no priorities: list them in order, or use entries"
+            )
         for i, entry in enumerate(items):
             assert isinstance(entry, s.EntrySyntax)
             match = self.stmts.keyset(entry.keyset, [k.expr for k in keys], scope)

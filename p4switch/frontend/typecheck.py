@@ -346,9 +346,9 @@ class ProgramChecker:
     def _program(
         self, parser: ir.Parser, c: dict[str, ir.Control], hdr: ir.Var, meta: ir.Var, sm: ir.Var
     ) -> ir.Program:
-        used = set(self.ctx.called_actions)
-        for t in self.tables.values():
-            used.update(r.action for r in t.actions)
+        called = self.ctx.called_actions
+        listed = {r.action for t in self.tables.values() for r in t.actions}
+        used, inlined = called | listed, called.in_actions - called.elsewhere - listed  # p4c's
         directs = []
         for name, entity in self.direct_counters.items():
             table = self.table_checker.direct_counters.get(name)
@@ -368,16 +368,14 @@ class ProgramChecker:
             direct_meters.append(ir.DirectMeter(name, entity.unit, table, entity.color))
         return ir.Program(
             path=self.path,
-            headers=hdr,
-            meta=meta,
-            standard_metadata=sm,
-            parser=parser,
+            headers=hdr, meta=meta, standard_metadata=sm, parser=parser,
             verify_checksum=c["verify_checksum"],
             ingress=c["ingress"],
             egress=c["egress"],
             compute_checksum=c["compute_checksum"],
             deparser=c["deparser"],
             actions=tuple(a for a in self.actions.values() if a.name in used),
+            inlined_actions=frozenset(inlined),
             tables=tuple(self.tables.values()),
             registers=tuple(self.registers),
             counters=tuple(self.counters),
@@ -389,7 +387,7 @@ class ProgramChecker:
             direct_meters=tuple(direct_meters),
             controller_headers=self._controller_headers(),
             errors=tuple(self.env.errors),
-        )
+        )  # fmt: skip
 
     def _controller_headers(self) -> tuple[ir.ControllerHeader, ...]:
         out = []

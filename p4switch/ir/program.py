@@ -240,6 +240,8 @@ class Program:
     meters: tuple[Meter, ...] = ()
     direct_meters: tuple[DirectMeter, ...] = ()
     value_sets: tuple[ValueSet, ...] = ()
+    # actions only other actions call: run as calls, but not in P4Info (p4c inlines them)
+    inlined_actions: frozenset[str] = frozenset()
     digests: tuple[Digest, ...] = ()
     action_profiles: tuple[ActionProfile, ...] = ()
 

@@ -211,3 +211,44 @@ def test_a_struct_fields_name_annotation_names_the_key(tmp_path: Path) -> None:
     path.write_text(text)
     names = [f.name for f in compile_file(path).p4info.tables[0].match_fields]
     assert names == ["meta.vrf_id", "global_bd", "hdr.ethernet.dstAddr"]
+
+
+ACTION_USES = """
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
+struct h_t { eth_t eth; }
+struct m_t { }
+parser P(packet_in p, out h_t h, inout m_t m, inout standard_metadata_t s) {
+    state start { p.extract(h.eth); transition accept; }
+}
+control V(inout h_t h, inout m_t m) { apply { } }
+control I(inout h_t h, inout m_t m, inout standard_metadata_t s) {
+    action direct_only() { s.egress_spec = 2; }
+    action inner(bit<9> p) { s.egress_spec = p; }
+    action outer() { inner(3); }
+    action both() { s.egress_spec = 5; }
+    action twice() { both(); }
+    action unused() { s.egress_spec = 4; }
+    table t { key = { h.eth.dst: exact; } actions = { outer; twice; } }
+    apply { direct_only(); t.apply(); both(); }
+}
+control E(inout h_t h, inout m_t m, inout standard_metadata_t s) { apply { } }
+control C(inout h_t h, inout m_t m) { apply { } }
+control D(packet_out p, in h_t h) { apply { p.emit(h.eth); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_actions_only_other_actions_call_are_left_out_as_p4c_inlines_them(
+    tmp_path: Path,
+) -> None:
+    """p4c 1.2.5 lists the actions a table lists or a control calls: one that only other
+    actions call is inlined into them (`inner`), one never called is removed (`unused`);
+    `both` stays, a control calls it besides `twice`."""
+    path = tmp_path / "uses.p4"
+    path.write_text(ACTION_USES)
+    program = compile_file(path)
+    names = [a.preamble.name for a in program.p4info.actions]
+    assert names == ["NoAction", "I.direct_only", "I.outer", "I.both", "I.twice"]
+    assert "I.inner" in {a.name for a in program.program.actions}  # still run when outer is

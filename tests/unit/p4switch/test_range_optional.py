@@ -1,7 +1,8 @@
 """`range` and `optional` match kinds and entry priorities: in P4Info (RANGE, OPTIONAL), in
-const entries (`low .. high`, `priority = n:`), and over P4Runtime (FieldMatch.range and
-.optional written, read back, and used by the pipeline). Ranges run on the python back end;
-the native one refuses a range table by name. Optional keys run on both."""
+a table's entries (`low .. high`, `priority = n:`, which p4c takes on `entries` and refuses on
+`const entries`), and over P4Runtime (FieldMatch.range and .optional written, read back, and
+used by the pipeline). Ranges run on the python back end; the native one refuses a range table
+by name. Optional keys run on both."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ PROGRAM = eth_program(
     table by_type {
         key = { h.eth.eth_type: range; h.eth.dst[7:0]: optional; }
         actions = { to; NoAction; }
-        const entries = {
+        entries = {
             priority = 10: (0x0800 .. 0x08ff, _): to(2);
             priority = 20: (0x0806, 7): to(3);
             priority = 5: (_, 9): to(4);
@@ -61,6 +62,7 @@ def test_p4info_names_the_match_kinds(tmp_path: Path) -> None:
     table = next(t for t in program.p4info.tables if t.preamble.name == "I.by_type")
     kinds = [f.match_type for f in table.match_fields]
     assert kinds == [p4info_pb2.MatchField.RANGE, p4info_pb2.MatchField.OPTIONAL]
+    assert table.has_initial_entries and not table.is_const_table  # `entries`, as p4c says
 
 
 @pytest.mark.parametrize(
@@ -74,7 +76,7 @@ def test_p4info_names_the_match_kinds(tmp_path: Path) -> None:
         (0, 0x0900, 1),  # nothing
     ],
 )
-def test_const_entries_with_ranges_and_priorities(
+def test_entries_with_ranges_and_priorities(
     tmp_path: Path, low_dst: int, eth_type: int, port: int
 ) -> None:
     program = compiled(tmp_path)
@@ -103,9 +105,11 @@ BAD = [
     ("priority = 5:", "priority = 0:", "1 or more"),
     ("(0x0800 .. 0x08ff, _)", "(0x08ff .. 0x0800, _)", "is empty"),
     ("(0x0806, 7)", "(0x0806, 7 &&& 3)", "takes a value or _, not a mask"),
-    ("h.eth.dst[7:0]: optional; }\n        actions = { to; NoAction; }\n        const",
-     "h.eth.dst[7:0]: exact; }\n        actions = { to; NoAction; }\n        const",
+    ("h.eth.dst[7:0]: optional; }\n        actions = { to; NoAction; }\n        entries",
+     "h.eth.dst[7:0]: exact; }\n        actions = { to; NoAction; }\n        entries",
      "exact key h.eth.dst[7:0] cannot be a wildcard"),
+    ("        entries = {\n            priority = 10",
+     "        const entries = {\n            priority = 10", "const entries take no priorities"),
 ]  # fmt: skip
 
 

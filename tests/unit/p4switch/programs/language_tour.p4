@@ -64,7 +64,7 @@ control Acl(inout headers h, inout standard_metadata_t s)(bit<16> blocked) {
     table acl {
         key = { h.eth.eth_type: range; h.eth.dst[7:0]: optional; }
         actions = { deny; NoAction; }
-        const entries = {
+        entries = {
             priority = 2: (blocked .. blocked, _): deny();
             priority = 1: (0x0800 .. 0x08ff, 7): NoAction();
         }
@@ -77,11 +77,11 @@ control I(inout headers h, inout meta m, inout standard_metadata_t s) {
     Acl(0x88cc) acl;
     meter(4, MeterType.packets) rate;
     bit<8> seen = 0;
-    action to(port_id_t port) { s.egress_spec = port; }
+    action to(port_id_t port) { s.egress_spec = (bit<9>) port; }
     table route {
         key = { h.eth.dst: exact; }
         actions = { to; NoAction; }
-        default_action = to(1);
+        default_action = to((port_id_t) 9w1);
     }
     action_selector(HashAlgorithm.crc16, 32w64, 32w14) spread;
     table ecmp {
