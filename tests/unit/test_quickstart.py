@@ -67,3 +67,15 @@ def test_what_the_readme_says_make_demo_runs_is_what_it_runs():
 
 def test_make_test_runs_pytest():
     assert re.search(r"^\S*python -m pytest\b", dry_run("test"), re.M)
+
+
+def test_ci_installs_bmv2_where_offered_and_then_requires_the_bmv2_tests() -> None:
+    """Where the prebuilt toolchain is there, CI installs it before the tests and sets the
+    variable that turns a missing BMv2 tool from a skip into a failure (tests/bmv2/conftest.py)."""
+    from tests.bmv2.conftest import REQUIRE
+
+    ci = CI.read_text(encoding="utf-8")
+    install = ci.index('"$toolchain"')
+    assert "toolchain=../shared/p4-toolchain/install" in ci
+    assert ci.index(f"export {REQUIRE}=1") > install
+    assert install < ci.index("make test")
