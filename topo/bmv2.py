@@ -18,6 +18,7 @@ then the system's python3), not whichever python3 comes first on PATH.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -32,6 +33,7 @@ from topo.p4node import P4Switch, PortCounters, SwitchPipeline
 SIMPLE_SWITCH = "simple_switch_grpc"
 P4C = "p4c-bm2-ss"
 CLI = "simple_switch_CLI"
+P4C_INCLUDE = "P4C_16_INCLUDE_PATH"  # where p4c finds core.p4 and v1model.p4
 # Interpreters tried for the CLI after its own: the system's python3 (python3-thrift installs there)
 SYSTEM_PYTHONS: tuple[Path, ...] = (Path("/usr/bin/python3"), Path("/usr/local/bin/python3"))
 CLI_NEEDS = "thrift"  # the module the CLI's interpreter must import
@@ -138,10 +140,22 @@ def compile_bmv2(program: Path, out_dir: Path, defines: dict[str, str] | None = 
             "--p4runtime-files", str(compiled.p4info)]  # fmt: skip
     for name, value in sorted(defines.items()):
         argv += ["-D", f"{name}={value}"]
-    done = subprocess.run([*argv, str(program)], capture_output=True, text=True, check=False)
+    done = subprocess.run([*argv, str(program)], capture_output=True, text=True, check=False,
+                          env=p4c_environment(p4c))  # fmt: skip
     if done.returncode != 0:
         raise Bmv2Error(f"{P4C} refused {program}: {done.stderr.strip()}")
     return compiled
+
+
+def p4c_environment(p4c: str) -> dict[str, str]:
+    """The environment p4c runs in: with P4C_16_INCLUDE_PATH set to the found p4c's own
+    `../share/p4c/p4include` where that holds core.p4 and the variable is unset. p4c looks for
+    a `p4include` beside itself first, and a relocatable build may leave an empty one there."""
+    env = dict(os.environ)
+    own = Path(p4c).resolve().parent.parent / "share" / "p4c" / "p4include"
+    if P4C_INCLUDE not in env and (own / "core.p4").is_file():
+        env[P4C_INCLUDE] = str(own)
+    return env
 
 
 def bmv2_pipeline(program: Path, build_dir: Path, defines: dict[str, str]) -> SwitchPipeline:

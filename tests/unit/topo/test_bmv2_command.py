@@ -176,3 +176,20 @@ def test_no_cli_or_no_interpreter_for_it_is_one_line_saying_what_to_install(
 def test_a_cli_that_is_not_a_python_script_runs_as_it_is(dirs: tuple[Path, Path, Path]) -> None:
     cli = fake_cli(dirs[0], "/bin/sh")
     assert bmv2.cli_command(9090) == [str(cli), "--thrift-port", "9090"]
+
+
+def test_p4c_gets_its_own_include_folder_unless_one_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relocatable build with an empty `bin/p4include` beside p4c: p4c would look there first
+    and miss core.p4, so the include folder under the same prefix is named for it."""
+    monkeypatch.delenv("P4C_16_INCLUDE_PATH", raising=False)
+    (tmp_path / "bin" / "p4include").mkdir(parents=True)
+    p4c = fake_tool(tmp_path / "bin", "p4c-bm2-ss")
+    assert "P4C_16_INCLUDE_PATH" not in bmv2.p4c_environment(str(p4c))  # no core.p4 anywhere
+    include = tmp_path / "share" / "p4c" / "p4include"
+    include.mkdir(parents=True)
+    (include / "core.p4").write_text("")
+    assert bmv2.p4c_environment(str(p4c))["P4C_16_INCLUDE_PATH"] == str(include)
+    monkeypatch.setenv("P4C_16_INCLUDE_PATH", "/elsewhere")
+    assert bmv2.p4c_environment(str(p4c))["P4C_16_INCLUDE_PATH"] == "/elsewhere"
