@@ -29,6 +29,16 @@ echo "deb ${p4lang}/ /" > /etc/apt/sources.list.d/home_p4lang.list
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends p4lang-bmv2 p4lang-p4c
 
+step "p4c's and BMv2's versions, beside the ones CI proves"
+proven_p4c=1.2.5.16 proven_bmv2=1.15.5  # the tests and make p4 pass with these, in CI
+p4c_version=$(p4c-bm2-ss --version 2>&1 | grep -oE '[0-9]+(\.[0-9]+)+' | head -1 || true)
+bmv2_version=$(simple_switch_grpc --version 2>&1 | grep -oE '[0-9]+(\.[0-9]+)+' | head -1 || true)
+printf 'p4c %s, BMv2 %s (CI proves p4c %s, BMv2 %s)\n' "${p4c_version:-unknown}" \
+  "${bmv2_version:-unknown}" "${proven_p4c}" "${proven_bmv2}"
+if [ "${p4c_version:-}" != "${proven_p4c}" ] || [ "${bmv2_version:-}" != "${proven_bmv2}" ]; then
+  echo "provision-vm.sh: not the versions CI proves; make p4 and make test below say whether they agree" >&2
+fi
+
 step "Mininet and netem (the stock kernel's sch_netem module)"
 apt-get install -y -qq --no-install-recommends mininet "linux-modules-extra-$(uname -r)"
 modprobe sch_netem

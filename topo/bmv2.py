@@ -44,6 +44,8 @@ INSTALL_HINT = (
     "to install: the VM (vagrant up, README), the p4lang project's packages for "
     "Debian/Ubuntu (p4lang-bmv2, p4lang-p4c), or build BMv2 and p4c from source"
 )
+# The versions CI runs every bmv2 test with (scripts/provision-vm.sh prints the VM's beside them)
+PROVEN_P4C, PROVEN_BMV2 = "1.2.5.16", "1.15.5"
 CPU_PORT = 255
 THRIFT_BASE_PORT = 9090
 KERNEL_COUNTERS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes")

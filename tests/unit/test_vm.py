@@ -59,3 +59,11 @@ def test_the_readme_names_the_commands_the_script_runs() -> None:
     script = script_commands()
     assert len(script) >= 10 and "make p4" in script and "make test" in script
     assert readme_commands() == script
+
+
+def test_the_script_and_the_readme_name_the_versions_ci_proves() -> None:
+    from topo.bmv2 import PROVEN_BMV2, PROVEN_P4C
+
+    assert f"proven_p4c={PROVEN_P4C} proven_bmv2={PROVEN_BMV2}" in SCRIPT.read_text()
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert f"p4c {PROVEN_P4C} and BMv2 {PROVEN_BMV2}" in readme
