@@ -18,7 +18,7 @@ P4_BUILD := build/p4
 P4_SLOTS ?= 1024
 P4_GET   := get it with the VM (vagrant up, README) or the p4lang packages (p4lang-p4c), or name it: make p4 P4C=PATH
 
-.PHONY: setup system-packages demo test test-bmv2 bench fuzz lint p4 clean
+.PHONY: setup system-packages demo test test-bmv2 diff-bmv2 bench fuzz lint p4 clean
 
 setup: system-packages $(STAMP)
 
@@ -60,6 +60,20 @@ test-bmv2: setup
 	@$(BIN)/python -m pytest -m bmv2 tests/bmv2; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test-bmv2: no bmv2 test was collected"; fi; \
 	exit $$status
+
+# p4switch against BMv2 frame by frame on a family of generated innet.p4 cases (docs/p4diff.md,
+# "Generated families"): DIFF_CASES cases of seed DIFF_SEED, a few minutes at the default;
+# DIFF_CASES=200 DIFF_SEED=7 for a long one. The case files stay in results/p4diff/seed<S>/,
+# each replayable with python -m p4diff. Fails on a difference, without root, or where BMv2 or
+# p4c is missing (python -m topo.bmv2 says which, and how to get it).
+DIFF_CASES ?= 8
+DIFF_SEED ?= 1
+diff-bmv2: setup
+	@if [ "$$(id -u)" -ne 0 ]; then \
+	  echo "make diff-bmv2 needs root (network namespaces, raw sockets): sudo make diff-bmv2"; exit 1; fi
+	@$(BIN)/python -m topo.bmv2 || exit 1
+	$(BIN)/python -m p4diff --generate $(DIFF_CASES) --seed $(DIFF_SEED) --targets p4switch,bmv2 \
+	  --out results/p4diff/seed$(DIFF_SEED)
 
 bench: setup
 	$(BIN)/python bench/planner.py

@@ -6,5 +6,8 @@ Modules: `case` reads a case file (`yamlfile`, `fields`, `frames` for the frames
 own code); `netns` builds a target's namespace and veths and opens the harness's sockets;
 `targets` starts p4switch or BMv2 in it and programs it; `runner` plays a case on several
 targets; `recording` is what a target did (and its JSON file); `compare` finds the first
-difference; `cli` is `python -m p4diff`.
+difference; `cli` is `python -m p4diff`. Generated families of innet.p4 cases: `generate`
+writes a case from (seed, index), `script` draws its steps (`moves` the contributions,
+`slotmodel` the edge's slots they are steered by, `randomwrites` the batches, `oddframes` the
+malformed and other frames).
 """

@@ -52,6 +52,7 @@ INSERT, MODIFY, DELETE = (
     p4runtime_pb2.Update.DELETE,
 )
 _MAX_INSTANCE = 0xFFFF  # v1model's egress_rid is bit<16>
+_MAX_GROUP = 0xFFFF  # v1model's mcast_grp is bit<16>: a group above is never chosen
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
@@ -330,6 +331,11 @@ def _pre_entry(
         restore_entry = _restorer(pre.sessions, key)
     if key == 0:
         raise invalid(f"{what}: id 0 is not valid in a write")
+    if kind == "group" and key > _MAX_GROUP:
+        raise P4RTError(
+            code_pb2.OUT_OF_RANGE,
+            f"{what}: v1model's mcast_grp is bit<16>, so a group id is at most {_MAX_GROUP}",
+        )
     restore_record = _restorer(records, (kind, key))
     if utype == DELETE:
         if kind == "group":

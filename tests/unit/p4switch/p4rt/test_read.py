@@ -172,3 +172,16 @@ def test_large_reads_are_streamed_in_several_messages(switch) -> None:
     responses = list(client.stub.Read(request))
     assert len(responses) > 1
     assert sum(len(r.entities) for r in responses) == 41 * 16
+
+
+def test_a_group_id_no_mcast_grp_can_name_is_refused_and_nothing_is_written(switch) -> None:
+    """v1model's mcast_grp is bit<16>: a group above 65535 could never be chosen (found by the
+    generated p4diff families: BMv2 refuses it too)."""
+    _, client = switch
+    with pytest.raises(grpc.RpcError) as caught:
+        client.write(E.update(E.INSERT, E.group(65536, 1)))
+    assert code_names(write_errors(caught.value)) == ["OUT_OF_RANGE"]
+    client.write(E.update(E.INSERT, E.group(65535, 1)))  # the largest it can name
+    assert [e.packet_replication_engine_entry for e in client.read(E.entity(E.group(0)))] == [
+        E.group(65535, 1)
+    ]
