@@ -316,6 +316,9 @@ def test_digest_lists_over_p4runtime(switch) -> None:
     second = client.next("digest").digest
     assert second.list_id == 2 and second.data[0].struct.members[1].bitstring == b"\x04"
     ack(client, did, 1)
+    # the ack goes on the stream, a write on an RPC of its own: the server may take them in
+    # either order. An arbitration update on the same stream is answered after the ack is in
+    client.arbitrate()
     client.write(digest_update(program, MODIFY, max_list_size=1))  # a write after the ack
     pipe.process(3, frame(0x020000000001))  # reported again once acknowledged
     assert client.next("digest").digest.list_id == 3
