@@ -98,12 +98,17 @@ fuzz: setup
 
 # Compile p4src/ with p4c for BMv2 (JSON and P4Info in build/p4/) and check that p4c's P4Info
 # and p4switch's agree on every table, action, register and counter (names and widths).
+# p4c gets its own ../share/p4c/p4include where P4C_16_INCLUDE_PATH is unset (topo/bmv2.py does
+# the same): a relocatable build may leave an empty p4include beside the binary, looked at first.
 p4: setup
 	@if [ -z "$(strip $(P4C))" ]; then \
 	  echo "make p4: p4c-bm2-ss (p4c) is not installed here (looked on PATH and in $(P4_TOOL_DIRS)); $(P4_GET)"; exit 1; \
 	elif ! command -v "$(P4C)" >/dev/null 2>&1; then \
 	  echo "make p4: P4C=$(P4C) is not a command here; $(P4_GET)"; exit 1; fi
 	mkdir -p $(P4_BUILD)
+	inc="$(dir $(P4C))../share/p4c/p4include"; \
+	if [ -z "$${P4C_16_INCLUDE_PATH:-}" ] && [ -f "$$inc/core.p4" ]; then \
+	  export P4C_16_INCLUDE_PATH="$$inc"; fi; \
 	$(P4C) --arch v1model --std p4-16 -D SLOTS=$(P4_SLOTS) -o $(P4_BUILD)/innet.json \
 	  --p4runtime-files $(P4_BUILD)/innet.p4info.txtpb p4src/innet.p4
 	$(BIN)/p4switch --p4 p4src/innet.p4 -D SLOTS=$(P4_SLOTS) --check \
