@@ -20,7 +20,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
@@ -30,8 +29,8 @@ from p4.v1 import p4runtime_pb2
 from bench.native_tools import BUILD_DIR, ForwardingBenchError
 from bench.p4_processors import HOSTS, PROGRAMS
 from controller.p4rt.connection import SwitchConnection
-from controller.p4rt.exceptions import P4RuntimeError
 from controller.p4rt.schema import Schema, insert
+from controller.p4rt.started import connect_started, log_tail, stop_started
 from innet.exceptions import InnetError, one_line
 from topo.bmv2 import SIMPLE_SWITCH, bmv2_command, bmv2_pipeline, find_tool
 
@@ -39,7 +38,6 @@ BUILDS = ("default", "fast")
 DEVICE_ID = 1
 THRIFT_PORT = 9090  # the namespace's own
 STARTUP_S = 60.0
-STOP_GRACE_S = 5.0
 # program -> (table, match field, action, its parameter, which of a host's addresses is the key)
 ENTRIES = {
     "l2": ("L2Ingress.dmac", "hdr.ethernet.dstAddr", "L2Ingress.forward", "port", 0),
@@ -110,50 +108,18 @@ def serve(program: str, build: str, if1: str, if2: str) -> None:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT)  # fmt: skip
         try:
-            conn = connect(proc, address, log)
+            conn = connect_started(proc, address, DEVICE_ID, log, STARTUP_S)
             try:
                 program_switch(conn, program, BUILD_DIR / "bmv2")
                 print("ready", flush=True)
                 while not stop.wait(0.5):  # a stop flag set by the signal handler
                     if proc.poll() is not None:
-                        raise ForwardingBenchError(f"{binary} exited: {tail(log)}")
+                        raise ForwardingBenchError(f"{binary} exited: {log_tail(log)}")
             finally:
                 conn.close()
         finally:
-            proc.terminate()
-            try:
-                proc.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_started(proc)
     print(json.dumps({"bmv2": {"build": build, "binary": str(binary)}}), flush=True)
-
-
-def connect(proc: subprocess.Popen[bytes], address: str, log: Path) -> SwitchConnection:
-    """A P4Runtime connection once the switch answers at `address` (its unix socket)."""
-    deadline = time.monotonic() + STARTUP_S
-    socket_path = Path(address.removeprefix("unix:"))
-    while True:
-        if proc.poll() is not None:
-            raise ForwardingBenchError(f"the switch exited: {tail(log)}")
-        if time.monotonic() > deadline:
-            raise ForwardingBenchError(f"no P4Runtime answer at {address}: {tail(log)}")
-        if socket_path.exists():
-            conn = SwitchConnection("bmv2", address, DEVICE_ID)
-            try:
-                conn.connect(min(deadline, time.monotonic() + 1.0))
-                return conn
-            except P4RuntimeError:
-                pass
-        time.sleep(0.05)  # polling the process and its socket, with a deadline
-
-
-def tail(log: Path) -> str:
-    try:
-        lines = log.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return " | ".join(lines[-5:]) or "(empty log)"
 
 
 def main(argv: list[str]) -> int:

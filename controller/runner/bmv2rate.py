@@ -22,16 +22,16 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from controller.p4rt.connection import SwitchConnection
 from controller.p4rt.exceptions import P4RuntimeError
-from controller.planner.schedule import Round
-from controller.round_entries import round_entries
-from controller.rounds import Addressing, base_entries, install_changes, to_updates
+from controller.p4rt.started import SwitchStartFailed, connect_started, stop_started
+from controller.rounds import to_updates
 from controller.runner.emulation import Emulation
 from controller.runner.exceptions import ExperimentError
+from controller.runner.member import member_changes
 from innet.exceptions import one_line
 from innet.paths import INNET_P4
 from p4diff.netns import PeerPort, SwitchNamespace
@@ -42,7 +42,6 @@ from workers.packets import PacketType
 log = logging.getLogger(__name__)
 
 DEVICE_ID = 1
-ROUND_NUMBER = 1
 ISLAND = 0
 # chunks sent before their sums are awaited: BMv2 (1.15, default queues) lost some of a burst
 # of 8 chunks' 80 frames into one edge, none of 4 chunks' 40
@@ -51,7 +50,6 @@ SUM_WAIT_S = 5.0  # a window's sums that have not come by then are lost
 WARM_UP_WINDOWS = 20  # windows sent before the measurement, until one comes back whole
 INNET_OFFSET = 14 + 20 + 8
 STARTUP_S = 60.0  # the switch's start (a busy machine is slow to start it)
-STOP_GRACE_S = 5.0
 
 
 def edge_ports(em: Emulation) -> list[int]:
@@ -85,7 +83,10 @@ def bmv2_rate(em: Emulation, frames: Callable[[int], list[tuple[int, bytes]]],
             proc = subprocess.Popen(ns.command(argv), stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
         try:
-            conn = _connect(proc, address, log_path)
+            try:
+                conn = connect_started(proc, address, DEVICE_ID, log_path, STARTUP_S)
+            except SwitchStartFailed as err:
+                raise ExperimentError(f"calibration on BMv2: {one_line(err)}") from None
             try:
                 conn.set_pipeline(pipeline.p4info, pipeline.device_config)
                 _install(conn, em)
@@ -97,20 +98,15 @@ def bmv2_rate(em: Emulation, frames: Callable[[int], list[tuple[int, bytes]]],
             finally:
                 conn.close()
         finally:
-            _stop(proc)
+            stop_started(proc)  # waited: its CPU time is this process's children's
 
 
 def _install(conn: SwitchConnection, em: Emulation) -> None:
     """The base entries and an all-to-all round at island 0's edge, as the controller writes."""
-    sc = em.scenario
     schema = conn.schema
     assert schema is not None  # known once the pipeline is set
-    base = base_entries(sc.wan, Addressing.default(sc.wan.n, sc.hosts))
-    everyone = Round.of([range(sc.wan.n)])
-    rnd = round_entries(sc.wan, everyone, job=site.JOB, number=ROUND_NUMBER,
-                        hosts_per_island=sc.hosts)  # fmt: skip
-    for changes in (install_changes(base), install_changes(rnd, present=[base])):
-        conn.write(to_updates(schema, changes[ISLAND]))
+    for changes in member_changes(em, ISLAND):
+        conn.write(to_updates(schema, changes))
 
 
 class _Pump:
@@ -171,45 +167,3 @@ def _is_result(frame: bytes) -> bool:
     """An innet RESULT (a chunk's sum), not a BOUNCE: the type in the innet header's first
     byte, after Ethernet, IPv4 (no options) and UDP (docs/protocol.md)."""
     return len(frame) > INNET_OFFSET and frame[INNET_OFFSET] & 0x0F == PacketType.RESULT
-
-
-def _connect(proc: subprocess.Popen[bytes], address: str, log_path: Path) -> SwitchConnection:
-    deadline = time.monotonic() + STARTUP_S
-    socket_path = Path(address.removeprefix("unix:"))
-    while True:
-        if proc.poll() is not None:
-            raise ExperimentError(
-                f"calibration on BMv2: simple_switch_grpc exited with status {proc.returncode}: "
-                f"{_tail(log_path)}"
-            )
-        if socket_path.exists():
-            conn = SwitchConnection("calibration", address, DEVICE_ID)
-            try:
-                conn.connect(min(deadline, time.monotonic() + 1.0))
-                return conn
-            except P4RuntimeError:
-                pass
-        if time.monotonic() > deadline:
-            raise ExperimentError(
-                f"calibration on BMv2: no P4Runtime answer at {address} in {STARTUP_S:.0f} s: "
-                f"{_tail(log_path)}"
-            )
-        time.sleep(0.05)  # polling the process and its socket, with a deadline
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    proc.wait()  # waited: its CPU time is this process's children's, not other work's
-
-
-def _tail(log_path: Path, lines: int = 5) -> str:
-    try:
-        text: Sequence[str] = log_path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return " | ".join(text[-lines:]) or "(empty log)"

@@ -64,13 +64,12 @@ from pathlib import Path
 import numpy as np
 
 from controller.p4rt.schema import Schema
-from controller.planner.schedule import Round
-from controller.round_entries import round_entries
-from controller.rounds import Addressing, base_entries, install_changes, to_updates
+from controller.rounds import to_updates
 from controller.runner.bmv2rate import bmv2_rate
 from controller.runner.emulation import Emulation, resolve
 from controller.runner.exceptions import ExperimentError
 from controller.runner.leaderload import leader_rate
+from controller.runner.member import ROUND_NUMBER, member_changes
 from controller.runner.need import Need, plan_need
 from controller.runner.probes import cores, cpu_seconds, cpu_share, timer_lateness
 from controller.runner.relaunch import load_relaunching
@@ -101,7 +100,6 @@ BUSY_SHARE, BUSY_HEADROOM_S = 0.9, 0.05
 MODES = ("refuse", "warn", "off")  # innet run --calibration
 FITS, TIGHT, DOES_NOT_FIT = "fits", "tight", "does not fit"
 CALIBRATION_FILE = "calibration.json"
-_ROUND_NUMBER = 1  # the round the pipeline check installs
 _CHUNKS_PER_BATCH = 64
 
 
@@ -294,15 +292,10 @@ def check_mode(mode: str) -> None:
 def member_switch(em: Emulation, island: int = 0, backend: str | None = None) -> LocalSwitch:
     """innet.p4 compiled as the run's switches are (first memory point's pool, their back end),
     with the entries the controller installs at `island`'s edge for an all-to-all round."""
-    sc = em.scenario
     switch = LocalSwitch(INNET_P4, site.program_defines(em.points[0].pool.slots_per_bank), backend)
     schema = Schema(switch.p4info)
-    base = base_entries(sc.wan, Addressing.default(sc.wan.n, sc.hosts))
-    everyone = Round.of([range(sc.wan.n)])
-    rnd = round_entries(sc.wan, everyone, job=site.JOB, number=_ROUND_NUMBER,
-                        hosts_per_island=sc.hosts)  # fmt: skip
-    for changes in (install_changes(base), install_changes(rnd, present=[base])):
-        switch.write(to_updates(schema, changes[island]))
+    for changes in member_changes(em, island):
+        switch.write(to_updates(schema, changes))
     return switch
 
 
@@ -322,7 +315,7 @@ def chunk_frames(em: Emulation, chunk: int, island: int = 0) -> list[tuple[int, 
 
     def packet(src: int, flags: Flag) -> InnetPacket:
         kind = PacketType.CONTRIBUTION
-        return InnetPacket.of(kind, flags, site.JOB, _ROUND_NUMBER, 0, src, chunk, 0, values)
+        return InnetPacket.of(kind, flags, site.JOB, ROUND_NUMBER, 0, src, chunk, 0, values)
 
     remote = Flag.WAN | Flag.REMOTE
     frames = [(1, contribution_frame(packet(island, remote), island, island))]

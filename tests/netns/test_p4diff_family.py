@@ -6,13 +6,11 @@ the same steps. Each run builds its namespaces (`p4d<pid>t<k>`) and deletes them
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.netns.test_p4diff import assert_torn_down
+from tests.netns.test_p4diff import assert_torn_down, p4diff
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.usefixtures("netns_available")]
 
@@ -20,22 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 CASES, SEED = 3, 4
 
 
-def p4diff(*args: str) -> tuple[subprocess.CompletedProcess[str], int]:
-    with subprocess.Popen(
-        [sys.executable, "-m", "p4diff", *args, "--no-progress"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        out, err = proc.communicate(timeout=900)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
-
-
 def test_a_generated_family_agrees_on_two_p4switch_processes_and_replays(tmp_path: Path) -> None:
     done, pid = p4diff(
         "--generate", str(CASES), "--seed", str(SEED), "--targets", "p4switch,p4switch",
-        "--out", str(tmp_path),
+        "--out", str(tmp_path), timeout=900,
     )  # fmt: skip
     assert_torn_down(pid)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -51,7 +37,7 @@ def test_a_generated_family_agrees_on_two_p4switch_processes_and_replays(tmp_pat
 
     case = tmp_path / f"{names[1]}.yaml"
     agreed = next(line for line in done.stdout.splitlines() if line.startswith(f"p4diff: {case}"))
-    replay, pid = p4diff(str(case), "--targets", "p4switch,p4switch")
+    replay, pid = p4diff(str(case), "--targets", "p4switch,p4switch", timeout=900)
     assert_torn_down(pid)
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert replay.stdout.strip() == agreed
