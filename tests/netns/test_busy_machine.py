@@ -12,14 +12,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from controller.runner.probes import cpu_seconds
-from innet.cpuload import CpuHogs
+from tests.netns.load import topped_up
 from tests.netns.test_experiment import assert_on_time_or_flagged, finish, records, write_scenario
 from tests.netns.topology import why_no_mininet
 
@@ -47,14 +45,6 @@ def run(tmp_path: Path, scenario: Path, timeout: float, *options: str) -> tuple[
     return stdout, out
 
 
-def others_busy_cores(span_s: float = 2.0) -> float:
-    """The cores other work keeps busy now, over `span_s` (as the machine check counts them)."""
-    everyone, own = cpu_seconds()
-    time.sleep(span_s)  # a measuring window, not a wait for readiness
-    everyone_after, own_after = cpu_seconds()
-    return max(0.0, (everyone_after - everyone) - (own_after - own)) / span_s
-
-
 def test_the_demo_beside_a_busy_loop_reports_the_network_or_flags_the_round(
     tmp_path: Path,
 ) -> None:
@@ -70,8 +60,8 @@ def test_the_demo_beside_a_busy_loop_reports_the_network_or_flags_the_round(
     demo["training"]["rounds"] = 3
     scenario = tmp_path / "nine-cities.yaml"
     scenario.write_text(yaml.safe_dump(demo))
-    busy = others_busy_cores()
-    with CpuHogs(0 if busy >= 0.5 else 1):
+    hogs, busy = topped_up(1)
+    with hogs:
         stdout, out = run(tmp_path, scenario, 1800, "--calibration", "warn")
     print(f"other work before the run: {busy:.2f} cores")
     rounds = records(out)

@@ -28,6 +28,7 @@ from typing import IO
 import pytest
 
 from innet.cpuload import CpuHogs
+from tests.netns.load import topped_up
 from tests.netns.topology import why_no_mininet
 from topo.loader import default_wan
 
@@ -46,8 +47,11 @@ if _REASON is not None:
 
 @pytest.fixture(autouse=True)
 def busy_machine() -> Iterator[CpuHogs]:
-    """Two busy loops for the whole test, stopped (by PID) after it."""
-    with CpuHogs(HOGS) as hogs:
+    """Two busy loops' worth of other work for the whole test: the loops other work on the
+    machine does not already stand for (tests/netns/load.py), stopped (by PID) after it."""
+    hogs, busy = topped_up(HOGS)
+    with hogs:
+        print(f"other work before the test: {busy:.2f} cores; busy loops added: {hogs.n}")
         yield hogs
 
 
