@@ -30,7 +30,9 @@ from controller.planner.simulate import MAX_RATE_FACTOR, MIN_RATE_FACTOR, RATE_F
 from controller.planner.sweep import MAX_SWEEP_POINTS, memory_points, sweep, with_choices
 from controller.planner.sweep_report import sweep_json, sweep_text
 from controller.runner.cli import add_command as add_run_command
+from controller.runner.cli import add_sums_command
 from controller.runner.cli import run as run_experiment
+from controller.runner.cli import sums as compare_run_sums
 from controller.service.cli import SERVICE_COMMANDS, add_commands
 from controller.service.cli import run as run_service_command
 from innet.argparsing import OneLineParser
@@ -229,6 +231,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
 
     add_commands(sub)
     add_run_command(sub)
+    add_sums_command(sub)
     return {"main": main, "sweep": sweep, "simulate": sim, "bandwidth": bandwidth}
 
 
@@ -255,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _bandwidth(args)
         elif command in SERVICE_COMMANDS:
             run_service_command(command, args)
+        elif command == "sums":
+            return compare_run_sums(args.here, args.there)
         elif command == "run":
             args.relaunch = argv is None  # the process's own command line: it may exec again
             return run_experiment(args)

@@ -63,7 +63,7 @@ from workers.protocol import (
     decode_command,
     encode,
 )
-from workers.quantise import scale_for
+from workers.quantise import scale_for, sum_digest
 from workers.transport import UdpTransport
 from workers.unicast import UdpPeers, leader_address
 
@@ -217,7 +217,7 @@ class Leader:
         if self.proposal is None:
             raise AggregationError("'go' before 'prepare': no proposal to send")
         k = len(command.members)
-        clipped, lag, stats, cpu = 0, 0.0, AggregatorStats(), 0.0
+        clipped, lag, stats, cpu, digest = 0, 0.0, AggregatorStats(), 0.0, ""
         if k == 1 or command.policy is None:
             mean = self.proposal
             done_at = command.start_at
@@ -242,6 +242,7 @@ class Leader:
             cpu = time.thread_time()
             int_sum = exchange.allreduce_sum(values, scale_for(cfg.bound_exponent, k))
             done_at, cpu = time.time(), time.thread_time() - cpu
+            digest = sum_digest(int_sum)
             mean = self.train.decode(
                 int_sum[: encoded.size], self.training.theta0, cfg.bound_exponent, k, k
             )
@@ -264,6 +265,7 @@ class Leader:
             pacing_lag_s=lag,
             stats=stats,
             exchange_cpu_s=cpu,
+            sums=digest,
         )
 
     def join(self, command: Join) -> Joined:

@@ -13,7 +13,7 @@ hand:
     Reset      fresh model and optimisers      ResetDone
     Prepare    every worker's local phase      Prepared (train_loss, compute_s)
     Go         the group average through the   Done (elapsed_s, done_at, test_loss, accuracy,
-               network, from start_at (a Unix   clipped, pacing_lag_s, stats) or Failed
+               network, from start_at (a Unix   clipped, pacing_lag_s, stats, sums) or Failed
                time), rate-paced by `policy`,
                by the group's `collective`
     Join       join the gloo world, with a      Joined, or Failed
@@ -146,6 +146,9 @@ class Done:
     pacing_lag_s: float = 0.0  # the worst a paced send fell behind its schedule
     stats: AggregatorStats = field(default_factory=AggregatorStats)
     exchange_cpu_s: float = 0.0  # the leader thread's CPU time in the exchange
+    # the group's int32 sum as this leader got it (workers.quantise.sum_digest); "" where the
+    # round has none: a group of one, or gloo's float all_reduce
+    sums: str = ""
     tag: ClassVar[str] = "done"
 
 

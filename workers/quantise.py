@@ -17,6 +17,7 @@ summed one-hot vectors (`exponent_vote`, `agreed_exponent`).
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -112,3 +113,17 @@ def from_chunks(chunks: np.ndarray, length: int) -> np.ndarray:
     if length > flat.size:
         raise QuantiseError(f"{length} values asked of chunks holding {flat.size}")
     return flat[:length].copy()
+
+
+def sum_digest(total: np.ndarray) -> str:
+    """The int32 sum's fingerprint: 16 hex digits of BLAKE2b over its values as little-endian
+    int32. Equal sums give equal digests whatever network, target or process carried them, so a
+    run can record it for every round and two runs can be compared round by round.
+
+    >>> sum_digest(np.arange(4, dtype=np.int32)) == sum_digest(np.arange(4))
+    True
+    >>> sum_digest(np.arange(4, dtype=np.int32)) == sum_digest(np.arange(1, 5, dtype=np.int32))
+    False
+    """
+    values = np.ascontiguousarray(total, dtype="<i4")
+    return hashlib.blake2b(values.tobytes(), digest_size=8).hexdigest()

@@ -92,6 +92,38 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
 
 
+def add_sums_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "sums",
+        help="compare two runs' int32 sums round by round",
+        description="innet sums A B: the int32 sums each leader recorded (rounds.jsonl) in the "
+        "rounds both results folders finished, round by round: the same scenario on p4switch "
+        "and on BMv2, or on two back ends, must agree. Exit 0 when every compared round "
+        "agrees, 1 when one differs or none has sums, 2 when a folder has no rounds.",
+    )
+    p.add_argument("here", type=Path, metavar="A", help="a results folder")
+    p.add_argument("there", type=Path, metavar="B", help="the results folder to compare it with")
+
+
+def sums(here: Path, there: Path) -> int:
+    """`innet sums A B`: 0 when every round both results folders finished has the same int32
+    sums, 1 when one differs (or none could be compared); a folder without rounds is bad input."""
+    from controller.runner.results.sums import compare_sums  # (the results read with plots)
+    from controller.runner.results.writer import ROUNDS_FILE, read_records
+
+    runs = []
+    for folder in (here, there):
+        if not (folder / ROUNDS_FILE).is_file():
+            raise CommandLineError(f"{folder} is not a results folder: it has no {ROUNDS_FILE}")
+        try:
+            runs.append(read_records(folder))
+        except ValueError as err:
+            raise CommandLineError(str(err)) from None
+    result = compare_sums(*runs)
+    print(result.report(str(here), str(there)))
+    return 0 if result.same else 1
+
+
 def _check_out(folder: Path) -> None:
     """The results folder: made by the run with its parents; refused before anything starts when
     it is a file, lies inside one, or cannot be written."""

@@ -159,13 +159,14 @@ def _record(
     by_city = {wan.names[u]: e for u, e in sorted(done.items()) if isinstance(e, Done)}
     lags = {"switches": after.lag_s * 1e3}
     lags.update({city: e.pacing_lag_s * 1e3 for city, e in by_city.items()})
-    cost = ctx.cost(r)
     n = len(ok) or 1
     failed = [
         f"island {wan.names[u]}: {' '.join(e.error.split())}"
         for u, e in sorted(done.items())
         if isinstance(e, Failed)
     ]
+    cost = ctx.cost(r)
+    failed += split_sums(wan.names, [gc.members for gc in cost.groups], done)
     conflicts = diff.totals.get("slot_conflict", 0)
     retransmitted = sum(e.stats.retransmitted for e in ok)
     seen = RoundSeen(
@@ -212,7 +213,30 @@ def _record(
             max((g.received_bytes for g in cost.groups), default=0.0)
         ),
         flags=flag_round(seen) if not failed else {},
+        sums={city: e.sums for city, e in by_city.items() if e.sums},
     )
+
+
+def split_sums(
+    names: tuple[str, ...], groups: list[tuple[int, ...]], done: dict[int, Done | Failed]
+) -> list[str]:
+    """Each group whose members got different int32 sums (the exchange was not exact), as a
+    line naming every member's digest; members without a sum (failed, gloo) are left out.
+
+    >>> got = {0: Done(0, 0, 1.0, 1.0, 0.5, 0.9, sums="aa"), 1: Done(1, 0, 1.0, 1.0, 0.5, 0.9,
+    ...        sums="ab"), 2: Done(2, 0, 1.0, 1.0, 0.5, 0.9, sums="aa")}
+    >>> split_sums(("Tokyo", "Paris", "Lima"), [(0, 2), (1,)], got)
+    []
+    >>> split_sums(("Tokyo", "Paris", "Lima"), [(0, 1, 2)], got)
+    ['group Tokyo-Paris-Lima: its members got different int32 sums (Tokyo aa, Paris ab, Lima aa)']
+    """
+    split = []
+    for members in groups:
+        got = {names[m]: e.sums for m in members if isinstance(e := done.get(m), Done) and e.sums}
+        if len(set(got.values())) > 1:
+            each = ", ".join(f"{city} {digest}" for city, digest in got.items())
+            split.append(f"group {'-'.join(got)}: its members got different int32 sums ({each})")
+    return split
 
 
 def _link_bytes(names: tuple[str, ...], links: dict[tuple[int, int], int]) -> dict[str, int]:

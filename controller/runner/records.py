@@ -24,7 +24,7 @@ Groups = tuple[tuple[str, ...], ...]
 # fields records written before the network modes do not have (they were all inna)
 _LATER = ("network", "sent_bytes", "received_bytes", "predicted_wan_bytes",
           "predicted_sent_bytes", "predicted_received_bytes", "flags", "lag_ms",
-          "leader_cpu_ms", "compute_s", "local_s")  # fmt: skip
+          "leader_cpu_ms", "compute_s", "local_s", "sums")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,9 @@ class RoundRecord:
     leader_cpu_ms: Mapping[str, float] = field(default_factory=dict)
     compute_s: float | None = None  # the emulated system's compute of the round (full scale)
     local_s: float | None = None  # this machine's time for the slowest island's local steps
+    # each exchanging city: the digest of the int32 sum its leader got (workers.quantise
+    # sum_digest), the same for every member of a group; none for gloo and groups of one
+    sums: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not (self.status == "ok" or self.status.startswith("failed: ")):
@@ -137,6 +140,7 @@ class RoundRecord:
         values["flags"] = {str(k): str(v) for k, v in (data.get("flags") or {}).items()}
         for key in ("sent_bytes", "received_bytes"):
             values[key] = {str(k): int(v) for k, v in (data.get(key) or {}).items()}
+        values["sums"] = {str(k): str(v) for k, v in (data.get("sums") or {}).items()}
         for key in ("lag_ms", "leader_cpu_ms"):
             values[key] = {str(k): float(v) for k, v in (data.get(key) or {}).items()}
         try:

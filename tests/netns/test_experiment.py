@@ -184,6 +184,9 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
         assert r["cpu_lag_ms"] == pytest.approx(max(r["lag_ms"].values())), r
         cities = {c.name for c in default_wan().cities}
         assert set(r["leader_cpu_ms"]) == cities and all(v > 0 for v in r["leader_cpu_ms"].values())
+        # every leader's int32 sum recorded, one per group (else the round failed naming them)
+        assert set(r["sums"]) == cities, r
+        assert len({r["sums"][c] for group in r["groups"] for c in group}) == len(r["groups"])
     rows = list(csv.DictReader((out / "summary.csv").open()))
     # measured: from the rounds that measure the network (a row's unflagged rounds)
     consensus = {(int(row["memory"]), row["schedule"]): row["consensus_unflagged_s"]

@@ -84,6 +84,11 @@ def test_every_exact_mode_trains_the_same_model_and_sends_what_the_planner_says(
     for key in {(s, n) for _, s, n in by}:
         seen = {(by[m, *key]["test_loss"], by[m, *key]["accuracy"]) for m in EXACT}
         assert len(seen) == 1, (key, {m: by[m, *key]["test_loss"] for m in EXACT})
+        # ... digest for digest: every exchanging leader recorded its sum, the same in each mode
+        sums = {m: by[m, *key]["sums"] for m in EXACT}
+        exchanging = 3 if key[0] == "all-to-all" else 2
+        assert all(len(s) == exchanging for s in sums.values()), (key, sums)
+        assert len({tuple(sorted(s.items())) for s in sums.values()}) == 1, (key, sums)
     for row in csv.DictReader((out / "summary.csv").open()):
         if row["schedule"] == "all-to-all":  # the baseline's arithmetic, in int32
             assert abs(float(row["final_accuracy"]) - float(row["baseline_accuracy"])) < 0.005

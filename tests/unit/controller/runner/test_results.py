@@ -319,7 +319,7 @@ def test_collect_versions_without_git(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_record_is_written_with_every_field_as_a_key() -> None:
     written = rec(1, "x", 0, 1.0).to_json()
     assert list(written) == [f.name for f in dataclasses.fields(RoundRecord)]
-    assert len(written) == 32
+    assert len(written) == 33
     assert written["groups"] == [["Tokyo", "London"], ["New York"]]
     assert RoundRecord.from_json(json.loads(json.dumps(written))) == rec(1, "x", 0, 1.0)
 
