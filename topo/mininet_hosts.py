@@ -8,12 +8,15 @@ user-space switch passes frames whose checksums the kernel left unfilled), IPv6 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import errno
+import socket
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from mininet.node import Host
 
+from topo.bmv2 import THRIFT_BASE_PORT
 from topo.exceptions import NetworkBuildError
 from topo.p4node import IFNAMSIZ
 from topo.siteplan import SUPERNET, gateway_ip, gateway_mac, host_ip, host_mac, host_ports
@@ -65,6 +68,45 @@ UPLINK_BURST_BYTES = 3200  # a token bucket must hold a whole frame (two, for sl
 
 def existing_interfaces(names: Sequence[str]) -> list[str]:
     return [n for n in names if Path("/sys/class/net", n).exists()]
+
+
+def ports_in_use(ports: Sequence[int]) -> list[int]:
+    """The TCP ports of `ports` something on this machine already listens on (a listener on any
+    address of the root namespace keeps a switch from binding it)."""
+    taken = []
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("0.0.0.0", port))
+            except OSError as err:
+                if err.errno != errno.EADDRINUSE:
+                    raise NetworkBuildError(f"cannot check TCP port {port}: {err}") from None
+                taken.append(port)
+    return taken
+
+
+def check_nothing_in_the_way(interfaces: Sequence[str], ports: Mapping[int, str]) -> None:
+    """Before anything is built: no interface of the testbed exists in the root namespace yet,
+    and nothing listens on its switches' TCP ports (`ports`: port -> what it is for)."""
+    in_the_way = existing_interfaces(interfaces)
+    if in_the_way:
+        raise NetworkBuildError(
+            f"interfaces {in_the_way[:5]} already exist in the root namespace (another testbed, "
+            "or one left over): stop it, or delete them with 'ip link del NAME', or pass "
+            "another name_prefix"
+        )
+    taken = ports_in_use(sorted(ports))
+    if taken:
+        named = ", ".join(f"{port} ({ports[port]})" for port in taken[:5])
+        if any("Thrift" in ports[port] for port in taken):
+            what = f"stop it (BMv2's Thrift ports are {THRIFT_BASE_PORT} + the city's index)"
+        else:
+            what = "stop it, or pass another --grpc-base-port"
+        raise NetworkBuildError(
+            f"TCP port {named} already in use on this machine (another testbed or program "
+            f"listens there): {what}"
+        )
 
 
 def _run_in(host: Host, argv: list[str]) -> None:

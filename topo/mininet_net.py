@@ -43,8 +43,8 @@ from topo.loader import default_wan, load_wan
 from topo.mininet_hosts import (
     HostSpec,
     check_names,
+    check_nothing_in_the_way,
     configure_host,
-    existing_interfaces,
     host_specs,
     switch_name,
 )
@@ -245,6 +245,14 @@ class NetworkSpec:
     def hosts(self, city: int) -> tuple[HostSpec, ...]:
         return host_specs(city, self.hosts_per_city, self.name_prefix)
 
+    def listening_ports(self) -> dict[int, str]:
+        """The TCP ports the switches will listen on, each with what it is for."""
+        names, n = self.wan.names, self.wan.n
+        ports = {self.grpc_base_port + u: f"{names[u]}'s P4Runtime" for u in range(n)}
+        if self.target == "bmv2":
+            ports.update({THRIFT_BASE_PORT + u: f"{names[u]}'s BMv2 Thrift" for u in range(n)})
+        return ports
+
 
 def preflight(shaping: str, target: str) -> ShapingMode:
     """What `build_network` checks first: the target's tools are installed and the shaping asked
@@ -261,13 +269,7 @@ def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
     names = check_names(wan, spec.hosts_per_city, spec.name_prefix)
     if mode == "links":
         names += link_interface_names(wan, spec.name_prefix)
-    in_the_way = existing_interfaces(names)
-    if in_the_way:
-        raise NetworkBuildError(
-            f"interfaces {in_the_way[:5]} already exist in the root namespace (another testbed, "
-            "or one left over): stop it, or delete them with 'ip link del NAME', or pass "
-            "another name_prefix"
-        )
+    check_nothing_in_the_way(names, spec.listening_ports())
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     shapes = spec.switch_shapes(mode)

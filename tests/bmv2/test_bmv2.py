@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.netns.topology import why_no_mininet
-from topo.bmv2 import cli_command
+from topo.bmv2 import THRIFT_BASE_PORT, cli_command
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.slow]
 
@@ -124,6 +125,33 @@ def test_bmv2_with_link_emulators_reproduces_the_planner(tmp_path: Path) -> None
     from tests.netns.test_experiment import assert_on_time_or_flagged  # (Mininet is here)
 
     assert_on_time_or_flagged(rounds, done.stdout)
+
+
+def test_a_thrift_port_already_taken_is_named_before_anything_is_built(tmp_path: Path) -> None:
+    """Another program listens on London's Thrift port: `innet run --target bmv2` says so in
+    one line, naming the port and the switch, before it builds anything, and exits 1."""
+    needs_mininet()
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(json.dumps({
+        "name": "taken", "hosts": 1, "scale": 1000000, "memory": ["1.6GB"],
+        "schedules": ["all-to-all"], "training": {"rounds": 1},
+    }))  # fmt: skip
+    out, london = tmp_path / "out", THRIFT_BASE_PORT + 3
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", london))
+        other.listen()
+        done = innet("run", str(scenario), "--target", "bmv2", "--out", str(out),
+                     "--no-progress", "--grpc-base-port", str(GRPC_BASE), "--calibration",
+                     "off", run_dir=tmp_path / "run")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    error = [line for line in done.stderr.splitlines() if line.startswith("innet: error")]
+    assert error == [
+        f"innet: error: TCP port {london} (London's BMv2 Thrift) already in use on this "
+        "machine (another testbed or program listens there): stop it (BMv2's Thrift ports are "
+        f"{THRIFT_BASE_PORT} + the city's index)"
+    ], done.stderr
+    assert not list(Path("/sys/class/net").glob("s3-eth*"))  # nothing was built
+    assert not (tmp_path / "run" / "state.json").exists()
 
 
 def mc_nodes(thrift_port: int) -> list[str]:

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from innet.exceptions import one_line
 from p4switch.p4info_diff import diff
 from p4switch.program import compile_file
 from topo.bmv2 import bmv2_pipeline
+from topo.exceptions import Bmv2Error
 from topo.siteplan import program_defines
 
 pytestmark = [pytest.mark.bmv2]
@@ -38,3 +40,19 @@ def test_innet_p4_agrees_for_every_pool_the_testbed_compiles(slots: int, tmp_pat
     reference = bmv2_pipeline(program, tmp_path, defines).p4info
     ours = compile_file(program, [program.parent], defines).p4info
     assert diff(reference, ours, ("p4c", "p4switch")) == []
+
+
+def test_a_program_p4c_refuses_is_one_error_naming_the_file_and_line(tmp_path: Path) -> None:
+    program = tmp_path / "broken.p4"
+    source = (REPO / "tests" / "unit" / "p4switch" / "programs" / "l2.p4").read_text()
+    lines = source.splitlines()
+    at = len(lines) // 2  # inside a control block
+    lines.insert(at, "this is not P4;")
+    program.write_text("\n".join(lines) + "\n")
+    with pytest.raises(Bmv2Error) as refused:
+        bmv2_pipeline(program, tmp_path / "build", {})
+    message = one_line(refused.value)
+    assert message.startswith(f"p4c-bm2-ss refused {program}: "), message
+    assert f"broken.p4({at + 1}):syntax error" in message, message  # p4c's file(line)
+    assert "\n" not in message
+    assert not list((tmp_path / "build").glob("*.json"))  # nothing half-written to load
