@@ -63,6 +63,10 @@ def test_what_the_readme_says_make_demo_runs_is_what_it_runs():
     assert f"`innet run {run['scenario']}`" in prose
     assert f"`{run['out']}/`" in prose
     assert re.search(rf"innet run {re.escape(run['scenario'])} --check\b", recipe)
+    # the demo plays whatever the machine check says (a busy machine: warned, rounds flagged)
+    played = re.search(r"innet run \S+ --out .*? --calibration (?P<mode>\w+)", recipe)
+    assert played is not None and played["mode"] == "warn", recipe
+    assert "`make demo` runs the check with `--calibration warn`" in " ".join(prose.split())
 
 
 def test_make_test_runs_pytest():
