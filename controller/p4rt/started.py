@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from controller.p4rt.connection import SwitchConnection
 from controller.p4rt.exceptions import P4RuntimeError
@@ -46,7 +47,7 @@ def connect_started(proc: subprocess.Popen[bytes], address: str, device_id: int,
         time.sleep(0.05)  # polling the process and its socket, with a deadline
 
 
-def stop_started(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
+def stop_started(proc: subprocess.Popen[Any], grace_s: float = STOP_GRACE_S) -> None:
     """SIGTERM, SIGKILL after `grace_s`, and wait (its CPU time then counts as a child's)."""
     if proc.poll() is None:
         proc.terminate()

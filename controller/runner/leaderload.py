@@ -24,6 +24,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from controller.p4rt.started import stop_started
 from controller.runner.exceptions import ExperimentError
 from topo.siteplan import FRAME_BITS, LANES
 from workers.aggregate import Aggregator, GroupSpec, SendPolicy
@@ -64,12 +65,7 @@ def echo_edge() -> Iterator[int]:
             raise ExperimentError(f"calibration: the loopback edge did not start ({line!r})")
         yield int(line)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(START_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_started(proc, START_TIMEOUT_S)
 
 
 def leader_rate(fps: float, span_s: float = SPAN_S) -> float:
