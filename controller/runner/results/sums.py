@@ -43,10 +43,13 @@ class SumsComparison:
         return self.compared > 0 and not self.differences
 
     def report(self, here: str = "A", there: str = "B") -> str:
-        lines = [f"{self.compared} rounds compared ({self.without} without sums): "
-                 + ("the same int32 sums in every one" if self.same else
-                    f"{len(self.differences)} differ" if self.differences else
-                    "no round of both has sums")]  # fmt: skip
+        if self.same:
+            verdict = "the same int32 sums in every one"
+        elif self.differences:
+            verdict = f"{len(self.differences)} differ"
+        else:
+            verdict = "no round of both has sums"
+        lines = [f"{self.compared} rounds compared ({self.without} without sums): {verdict}"]
         lines += self.differences
         for who, keys in ((here, self.only_here), (there, self.only_there)):
             if keys:
