@@ -274,7 +274,7 @@ def _serve(
     from p4switch.backends import build_pipeline, build_switch, choose, log_choice
     from p4switch.control import ControlServer
     from p4switch.p4rt import LoadedProgram, P4RuntimeServer
-    from p4switch.p4rt.compiling import SourceLoader
+    from p4switch.p4rt.compiling import SourceLoader, Started
 
     cpu_port = args.cpu_port
     # a pushed program includes from here (and p4switch's own include directory) only
@@ -303,12 +303,16 @@ def _serve(
         return 2
 
     reported = Reported(switch, backend_of(processor), io_choice.name)
+    defines = _defines(args.defines)
+    source = args.p4.read_bytes() if args.p4 is not None else b""
+    started = None if program is None else Started.of(source, program, include, defines)
     load = SourceLoader(
         reported.set_processor,
         tuple(include),
-        _defines(args.defines),
+        defines,
         limits,
         fallback=program,
+        started=started,
         cpu_port=cpu_port,
         parser_reject=args.parser_reject,
         backend=args.backend,
@@ -323,7 +327,7 @@ def _serve(
     initial = None
     if program is not None and state is not None:
         initial = LoadedProgram(
-            program.p4info, args.p4.read_bytes(), state, lambda: reported.set_processor(processor)
+            program.p4info, source, state, lambda: reported.set_processor(processor)
         )
     server = P4RuntimeServer(
         device_id=args.device_id,

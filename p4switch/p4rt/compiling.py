@@ -9,7 +9,11 @@ most `CompileLimits.wall_s` seconds; past that the child's process group (the ch
 (code objects as `marshal` data, `struct.Struct`s by format): the parent does no compiling.
 
 `SourceLoader` is the switch process's `Loader`: it compiles each pushed program that way and
-gives the server a fresh state and a pipeline to switch to.
+gives the server a fresh state and a pipeline to switch to. A push of the very program the switch
+was started with (`Started`: the same bytes, and the same text once preprocessed as a pushed
+program is) is not compiled again: the started program is used with a fresh state. A testbed
+pushes each switch the program it started it with, one switch after the other, and a compile
+costs a second or more of CPU.
 
 Every refusal is a `P4RTError`: INVALID_ARGUMENT for a program the compiler refuses (its
 `file:line:col` message, the program itself named `device_config`), RESOURCE_EXHAUSTED for one
@@ -70,6 +74,45 @@ class CompileLimits:
 
 
 @dataclass(frozen=True)
+class Started:
+    """The program a switch was started with: its source, its text preprocessed as a pushed
+    program's is (`pushed_text`), and the program compiled from it."""
+
+    source: bytes
+    text: str
+    program: CompiledProgram
+
+    @classmethod
+    def of(
+        cls,
+        source: bytes,
+        program: CompiledProgram,
+        include_dirs: Sequence[Path],
+        defines: Mapping[str, str],
+    ) -> Started | None:
+        """None when the source does not preprocess as a pushed program (its includes are not
+        all in the allowed directories): a push of it is then compiled, and refused, as any."""
+        text = pushed_text(source, include_dirs, defines)
+        return None if text is None else cls(source, text, program)
+
+
+def pushed_text(
+    source: bytes, include_dirs: Sequence[Path], defines: Mapping[str, str]
+) -> str | None:
+    """`source` preprocessed as `compile_pushed` preprocesses it (includes confined to the
+    allowed directories, these -D defines); None where that fails."""
+    from p4switch.frontend.preprocess import preprocess
+
+    with tempfile.TemporaryDirectory(prefix="p4switch-") as tmp:
+        path = Path(tmp) / f"{PUSHED_NAME}.p4"
+        path.write_bytes(source)
+        try:
+            return preprocess(path, include_dirs, defines, confined=True).text
+        except (P4CompileError, OSError):
+            return None
+
+
+@dataclass(frozen=True)
 class SourceLoader:
     """A `Loader` for a switch process: the device config is the P4 source, compiled by
     `compile_pushed`; `run` makes the data plane run a pipeline once it is committed."""
@@ -82,12 +125,15 @@ class SourceLoader:
     cpu_port: int | None = None
     parser_reject: str = "ingress"
     backend: str | None = None  # p4switch.backends: None = native where it can run
+    started: Started | None = None  # the program the switch was started with, if any
 
     def __call__(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> LoadedProgram:
         from p4switch.p4rt.program import LoadedProgram
 
         if device_config:
-            compiled = compile_pushed(device_config, self.include_dirs, self.defines, self.limits)
+            compiled = self._started_again(device_config) or compile_pushed(
+                device_config, self.include_dirs, self.defines, self.limits
+            )
         elif self.fallback is not None:
             compiled = self.fallback  # a fresh copy of the program the switch started with
         else:
@@ -99,6 +145,17 @@ class SourceLoader:
         log_choice("pushed program", built.choice)
         pipeline = built.pipeline
         return LoadedProgram(p4info, device_config, fresh, lambda: self.run(pipeline))
+
+    def _started_again(self, source: bytes) -> CompiledProgram | None:
+        """The started program, when `source` is it: the same bytes, and the same preprocessed
+        text now (an include may have changed since)."""
+        started = self.started
+        if started is None or source != started.source:
+            return None
+        if pushed_text(source, self.include_dirs, self.defines) != started.text:
+            return None
+        log.info("pushed program: the one the switch started with, not compiled again")
+        return started.program
 
 
 def compile_pushed(

@@ -131,15 +131,21 @@ def test_garbage_does_not_stop_forwarding(net: TwoHostNet, l2_switch: P4Switch):
     assert l2_switch.proc.poll() is None
 
 
-def test_a_controller_can_load_the_program(net: TwoHostNet, tmp_path: Path):
-    """Started without a program, the switch drops everything until SetForwardingPipelineConfig
-    brings one (p4switch takes the P4 source as the device config)."""
+def l2_p4info(tmp_path: Path) -> Path:
+    """l2.p4's P4Info, as p4switch --check --p4info-out writes it."""
     p4info = tmp_path / "l2.p4info.txt"
     check = subprocess.run(
         [sys.executable, "-m", "p4switch", "--p4", str(L2_P4), "--check", "--p4info-out",
          str(p4info)], capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert check.returncode == 0, check.stderr
+    return p4info
+
+
+def test_a_controller_can_load_the_program(net: TwoHostNet, tmp_path: Path):
+    """Started without a program, the switch drops everything until SetForwardingPipelineConfig
+    brings one (p4switch takes the P4 source as the device config)."""
+    p4info = l2_p4info(tmp_path)
     switch = start(net, tmp_path)
     try:
         assert ping_rtts(net.h1, net.h2, count=2) == []
@@ -147,6 +153,16 @@ def test_a_controller_can_load_the_program(net: TwoHostNet, tmp_path: Path):
         assert len(ping_rtts(net.h1, net.h2, count=3)) == 3
     finally:
         assert stop(switch) == 0
+
+
+def test_the_started_program_pushed_again_is_not_compiled_again(
+    net: TwoHostNet, l2_switch: P4Switch, tmp_path: Path
+):
+    """A controller pushes the program the switch started with, as a testbed does: the switch
+    takes it without compiling it again, with empty tables, and forwards what is installed."""
+    program_both_hosts(net, "--config", str(l2_p4info(tmp_path)), str(L2_P4))
+    assert "the one the switch started with, not compiled again" in l2_switch.log_text()
+    assert len(ping_rtts(net.h1, net.h2, count=3)) == 3
 
 
 def test_shaping_and_capture_from_the_command_line(net: TwoHostNet, tmp_path: Path):
