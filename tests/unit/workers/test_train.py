@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
 
+from workers.adamw import AdamW
 from workers.config import TrainConfig
 from workers.inprocess import baseline, run_in_process, run_with_models
 from workers.quantise import INT32_MAX, scale_for
@@ -17,6 +21,7 @@ from workers.train import (
     encode,
     evaluate,
     flatten,
+    load_digits,
     load_flat,
     make_model,
     split_digits,
@@ -24,6 +29,22 @@ from workers.train import (
 )
 
 ISLANDS = 9
+
+
+def test_the_digits_are_scikit_learns_without_importing_it() -> None:
+    from sklearn.datasets import load_digits as sklearns
+
+    features, labels = load_digits()
+    expected = sklearns()
+    assert features.shape == (1797, 64) and labels.dtype == np.int64
+    np.testing.assert_array_equal(features, expected.data)
+    np.testing.assert_array_equal(labels, expected.target)
+    # an island process loads them without scikit-learn (0.9 s of CPU it would import)
+    code = "import sys, workers.train as t; t.load_digits(); print('sklearn' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
 WORKERS = 2
 ROUNDS = 12
 ROWS = [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
@@ -186,7 +207,7 @@ def test_worker_trains_deterministically_and_keeps_its_optimiser_state(split, co
     # a fresh AdamW from theta1 differs from one that kept its moments for H steps
     fresh = WorkerTrainer(shard, config, worker_seed(0, 0, 0))
     fresh.local_phase(theta0)  # the same minibatches consumed as `first`
-    fresh.optimiser = torch.optim.AdamW(fresh.model.parameters(), lr=config.inner_lr)
+    fresh.optimiser = AdamW(fresh.model.parameters(), lr=config.inner_lr)
     assert not np.allclose(fresh.local_phase(theta1)[0], theta2)
     other = WorkerTrainer(shard, config, worker_seed(0, 0, 1))
     assert not np.array_equal(other.local_phase(theta0)[0], theta1)
