@@ -1,12 +1,23 @@
-"""Parse preprocessed P4 text into the syntax tree of `p4switch.frontend.syntax` (lark, LALR(1))."""
+"""Parse preprocessed P4 text into the syntax tree of `p4switch.frontend.syntax` (lark, LALR(1)).
+
+Building the LALR tables from the grammar takes over a second of CPU, in every process that
+parses (each switch of a testbed parses its program as it starts), so the tables are kept in
+p4switch's cache directory (`p4switch.cbuild.cache_dir`), one file per grammar, lark and Python
+version, read and written under a lock on a file beside it: two processes starting at once never
+read half a file. A damaged file is built and written again.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import hashlib
+import sys
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
+import lark
 from lark import Lark, Token
 from lark.exceptions import (
     UnexpectedCharacters,
@@ -73,14 +84,41 @@ class _PostLexer(PostLex):
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
+    grammar = GRAMMAR.read_text()
+    cached = _tables_file(grammar)
+    if cached is None:
+        return _build(grammar, None)
+    # lark reads the file, or builds the tables and writes it, under an exclusive lock: no
+    # process reads a file another is still writing
+    with open(cached.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build(grammar, cached)
+
+
+def _build(grammar: str, cache: Path | None) -> Lark:
+    """The parser; its tables read from `cache` when it holds them, else built and written."""
     return Lark(
-        GRAMMAR.read_text(),
+        grammar,
         parser="lalr",
         lexer="contextual",
         postlex=_PostLexer(),
         propagate_positions=True,
         maybe_placeholders=True,
+        cache=False if cache is None else str(cache),
     )
+
+
+def _tables_file(grammar: str) -> Path | None:
+    """Where this grammar's tables are kept; None when the cache directory cannot be made."""
+    from p4switch.cbuild import cache_dir
+
+    key = f"{grammar}{lark.__version__}{sys.version_info[:2]}".encode()
+    directory = cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return directory / f"p4-grammar-{hashlib.sha256(key).hexdigest()[:16]}.lark"
 
 
 def parse(pre: Preprocessed) -> tuple[s.Decl, ...]:
