@@ -35,6 +35,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -406,5 +407,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return serve_worker(config, args.island, args.host)
 
 
+def exit_now(status: int) -> NoReturn:
+    """End with `status`, output flushed, without the interpreter's teardown (0.5 s of CPU)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # the runner may have closed the pipe
+            stream.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
