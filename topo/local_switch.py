@@ -35,7 +35,7 @@ from p4switch.dataplane import PacketProcessor
 from p4switch.p4rt.codec import InstalledPipeline
 from p4switch.p4rt.schema import P4InfoIndex
 from p4switch.p4rt.write import apply_batch
-from p4switch.program import compile_file
+from p4switch.program import CompiledProgram, compile_file
 
 _IPV4 = struct.Struct("!BBHHHBBH4s4s")
 _UDP = struct.Struct("!HHHH")
@@ -57,7 +57,17 @@ class LocalSwitch:
     def __init__(
         self, path: Path, defines: Mapping[str, str] | None = None, backend: str | None = None
     ) -> None:
-        program = compile_file(Path(path), defines=dict(defines or {}))
+        self._load(compile_file(Path(path), defines=dict(defines or {})), backend)
+
+    def fresh(self) -> LocalSwitch:
+        """Another switch of the same program and back end, with a fresh state and no entries
+        (the program is not compiled again)."""
+        switch = LocalSwitch.__new__(LocalSwitch)
+        switch._load(self._program, self._backend)
+        return switch
+
+    def _load(self, program: CompiledProgram, backend: str | None) -> None:
+        self._program, self._backend = program, backend
         self.p4info: p4info_pb2.P4Info = program.p4info
         self._state = program.new_state()
         self._installed = InstalledPipeline(P4InfoIndex.bind(program.p4info, self._state),

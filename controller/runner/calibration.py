@@ -289,10 +289,13 @@ def check_mode(mode: str) -> None:
 # --- what the machine gives (impure) -----------------------------------------------------------
 
 
-def member_switch(em: Emulation, island: int = 0, backend: str | None = None) -> LocalSwitch:
+def member_switch(em: Emulation, island: int = 0, backend: str | None = None,
+                  like: LocalSwitch | None = None) -> LocalSwitch:  # fmt: skip
     """innet.p4 compiled as the run's switches are (first memory point's pool, their back end),
-    with the entries the controller installs at `island`'s edge for an all-to-all round."""
-    switch = LocalSwitch(INNET_P4, site.program_defines(em.points[0].pool.slots_per_bank), backend)
+    with the entries the controller installs at `island`'s edge for an all-to-all round; a
+    fresh copy of `like` (the same program, not compiled again) when given."""
+    defines = site.program_defines(em.points[0].pool.slots_per_bank)
+    switch = like.fresh() if like is not None else LocalSwitch(INNET_P4, defines, backend)
     schema = Schema(switch.p4info)
     for changes in member_changes(em, island):
         switch.write(to_updates(schema, changes))
@@ -326,11 +329,12 @@ def chunk_frames(em: Emulation, chunk: int, island: int = 0) -> list[tuple[int, 
     return frames
 
 
-def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S,
-                  backend: str | None = None) -> tuple[float, str]:  # fmt: skip
+def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S, backend: str | None = None,
+                  like: LocalSwitch | None = None) -> tuple[float, str]:  # fmt: skip
     """Frames per CPU second through innet.p4 on p4switch's pipeline, in this thread, and the
-    back end that ran it (native: called through ctypes, docs/experiment.md)."""
-    pipe = member_switch(em, backend=backend)
+    back end that ran it (native: called through ctypes, docs/experiment.md); on a fresh
+    copy of `like` when given."""
+    pipe = member_switch(em, backend=backend, like=like)
     frames, cpu, delivered = 0, 0.0, 0
     wall = time.perf_counter()
     for batch in itertools.count():
@@ -365,7 +369,8 @@ def measure(em: Emulation, backend: str | None = None, leader_fps: float = 0.0,
     if target == "bmv2":
         rate, ran_on = bmv2_rate(em, lambda c: chunk_frames(em, c), BMV2_SPAN_S, REPEATS), "bmv2"
     else:
-        rate, ran_on = max(pipeline_rate(em, backend=backend) for _ in range(REPEATS))
+        like = member_switch(em, backend=backend)  # innet.p4 compiled once: a fresh copy each
+        rate, ran_on = max(pipeline_rate(em, backend=backend, like=like) for _ in range(REPEATS))
     leader = math.inf
     if leader_fps > 0:  # half of it sent (the other half the sums), for a short while
         leader = max(leader_rate(leader_fps / 2, PIPELINE_SPAN_S) for _ in range(REPEATS))

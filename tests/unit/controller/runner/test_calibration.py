@@ -35,6 +35,7 @@ from controller.runner.need import Need
 from controller.runner.records import Baseline
 from controller.runner.run import Run
 from controller.runner.scenario import parse_scenario
+from topo import local_switch
 from topo.siteplan import FRAME_BITS, host_ports
 from topo.wan import City, Wan, WanLink
 
@@ -339,6 +340,24 @@ def test_the_check_frames_aggregate_on_the_run_s_switch_program(
     assert stats["completed"] == 3 and stats["contribution"] == 3 * n
     refused = ("duplicate", "result_resent", "slot_conflict", "malformed", "not_member")
     assert {k: stats[k] for k in refused} == dict.fromkeys(refused, 0)
+
+
+def test_a_fresh_copy_of_the_check_s_switch_starts_empty_and_is_not_compiled_again(
+    emulation: Emulation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = cal.member_switch(emulation, backend="native")
+    frames = [f for chunk in (0, 1) for f in cal.chunk_frames(emulation, chunk)]
+    out = [first.process(port, frame) for port, frame in frames]
+
+    def no_compile(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(local_switch, "compile_file", no_compile)
+    again = cal.member_switch(emulation, like=first)
+    assert again.backend == first.backend
+    assert again.counter(STATS_COUNTER) == [0] * len(STATS)  # its own state: nothing counted
+    assert [again.process(port, frame) for port, frame in frames] == out
+    assert again.counter(STATS_COUNTER) == first.counter(STATS_COUNTER)
 
 
 def test_the_measurement_gives_sane_figures(emulation: Emulation) -> None:
