@@ -17,8 +17,8 @@ def format_table(rows: Iterable[SummaryRow]) -> str:
     measured time to consensus was shortest among those played at that memory, when none of
     its rounds was flagged (a flagged row is never starred: its time is not the network's).
     Rows are compared by their unflagged rounds, so a row slowed by flagged rounds does not
-    hand the star to a slower one: when the fastest row is flagged, nothing at that memory is
-    starred. With a plain
+    hand the star to a slower one: when the fastest row is flagged, or another row there has only
+    flagged rounds to compare, nothing at that memory is starred. With a plain
     WAN in the run, `vs plain` gives each row's gain over the fastest plain row (measured, and
     predicted), and a last line the fastest of each network against it."""
     rows = list(rows)
@@ -72,13 +72,12 @@ def format_table(rows: Iterable[SummaryRow]) -> str:
         for line in lines
     ]
     text.append("* reached consensus first at this memory (measured; never a flagged row)")
-    unstarred = sorted(m for m in fastest if m not in first)
-    if unstarred:
-        text.append(
-            "no star at "
-            + ", ".join(format_size(m) for m in unstarred)
-            + ": the fastest row there has flagged rounds"
-        )
+    for m in sorted(m for m in fastest if m not in first):
+        unknown = [r.schedule for r in rows if _may_beat(r, fastest[m])]
+        why = "the fastest row there has flagged rounds"
+        if fastest[m].measures_network:
+            why = f"{', '.join(unknown)} there has only flagged rounds to compare"
+        text.append(f"no star at {format_size(m)}: {why}")
     text += _footnotes(rows, networks, plain)
     return "\n".join(text)
 
@@ -159,17 +158,12 @@ def _faster_unflagged(row: SummaryRow, than: SummaryRow | None) -> bool:
 
 
 def _may_beat(other: SummaryRow, winner: SummaryRow) -> bool:
-    """`other`, at the winner's memory, has no unflagged time to compare but its flagged time
-    is faster: the winner cannot be named."""
+    """`other`, at the winner's memory, has a time but no unflagged one to compare: the winner
+    cannot be named. Its flagged time says nothing of the network either way (a busy CPU or
+    timing noise made it; the network alone could be faster than the winner)."""
     if other is winner or not other.per_memory or other.memory != winner.memory:
         return False
-    best = winner.consensus_unflagged_s
-    return (
-        other.consensus_unflagged_s is None
-        and other.consensus_s is not None
-        and best is not None
-        and other.consensus_s < best
-    )
+    return other.consensus_unflagged_s is None and other.consensus_s is not None
 
 
 def _fastest(rows: Iterable[SummaryRow]) -> SummaryRow | None:

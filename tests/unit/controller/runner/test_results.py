@@ -381,6 +381,19 @@ def test_format_table_puts_a_plain_wan_beside_inna_and_gives_the_gain() -> None:
     assert any(line.startswith("any memory: the edges hold no partial sums") for line in lines)
 
 
+def test_no_star_where_another_schedule_has_only_flagged_rounds_even_slower_ones() -> None:
+    """Beside a busy loop: all-to-all measured unflagged, every triples round flagged and slow.
+    The triples' network time is unknown (their prediction is the faster one), so all-to-all
+    cannot be named first at that memory."""
+    records = [rec(25_600_000, "all-to-all", 0, 8.4, predicted_s=8.5)]
+    records += [rec(25_600_000, "cliques-3", i, 9.0, predicted_s=0.6,
+                    flags={"cpu_bound": "a switch or leader fell 108 ms behind"})
+                for i in range(3)]  # fmt: skip
+    table = format_table(summarise(records, CYCLES))
+    assert " * " not in table
+    assert "no star at 25.6 MB: cliques-3 there has only flagged rounds to compare" in table
+
+
 def test_older_records_without_a_network_read_as_inna() -> None:
     written = rec(1, "x", 0, 1.0).to_json()
     del written["network"]
