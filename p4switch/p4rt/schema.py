@@ -318,10 +318,12 @@ def _check_table_actions(
 
 def _bind_register(r: p4info_pb2.Register, state: SwitchState, problems: list[str]) -> RegisterInfo:
     name = r.preamble.name
-    bitwidth = r.type_spec.bitstring.bit.bitwidth if r.type_spec.bitstring.HasField("bit") else 0
+    # bit<W> or int<W> (two's complement on the wire, as P4Runtime encodes signed values)
+    kind = r.type_spec.bitstring.WhichOneof("type_spec")
+    bitwidth = getattr(r.type_spec.bitstring, kind).bitwidth if kind in ("bit", "int") else 0
     spec = state.registers[name].spec if name in state.registers else None
     if bitwidth == 0:
-        problems.append(f"register {name}: only bit<W> registers are supported")
+        problems.append(f"register {name}: only bit<W> and int<W> registers are supported")
     elif spec is None or spec.bitwidth != bitwidth or spec.size != r.size:
         problems.append(f"register {name} bit<{bitwidth}>[{r.size}] is not in the program")
     return RegisterInfo(r.preamble.id, name, bitwidth, r.size)

@@ -1,5 +1,7 @@
-"""p4switch held against BMv2 frame by frame: innet.p4's case (tests/p4diff/innet.yaml) on
-both, and BMv2 against the recording p4switch's regression tests use (docs/p4diff.md).
+"""p4switch held against BMv2 frame by frame: innet.p4's case (tests/p4diff/innet.yaml) and a
+case for each other program the tests compile that forwards frames (L2, IPv4 LPM, agg32,
+multicast, clones, registers and counters) on both, and BMv2 against the recordings p4switch's
+regression tests use (docs/p4diff.md).
 
 Skipped (with the reason, by tests/bmv2/conftest.py) where simple_switch_grpc or p4c-bm2-ss is
 missing; the Vagrant VM has both. Needs root too: every target runs in a namespace of its own.
@@ -39,6 +41,21 @@ def test_bmv2_matches_the_recording_p4switch_is_tested_against() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_p4switch_and_bmv2_agree_on_the_l2_case() -> None:
-    done = p4diff(str(CASES / "l2.yaml"), "--targets", "p4switch,bmv2")
+# a case for each other program the tests compile that forwards frames (tests/p4diff/)
+PROGRAM_CASES = ("l2", "ipv4_lpm", "agg32", "multicast", "clone", "register_counter")
+
+
+@pytest.mark.parametrize("case", PROGRAM_CASES)
+def test_p4switch_and_bmv2_agree_on_the_other_programs(case: str) -> None:
+    done = p4diff(str(CASES / f"{case}.yaml"), "--targets", "p4switch,bmv2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "p4switch and bmv2 agree on" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("case", PROGRAM_CASES[1:])
+def test_bmv2_matches_the_recordings_p4switch_is_tested_against(case: str) -> None:
+    """The recordings the netns tier holds p4switch to (tests/netns/test_p4diff.py) are
+    BMv2's frames: made with --targets bmv2 --record, and still what BMv2 sends."""
+    done = p4diff(str(CASES / f"{case}.yaml"), "--targets", "bmv2",
+                  "--expect", str(CASES / f"{case}.expected.json"))  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

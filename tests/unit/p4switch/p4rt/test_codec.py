@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
@@ -10,6 +12,7 @@ from p4.v1 import p4runtime_pb2
 from p4switch.exceptions import P4InfoMismatchError, P4RTError
 from p4switch.p4rt.codec import decode_match, decode_uint, encode_match, encode_uint
 from p4switch.p4rt.schema import P4InfoIndex
+from p4switch.program import compile_file
 from p4switch.runtime import FieldMatch
 from tests.unit.p4switch.p4rt.fixtures import entities as E
 from tests.unit.p4switch.p4rt.fixtures.fake_program import load_p4info, state_from_p4info
@@ -103,3 +106,18 @@ def test_binding_refuses_duplicate_ids() -> None:
     p4info.registers[0].preamble.id = p4info.counters[0].preamble.id
     with pytest.raises(P4InfoMismatchError, match="share id"):
         P4InfoIndex.bind(p4info, state_from_p4info(load_p4info()))
+
+
+def test_an_int_register_binds_as_p4c_describes_it() -> None:
+    """agg32.p4's int<32> lanes: p4c's P4Info (and p4switch's) types them int, not bit; both bind,
+    and a cell reads back as its two's complement bits."""
+    program = compile_file(Path(__file__).parents[1] / "programs" / "agg32.p4")
+    lane = next(r for r in program.p4info.registers if r.preamble.name == "AggIngress.lane00")
+    assert lane.type_spec.bitstring.WhichOneof("type_spec") == "int"
+    state = program.new_state()
+    schema = P4InfoIndex.bind(program.p4info, state)
+    assert schema.registers[lane.preamble.id].bitwidth == 32
+    state.register("AggIngress.lane00").write(3, -5 & 0xFFFFFFFF)
+    assert decode_uint(encode_uint(state.register("AggIngress.lane00").cells[3]), 32, "x") == (
+        2**32 - 5
+    )
