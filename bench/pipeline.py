@@ -6,7 +6,11 @@ both back ends, side by side in one run.
   into its own register lane, the sums written back, a contribution count (tests' agg32.p4).
 - (c) innet.p4 at a member edge, as the testbed programs it (the machine check's entries): all
   nine islands' contributions to each chunk, the last one completing the slot and sending the
-  sum to the hosts.
+  sum to the hosts. Beside it, where BMv2 is installed and the benchmark runs as root, the same
+  edge on BMv2's simple_switch_grpc, its default build and its build for speed, measured as the
+  machine check of a BMv2 run measures it (controller/runner/bmv2rate.py: the frames in through
+  veths, per CPU second of the switch process), with how many times p4switch's native back end
+  is that rate; a BMv2 row that cannot run says why.
 
 Each row: the python back end (`Pipeline.process`), the native back end called from Python
 (`NativePipeline.process`, through ctypes), and the native back end called from C with no
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import json
 import os
 import struct
@@ -33,10 +38,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
+from bench.bmv2_forwarder import BUILDS, switch_binary, unavailable
 from bench.native_tools import build_library
 from controller.runner import calibration as cal
+from controller.runner.bmv2rate import bmv2_rate
 from controller.runner.emulation import resolve
 from controller.runner.scenario import parse_scenario
+from innet.exceptions import InnetError, one_line
 from p4switch import native
 from p4switch import runtime as rt
 from p4switch.program import CompiledProgram, compile_file
@@ -45,6 +53,7 @@ from topo.local_switch import LocalSwitch
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE.parent / "tests" / "unit" / "p4switch" / "programs"
 MEMBER_SCENARIO = "name: bench\nscale: 100000\nmemory: [1.6GB]\nhosts: 2\n"
+BMV2_REPEATS = 3  # spans on BMv2; the best counts, as in the machine check
 
 Frames = list[tuple[int, bytes]]  # (ingress port, frame)
 
@@ -160,6 +169,42 @@ def measure_innet(seconds: float) -> dict[str, Any]:
     return row
 
 
+def measure_innet_bmv2(seconds: float) -> list[dict[str, Any]]:
+    """(c) on BMv2: frames in per CPU second of simple_switch_grpc, for each build."""
+    em = resolve(parse_scenario(MEMBER_SCENARIO))
+    rows: list[dict[str, Any]] = []
+    for build in BUILDS:
+        row: dict[str, Any] = {"program": "innet.p4 member edge", "target": f"bmv2 {build}"}
+        reason = unavailable(build)
+        if reason is None and os.geteuid() != 0:
+            reason = "needs root (a network namespace of its own)"
+        binary = switch_binary(build)
+        if reason is not None or binary is None:
+            row["not_run"] = reason
+        else:
+            frames = functools.partial(cal.chunk_frames, em)
+            try:
+                row["fps_per_cpu_s"] = bmv2_rate(em, frames, seconds, BMV2_REPEATS, binary)
+            except InnetError as err:  # it did not start, or refused the program: say so
+                row["not_run"] = one_line(err)
+        rows.append(row)
+    return rows
+
+
+def bmv2_table(rows: Sequence[dict[str, Any]], innet: dict[str, Any]) -> str:
+    lines = ["innet.p4 member edge on BMv2 (frames in per CPU second of simple_switch_grpc; "
+             "p4switch native's rate above, as a multiple):"]  # fmt: skip
+    for r in rows:
+        if "not_run" in r:
+            lines.append(f"  {r['target']:12} not run: {r['not_run']}")
+            continue
+        fps = r["fps_per_cpu_s"]
+        lines.append(f"  {r['target']:12}{fps:12,.0f}   p4switch native is "
+                     f"{innet['native_fps'] / fps:,.0f}x (process()), "
+                     f"{innet['native_c_loop_fps'] / fps:,.0f}x (C loop)")  # fmt: skip
+    return "\n".join(lines)
+
+
 def table(rows: Sequence[dict[str, Any]]) -> str:
     head = f"{'':34}{'python':>12}{'native':>12}{'native, C':>12}{'C / python':>12}"
     lines = [head, f"{'':34}{'process()':>12}{'process()':>12}{'loop':>12}"]
@@ -184,12 +229,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = [measure_program("l2.p4", l2_case, args.seconds),
             measure_program("agg32.p4", agg32_case, args.seconds),
             measure_innet(args.seconds)]  # fmt: skip
+    bmv2 = measure_innet_bmv2(args.seconds)
     if args.json:
         print(json.dumps({"unit": "frames/s", "load_before": load, "load_after": os.getloadavg(),
-                          "cores": os.cpu_count(), "rows": rows}, indent=2))  # fmt: skip
+                          "cores": os.cpu_count(), "rows": rows, "bmv2_rows": bmv2},
+                         indent=2))  # fmt: skip
     else:
         print(f"frames/s through the pipeline alone (load average before {load[0]:.2f})")
         print(table(rows))
+        print(bmv2_table(bmv2, rows[-1]))
     return 0
 
 

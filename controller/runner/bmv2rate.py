@@ -66,9 +66,10 @@ def process_cpu_s(pid: int) -> float:
 
 
 def bmv2_rate(em: Emulation, frames: Callable[[int], list[tuple[int, bytes]]],
-              span_s: float, repeats: int) -> float:  # fmt: skip
+              span_s: float, repeats: int, binary: Path | None = None) -> float:  # fmt: skip
     """innet.p4's frames per CPU second on simple_switch_grpc: the best of `repeats` spans of
-    `span_s`, `frames(chunk)` giving each chunk's (ingress port, frame)."""
+    `span_s`, `frames(chunk)` giving each chunk's (ingress port, frame); `binary` is another
+    simple_switch_grpc than the one a run starts (a benchmark's build for speed)."""
     require_tools()
     slots = em.points[0].pool.slots_per_bank
     with (
@@ -78,6 +79,8 @@ def bmv2_rate(em: Emulation, frames: Callable[[int], list[tuple[int, bytes]]],
         pipeline = bmv2_pipeline(INNET_P4, Path(tmp), site.program_defines(slots))
         address = f"unix:{tmp}/p4rt.sock"
         argv = bmv2_command(ns.interfaces, address, DEVICE_ID, THRIFT_BASE_PORT)
+        if binary is not None:
+            argv[0] = str(binary)
         log_path = Path(tmp) / "switch.log"
         with log_path.open("wb") as out:
             proc = subprocess.Popen(ns.command(argv), stdin=subprocess.DEVNULL, stdout=out,
