@@ -35,6 +35,7 @@ import subprocess
 from decimal import Decimal
 from typing import Literal
 
+from innet.stopping import held
 from topo.exceptions import ShapingError
 from topo.wan import WanLink
 
@@ -49,26 +50,60 @@ SHAPING_HELP = (
 HTB_MAX_MBIT = 1000  # Mininet's TCIntf refuses (and then ignores) higher bw figures
 
 
+PROBE_PREFIX = "innet-netem-"  # + the probing process's PID: the namespace netem is tried in
+
+
 @functools.cache
 def netem_available() -> bool:
-    """True when this kernel runs netem; tried once per process in a namespace made for it."""
-    probe = f"innet-netem-{os.getpid()}"
-    added = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
-    if added.returncode != 0:
-        raise ShapingError(
-            f"cannot create a network namespace to try netem: {added.stderr.strip()}"
-        )
-    try:
-        tried = subprocess.run(
-            ["ip", "netns", "exec", probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
-             "delay", "1ms"],
-            capture_output=True, text=True,
-        )  # fmt: skip
-    finally:
-        subprocess.run(["ip", "netns", "del", probe], capture_output=True, check=False)
+    """True when this kernel runs netem; tried once per process in a namespace made for it.
+
+    The namespace is added and deleted with a stop signal held (`innet.stopping.held`: raised
+    once it is gone), so Ctrl-C cannot leave it behind; one left by a process killed outright
+    (SIGKILL) is deleted by the next probe on the machine (`delete_stale_probes`)."""
+    delete_stale_probes()
+    probe = f"{PROBE_PREFIX}{os.getpid()}"
+    with held():
+        added = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+        if added.returncode != 0:
+            raise ShapingError(
+                f"cannot create a network namespace to try netem: {added.stderr.strip()}"
+            )
+        try:
+            tried = subprocess.run(
+                ["ip", "netns", "exec", probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
+                 "delay", "1ms"],
+                capture_output=True, text=True,
+            )  # fmt: skip
+        finally:
+            subprocess.run(["ip", "netns", "del", probe], capture_output=True, check=False)
     if tried.returncode != 0:
         log.info("netem is not available here (%s): shaping in the switches", tried.stderr.strip())
     return tried.returncode == 0
+
+
+def delete_stale_probes() -> list[str]:
+    """Delete the netem probes' namespaces whose process is gone; their names."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    stale = []
+    for line in listed.stdout.splitlines():
+        name = (line.split() or [""])[0]
+        pid = name.removeprefix(PROBE_PREFIX)
+        if name.startswith(PROBE_PREFIX) and pid.isdigit() and not _alive(int(pid)):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+            stale.append(name)
+    if stale:
+        log.info("deleted netem probe namespaces left by processes that are gone: %s", stale)
+    return stale
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def choose_shaping(requested: str, target: str = "p4switch") -> ShapingMode:
