@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -103,13 +103,21 @@ def pushed_text(
     allowed directories, these -D defines); None where that fails."""
     from p4switch.frontend.preprocess import preprocess
 
-    with tempfile.TemporaryDirectory(prefix="p4switch-") as tmp:
-        path = Path(tmp) / f"{PUSHED_NAME}.p4"
-        path.write_bytes(source)
+    with pushed_file(source) as path:
         try:
             return preprocess(path, include_dirs, defines, confined=True).text
         except (P4CompileError, OSError):
             return None
+
+
+@contextlib.contextmanager
+def pushed_file(source: bytes) -> Iterator[Path]:
+    """`source` as the file a pushed program is compiled from (`PUSHED_NAME`.p4, alone in a
+    temporary folder), deleted on the way out."""
+    with tempfile.TemporaryDirectory(prefix="p4switch-") as tmp:
+        path = Path(tmp) / f"{PUSHED_NAME}.p4"
+        path.write_bytes(source)
+        yield path
 
 
 @dataclass(frozen=True)
@@ -165,16 +173,14 @@ def compile_pushed(
     limits: CompileLimits = CompileLimits(),
 ) -> CompiledProgram:
     """Compile `source` (a SetForwardingPipelineConfig's device config) in a bounded child."""
-    with tempfile.TemporaryDirectory(prefix="p4switch-") as tmp:
-        path = Path(tmp) / f"{PUSHED_NAME}.p4"
-        path.write_bytes(source)
+    with pushed_file(source) as path:
         argv = [sys.executable, "-m", __name__, "--cpu", str(limits.cpu_s)]
         argv += ["--memory", str(limits.memory_bytes), str(path)]
         for directory in include_dirs:
             argv += ["-I", str(directory)]
         for name, value in (defines or {}).items():
             argv += ["-D", f"{name}={value}"]
-        out, err, status = _run_bounded(argv, Path(tmp), limits)
+        out, err, status = _run_bounded(argv, path.parent, limits)
     return _outcome(out, err, status, limits)
 
 

@@ -73,10 +73,10 @@ def format_table(rows: Iterable[SummaryRow]) -> str:
     ]
     text.append("* reached consensus first at this memory (measured; never a flagged row)")
     for m in sorted(m for m in fastest if m not in first):
-        unknown = [r.schedule for r in rows if _may_beat(r, fastest[m])]
         why = "the fastest row there has flagged rounds"
-        if fastest[m].measures_network:
-            why = f"{', '.join(unknown)} there has only flagged rounds to compare"
+        if fastest[m].measures_network:  # unstarred for another row's want of a measurement
+            unknown = ", ".join(r.schedule for r in rows if _may_beat(r, fastest[m]))
+            why = f"{unknown} there has only flagged rounds to compare"
         text.append(f"no star at {format_size(m)}: {why}")
     text += _footnotes(rows, networks, plain)
     return "\n".join(text)
