@@ -38,13 +38,16 @@ from controller.planner.cost import CostModel, CostParams
 from controller.planner.schedule import Round, Schedule
 from controller.testbed import Testbed
 from innet.exceptions import InnetError, one_line
+from innet.packetformat import PacketFormat
 from innet.units import format_rate, parse_duration, parse_rate
 from topo.mininet_net import NetworkSpec, build_network
-from topo.siteplan import FRAME_BYTES, LANES, SlotPool
+from topo.siteplan import SlotPool
 from topo.wan import City, Wan, WanLink
 
 REPO = Path(__file__).resolve().parent.parent
 ISLANDS = (0, 1, 2)
+PACKET_FORMAT = PacketFormat()  # innet.p4's default: the switches and the leaders
+FRAME_BYTES = PACKET_FORMAT.frame_bytes
 ROUND = Round.of([ISLANDS])  # one group of all three islands
 GRPC_BASE_PORT = 20700  # away from the default (9559) and the tests' ports
 NAME_PREFIX = "ag"  # ags0, agh0_1, ...: beside a testbed with the default names
@@ -78,7 +81,7 @@ def cost_params(chunks: int, slots: int, pacing: str) -> CostParams:
 
 def chunks_of(floats: int) -> int:
     """The chunks a leader sends: the update's, plus the exponent vote."""
-    return -(-floats // LANES) + 1
+    return -(-floats // PACKET_FORMAT.lanes) + 1
 
 
 def predicted(wan: Wan, chunks: int, slots: int, pacing: str) -> float:
@@ -175,18 +178,19 @@ def run_leaders(hosts: list[Host], workdir: Path, args: list[str]) -> list[Repor
 def run_pool(wan: Wan, slots: int, floats: int, pace_bps: float, workdir: Path) -> list[Report]:
     """Build the testbed with `slots` slots per bank, install the round, run the leaders."""
     spec = NetworkSpec(wan, hosts_per_city=1, slots=slots, scale=1.0, shaping="switch",
-                       grpc_base_port=GRPC_BASE_PORT, name_prefix=NAME_PREFIX)  # fmt: skip
+                       grpc_base_port=GRPC_BASE_PORT, packet_format=PACKET_FORMAT,
+                       name_prefix=NAME_PREFIX)  # fmt: skip
     net = build_network(spec, workdir / "switches")
     testbed: Testbed | None = None
     try:
         chunks = chunks_of(floats)
         schedule = Schedule("bench", wan.n, (ROUND,))
-        testbed = Testbed.start(wan, MininetNetwork(net), cost_params(chunks, slots, "window"),
-                                pool=SlotPool(slots, 1), schedule=schedule)  # fmt: skip
+        pool, params = SlotPool(slots, 1, PACKET_FORMAT), cost_params(chunks, slots, "window")
+        testbed = Testbed.start(wan, MininetNetwork(net), params, pool=pool, schedule=schedule)
         installed = testbed.advance()
         args = ["--members", ",".join(map(str, ISLANDS)), "--round",
                 str(installed.number & 0xFFFF), "--floats", str(floats), "--window", str(slots),
-                "--rate-bps", repr(pace_bps)]  # fmt: skip
+                "--rate-bps", repr(pace_bps), "--lanes", str(PACKET_FORMAT.lanes)]  # fmt: skip
         leaders = [net.hosts[u][0] for u in ISLANDS]
         return run_leaders(leaders, workdir, args)
     finally:

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from innet.packetformat import DEFAULT_LANES, LANE_CHOICES, PacketFormat
 from topo.siteplan import JOB, LEADER_HOST, gateway_ip, host_ip
 from workers.aggregate import Aggregator, GroupSpec, GroupSum, SendPolicy, sleep_until
 from workers.quantise import agreed_exponent, exponent_of, exponent_vote, quantise, scale_for
@@ -37,10 +38,13 @@ def update(island: int, floats: int, seed: int) -> np.ndarray:
     return (rng.standard_normal(floats) * (island + 1)).astype(np.float32)
 
 
-def software_sum(members: tuple[int, ...], floats: int, seed: int) -> tuple[int, np.ndarray]:
-    """The agreed exponent and the int32 (wrapping) sum of the members' quantised updates."""
+def software_sum(
+    members: tuple[int, ...], floats: int, seed: int, lanes: int
+) -> tuple[int, np.ndarray]:
+    """The agreed exponent (voted in `lanes` values) and the int32 (wrapping) sum of the
+    members' quantised updates."""
     updates = [update(m, floats, seed) for m in members]
-    votes = np.sum([exponent_vote(exponent_of(u)) for u in updates], axis=0)
+    votes = np.sum([exponent_vote(exponent_of(u, lanes), lanes) for u in updates], axis=0)
     exponent = agreed_exponent(votes)
     k = len(members)
     scale = scale_for(exponent, k)
@@ -63,13 +67,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--window", type=int, required=True, help="chunks unanswered (slots)")
     parser.add_argument("--rate-bps", type=float, default=0.0, help="pacing rate (0: none)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
+                        help="int32 values in one packet: the switches' -D LANES")  # fmt: skip
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     members = tuple(int(m) for m in args.members.split(","))
-    group = GroupSpec(JOB, args.round, GROUP, args.island, members)
+    group = GroupSpec(JOB, args.round, GROUP, args.island, members, PacketFormat(args.lanes))
     policy = SendPolicy(
         window=args.window,
         rate_bps=args.rate_bps or None,
@@ -79,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         # no linger_s: the library's quiet_s, or the NACK horizon of the measured timeouts
     )
     mine = update(args.island, args.floats, args.seed)
-    want_exponent, want = software_sum(members, args.floats, args.seed)
+    want_exponent, want = software_sum(members, args.floats, args.seed, args.lanes)
     local, edge = host_ip(args.island, LEADER_HOST), gateway_ip(args.island)
     with UdpTransport(local, edge) as transport:
         print(json.dumps({"ready": True}), flush=True)

@@ -61,10 +61,10 @@ def running_testbed(
 ) -> Iterator[RunningTestbed]:
     """Build the network of `spec` in `run_dir` (which this process has claimed), program it
     with the controller, watch it; tear it all down when the block ends. The switches' slot
-    pool is the spec's (`spec.slots` per bank at `spec.scale`)."""
+    pool is the spec's (`spec.slots` per bank at `spec.scale`, of its packet format)."""
     if spec.slots is None:
         raise NetworkBuildError("a testbed's network needs its slot pool: give the spec slots")
-    pool = SlotPool(spec.slots, spec.scale)
+    pool = SlotPool(spec.slots, spec.scale, spec.packet_format)
     stack = contextlib.ExitStack()
     try:
         net = build_network(spec, run_dir.path / "switches")

@@ -22,6 +22,7 @@ from controller.planner.compute import Compute
 from controller.planner.cost import CostParams
 from controller.planner.margin import band_of, band_wans, plans_choice
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
+from controller.planner.params import DEFAULT_SLOT_BYTES
 from controller.planner.plot import check_plot_path, plot_sweep
 from controller.planner.report import check_text, networks_json, networks_text, topo_text
 from controller.planner.schedule import Schedule
@@ -39,7 +40,6 @@ from innet.argparsing import OneLineParser
 from innet.exceptions import InnetError, InputError, one_line
 from innet.units import format_rate, format_size, parse_size_range
 from topo.loader import default_wan, load_wan
-from topo.siteplan import SLOT_BYTES
 from topo.wan import Wan
 
 DEFAULT_PLOT = Path("results/plan-sweep.png")
@@ -96,7 +96,7 @@ def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
         "(default); window: each leader keeps half the slots unanswered, as the worker library "
         "does, so the rate is bounded by memory over the time to a result",
     )
-    p.add_argument("--slot-size", default=f"{SLOT_BYTES}B", help="bytes of one slot")
+    p.add_argument("--slot-size", default=f"{DEFAULT_SLOT_BYTES}B", help="bytes of one slot")
     p.add_argument(
         "--jitter",
         type=duration(0, MAX_JITTER_S, why=JITTER_WHY),
@@ -261,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif command == "sums":
             return compare_run_sums(args.here, args.there)
         elif command == "run":
-            args.relaunch = argv is None  # the process's own command line: it may exec again
+            args.own_process = argv is None  # the process's own command line: it ends with it
             return run_experiment(args)
     except InnetError as err:
         print(f"innet: error: {one_line(err)}", file=sys.stderr)

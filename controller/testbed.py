@@ -1,6 +1,6 @@
 """A running testbed under one controller: switches, fabric, schedule, rounds, counters, health.
 
-    pool = SlotPool(slots_per_bank=64, scale=1000)
+    pool = SlotPool(slots_per_bank=64, scale=1000, packet_format=PacketFormat())
     spec = NetworkSpec(wan, hosts_per_city=1, slots=pool.slots_per_bank, scale=pool.scale)
     network = MininetNetwork(build_network(spec, run))
     testbed = Testbed.start(wan, network, params, pool=pool)  # pipeline + base entries

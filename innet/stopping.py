@@ -18,9 +18,9 @@ request to stop, honoured at once and never half-way.
 `install` sets the handler whatever the process inherited. A process started in the background
 by a non-interactive shell (`cmd &` in a script, a CI job, a test runner started so) inherits
 SIGINT *ignored*; Python then leaves it ignored, and so does every child it starts, so without
-this Ctrl-C never reaches the run. `install` also unblocks both signals: `block_for_exec` blocks
-them across an exec (controller/runner/relaunch.py), so that one arriving then waits for the
-new image's handler instead of killing it half-started.
+this Ctrl-C never reaches the run. `install` also unblocks both signals, which a process inherits
+blocked from a parent that blocked them when it started it: one that arrived since, pending, is
+then raised at once.
 
 The first signal raises KeyboardInterrupt in the main thread wherever it finds it (building
 the network, the machine check, a round's wait), except inside `held()` blocks (a teardown, a
@@ -59,7 +59,7 @@ class StopSignals:
         """Handle both signals here (in the main thread), whatever was inherited."""
         for signum in SIGNALS:
             self._previous[signum] = signal.signal(signum, self._handle)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # one pending since an exec: now
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # inherited blocked: one pending, now
         return self
 
     def restore(self) -> None:
@@ -129,14 +129,3 @@ def interrupted() -> bool:
     """Whether a stop signal has come (teardowns then skip their polite waits)."""
     signals = installed()
     return signals is not None and signals.received is not None
-
-
-def block_for_exec() -> None:
-    """Block both signals: one arriving across an exec waits, pending, for the new image's
-    `install` instead of killing it before its handler is set."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
-
-
-def unblock() -> None:
-    """Undo `block_for_exec` (an exec that failed)."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)

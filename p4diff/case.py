@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from innet.packetformat import DEFAULT_LANES, PacketFormat, PacketFormatError
 from p4diff import frames as framing
 from p4diff.exceptions import FrameError
 from p4diff.fields import Where
@@ -92,6 +93,11 @@ class Case:
     settle: float = DEFAULT_SETTLE_S
     description: str = ""
 
+    @property
+    def packet_format(self) -> PacketFormat:
+        """The innet packets' format: the program's `LANES` define, or innet.p4's default."""
+        return packet_format_of(self.defines)
+
 
 def load_case(path: Path) -> Case:
     """Read and check a case file; CaseError (exit status 2) names what is wrong and where."""
@@ -103,6 +109,10 @@ def load_case(path: Path) -> Case:
     if not program.is_file():
         raise top.fail(f"program {doc['program']} does not exist (looked for {program})")
     defines = _defines(top, doc.get("defines", YamlMapping()))
+    try:
+        packet_format = packet_format_of(defines)
+    except PacketFormatError as err:
+        raise top.fail(f"defines: LANES: {err}") from None
     innet = _innet(top.at(doc.get("innet_round"), "innet_round"), doc, path)
     ports = _ports(top, doc, innet[0] if innet is not None else None)
     cpu_port = doc.get("cpu_port")
@@ -110,7 +120,8 @@ def load_case(path: Path) -> Case:
         cpu_port = top.integer(cpu_port, "cpu_port", 0, MAX_PORT)
         if cpu_port in ports:
             raise top.fail(f"cpu_port {cpu_port} is also one of the ports")
-    reader = _Steps(path, ports, cpu_port, innet, doc.get("frames", YamlMapping()))
+    frames = doc.get("frames", YamlMapping())
+    reader = _Steps(path, ports, cpu_port, innet, frames, packet_format)
     steps = reader.setup(doc.get("writes", YamlSequence()))
     for k, item in enumerate(top.sequence(doc["steps"], "steps")):
         steps.append(
@@ -128,6 +139,11 @@ def load_case(path: Path) -> Case:
         top.number(doc.get("settle", DEFAULT_SETTLE_S), "settle"),
         str(doc.get("description", "")),
     )
+
+
+def packet_format_of(defines: Mapping[str, str]) -> PacketFormat:
+    """The packet format a program built with `defines` uses: its LANES, or innet.p4's 32."""
+    return PacketFormat.parse(defines.get("LANES", str(DEFAULT_LANES)))
 
 
 def _defines(where: Where, value: object) -> dict[str, str]:
@@ -201,8 +217,10 @@ class _Steps:
         cpu_port: int | None,
         innet: tuple[InstalledRounds, FirstRound] | None,
         frames: object,
+        packet_format: PacketFormat,
     ) -> None:
         self.path, self.ports, self.cpu_port = path, ports, cpu_port
+        self.packet_format = packet_format
         self.rounds: InstalledRounds | None = innet[0] if innet is not None else None
         self.first: FirstRound | None = innet[1] if innet is not None else None
         self.frames = Where(path, getattr(frames, "line", None), "frames").mapping(frames, "frames")
@@ -300,7 +318,9 @@ class _Steps:
     def _frame(self, where: Where, spec: YamlMapping, seen: tuple[str, ...]) -> tuple[bytes, str]:
         try:
             layers, what = self._layers(where, spec, seen)
-            frame = framing.build(layers) if isinstance(layers, list) else layers
+            frame = layers
+            if isinstance(layers, list):
+                frame = framing.build(layers, self.packet_format)
             if "truncate" in spec:
                 keep = where.integer(spec["truncate"], "truncate", 1, len(frame) - 1)
                 frame, what = frame[:keep], f"{what}, cut to {keep} bytes"

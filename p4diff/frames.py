@@ -6,7 +6,7 @@ checksums are filled in unless given.
     ...     {"ipv4": {"src": "10.0.0.1", "dst": "10.0.1.1"}},
     ...     {"udp": {"sport": 40000, "dport": 5000}},
     ...     {"hex": "c0ffee"},
-    ... ])
+    ... ], PacketFormat())
     >>> len(frame), frame[12:14].hex(), frame[24:26].hex()  # 14 + 20 + 8 + 3; IPv4; checksum
     (45, '0800', '65cd')
     >>> from_hex("0200 0a00 00fe") == bytes.fromhex("02000a0000fe")
@@ -23,12 +23,14 @@ Layers, outermost first (each a one-key mapping; unknown fields are refused):
 - `udp`: sport, dport (20041 before innet), length, checksum 0 (none: valid over IPv4)
 - `innet`: type (CONTRIBUTION, RESULT, NACK, RECOVER or a number), flags (a list of WAN,
   LOCAL, RETRANSMIT, REMOTE or a number), job, round, group, src, chunk, bitmap 0, values (up
-  to 32 int32, the rest zero), version 1 — laid out by the workers' own encoder structs
+  to the packet format's lanes of int32, the rest zero), version 1, laid out by the packet
+  format (innet.packetformat) `build` is given: the case's (its `LANES` define, or 32)
 - `hex`: raw bytes; `zeros`: that many zero bytes
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import struct
@@ -37,9 +39,9 @@ from typing import Any
 
 from controller.p4rt.exceptions import SchemaError
 from controller.p4rt.schema import to_int
+from innet.packetformat import PacketFormat
 from p4diff.exceptions import FrameError
-from topo.siteplan import INNET_UDP_PORT, LANES
-from workers.packets import HEADER, VALUES, VERSION, Flag, PacketType
+from workers.packets import Flag, PacketType
 
 MIN_FRAME, MAX_FRAME = 14, 1514  # an Ethernet header; the veths' MTU of 1500 plus it
 ETHERTYPES = {"ipv4": 0x0800, "ipv6": 0x86DD, "arp": 0x0806}
@@ -198,7 +200,7 @@ def _arp(f: Fields, following: str | None, tpid: int | None, rest: bytes) -> byt
 
 
 def _udp(f: Fields, following: str | None, tpid: int | None, rest: bytes) -> bytes:
-    dport_default = INNET_UDP_PORT if following == "innet" else None
+    dport_default = PacketFormat.UDP_PORT if following == "innet" else None
     return (
         struct.pack(
             "!HHHH",
@@ -211,16 +213,18 @@ def _udp(f: Fields, following: str | None, tpid: int | None, rest: bytes) -> byt
     )
 
 
-def _innet(f: Fields, following: str | None, tpid: int | None, rest: bytes) -> bytes:
-    values = f.get("values", [])
-    if not isinstance(values, list) or len(values) > LANES:
-        raise FrameError(f"values: a list of at most {LANES} int32 values, got {values!r}")
+def _innet(
+    f: Fields, following: str | None, tpid: int | None, rest: bytes, *, packet_format: PacketFormat
+) -> bytes:
+    values, lanes = f.get("values", []), packet_format.lanes
+    if not isinstance(values, list) or len(values) > lanes:
+        raise FrameError(f"values: a list of at most {lanes} int32 values, got {values!r}")
     bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int)]
     if bad or any(not -(1 << 31) <= v < 1 << 31 for v in values):
         raise FrameError(f"values: {(bad or values)[0]!r} is not an int32")
     kind = _named(f, "type", PacketType.__members__, 4, int(PacketType.CONTRIBUTION))
-    head = HEADER.pack(
-        _number(f, "version", 4, VERSION) << 4 | kind,
+    head = packet_format.HEADER.pack(
+        _number(f, "version", 4, packet_format.VERSION) << 4 | kind,
         _flags(f),
         _number(f, "job", 16),
         _number(f, "round", 16),
@@ -229,10 +233,10 @@ def _innet(f: Fields, following: str | None, tpid: int | None, rest: bytes) -> b
         _number(f, "chunk", 32),
         _number(f, "bitmap", 32, 0),
     )
-    return head + VALUES.pack(*values, *[0] * (LANES - len(values))) + rest
+    return head + packet_format.values.pack(*values, *[0] * (lanes - len(values))) + rest
 
 
-Layer = Callable[[Fields, str | None, int | None, bytes], bytes]
+Layer = Callable[..., bytes]  # as above; the innet layer also takes the packet format, by keyword
 LAYERS: dict[str, tuple[Layer, tuple[str, ...]]] = {
     "ethernet": (_ethernet, ("dst", "src", "type")),
     "vlan": (_vlan, ("vid", "pcp", "dei", "tpid", "type")),
@@ -275,8 +279,9 @@ def layer_kind(layer: Mapping[str, Any]) -> str:
     return str(kind)
 
 
-def build(layers: Sequence[Mapping[str, Any]]) -> bytes:
-    """The frame a stack of layers describes, built innermost first."""
+def build(layers: Sequence[Mapping[str, Any]], packet_format: PacketFormat) -> bytes:
+    """The frame a stack of layers describes, built innermost first; an innet layer in
+    `packet_format`."""
     kinds = [layer_kind(layer) for layer in layers]
     rest = b""
     for k in range(len(layers) - 1, -1, -1):
@@ -291,6 +296,8 @@ def build(layers: Sequence[Mapping[str, Any]]) -> bytes:
         if not isinstance(value, Mapping):
             raise FrameError(f"layer {kind}: its fields are a mapping, got {value!r}")
         encode, known = LAYERS[kind]
+        if kind == "innet":
+            encode = functools.partial(_innet, packet_format=packet_format)
         unknown = sorted(set(value) - set(known))
         if unknown:
             raise FrameError(

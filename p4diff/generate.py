@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from innet.packetformat import PacketFormat
 from p4diff.case import DEFAULT_SETTLE_S
 from p4diff.innetround import InnetEdge
 from p4diff.script import KINDS, WEIGHTS, CaseScript
@@ -36,6 +37,7 @@ from topo.siteplan import JOB
 INNET_P4 = Path(__file__).resolve().parents[1] / "p4src" / "innet.p4"
 STEPS = (30, 90)  # steps per case, at least and at most (and the counters read at the end)
 SLOTS = (2, 4, 8)
+PACKET_FORMAT = PacketFormat()  # innet.p4's default: the cases set no LANES
 __all__ = ["KINDS", "GeneratedCase", "case_name", "generate_case", "generate_family"]
 
 
@@ -83,7 +85,7 @@ def generate_case(
     job = rng.choice([JOB, JOB, rng.randrange(2**16)])
     number = rng.randrange(2**16)
     groups = random_round(rng, wan.n, island)
-    script = CaseScript(rng, InnetEdge(wan, island, hosts, job), slots, settle)
+    script = CaseScript(rng, InnetEdge(wan, island, hosts, job), slots, settle, PACKET_FORMAT)
     script.install(number, groups, step=False)
     _play(rng, script, rng.randint(*steps), number)
     edge = script.edge

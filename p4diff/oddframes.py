@@ -9,7 +9,7 @@ one of its length fields, one field of its IPv4 or innet header; none of them ca
 
     >>> import random
     >>> base = Sent(3, "singapore", [{"innet": {"type": "CONTRIBUTION", "src": 1}}], {"chunk": 2})
-    >>> send, note = broken(random.Random(4), "truncated", base)
+    >>> send, note = broken(random.Random(4), "truncated", base, PacketFormat())
     >>> 14 <= send["truncate"] < 186, send["frame"]
     (True, 'singapore')
 """
@@ -21,8 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from innet.packetformat import PacketFormat
 from p4diff.frames import build
-from topo.siteplan import FRAME_BYTES, INNET_UDP_PORT, gateway_mac, host_ip, host_mac
+from topo.siteplan import gateway_mac, host_ip, host_mac
+
+INNET_UDP_PORT = PacketFormat.UDP_PORT
 
 Body = dict[str, Any]
 INNET_KINDS = ("truncated", "wrong_udp_port", "wrong_length", "bad_header")
@@ -52,43 +55,54 @@ class Sent:
         return out
 
 
-def broken(rng: random.Random, kind: str, base: Sent) -> tuple[Body, str]:
-    """`base` broken as `kind` (one of INNET_KINDS) says; the step's body and a note."""
+def broken(
+    rng: random.Random, kind: str, base: Sent, packet_format: PacketFormat
+) -> tuple[Body, str]:
+    """`base` (a frame of `packet_format`) broken as `kind` (one of INNET_KINDS) says; the
+    step's body and a note."""
     if kind == "truncated":
-        keep = rng.choice([rng.randint(14, 57), rng.randint(58, FRAME_BYTES - 1)])
+        values_at = packet_format.frame_bytes - packet_format.slot_bytes  # the headers end
+        keep = rng.choice([rng.randint(14, values_at - 1),
+                           rng.randint(values_at, packet_format.frame_bytes - 1)])  # fmt: skip
         return base.body(truncate=keep), f"cut to {keep} bytes (malformed or not innet)"
     if kind == "wrong_udp_port":
         port = rng.choice([INNET_UDP_PORT - 1, INNET_UDP_PORT + 1, 53, rng.randrange(1, 65536)])
         port = port if port != INNET_UDP_PORT else 9
         return base.body(with_={"udp": {"dport": port}}), f"to UDP port {port}: not innet"
     if kind == "wrong_length":
-        return _wrong_length(rng, base)
-    return _bad_header(rng, base)
+        return _wrong_length(rng, base, packet_format)
+    return _bad_header(rng, base, packet_format)
 
 
-def _wrong_length(rng: random.Random, base: Sent) -> tuple[Body, str]:
+def _wrong_length(rng: random.Random, base: Sent, packet_format: PacketFormat) -> tuple[Body, str]:
+    """A length field off by a little or a lot (never the right one), or bytes beyond."""
     choice = rng.randrange(3)
     if choice == 0:
-        length = rng.choice([0, 20, 171, 173, 180, rng.randrange(65536)])
-        length = length if length != FRAME_BYTES - 14 else 170
+        length = _near(rng, packet_format.ipv4_length, 20)
         return base.body(with_={"ipv4": {"length": length}}), f"IPv4 total length {length}"
     if choice == 1:
-        length = rng.choice([0, 8, 151, 153, 160, rng.randrange(65536)])
-        length = length if length != FRAME_BYTES - 34 else 150
+        length = _near(rng, packet_format.udp_length, 8)
         return base.body(with_={"udp": {"length": length}}), f"UDP length {length}"
     extra = rng.randint(1, 64)
     trailer = {"hex": rng.randbytes(extra).hex()}
     layers: Body = {"port": base.port, "layers": [*base.explicit(), trailer]}
-    return layers, f"{extra} bytes beyond innet's {FRAME_BYTES}, the lengths saying so"
+    whole = packet_format.frame_bytes
+    return layers, f"{extra} bytes beyond innet's {whole}, the lengths saying so"
 
 
-def _bad_header(rng: random.Random, base: Sent) -> tuple[Body, str]:
+def _near(rng: random.Random, right: int, header: int) -> int:
+    """A length that is not `right`: 0, the bare header, one off either way, 8 over, or any."""
+    length = rng.choice([0, header, right - 1, right + 1, right + 8, rng.randrange(65536)])
+    return length if length != right else right - 2
+
+
+def _bad_header(rng: random.Random, base: Sent, packet_format: PacketFormat) -> tuple[Body, str]:
     field, value = rng.choice(
         [
             ("version", rng.choice([0, 2, 15])),
             ("type", rng.choice([0, "RESULT", 5, 6, 15])),
             ("src", rng.randint(32, 255)),
-            ("ipv4 checksum", _wrong_checksum(rng, base)),
+            ("ipv4 checksum", _wrong_checksum(rng, base, packet_format)),
             ("ipv4 version", rng.choice([0, 5, 6])),
             ("ipv4 options", "01010100"),
             ("ipv4 fragment", rng.randint(1, 8191)),
@@ -104,19 +118,22 @@ def _bad_header(rng: random.Random, base: Sent) -> tuple[Body, str]:
     return base.body(with_={"ipv4": {name: value}}), what
 
 
-def _wrong_checksum(rng: random.Random, base: Sent) -> int:
+def _wrong_checksum(rng: random.Random, base: Sent, packet_format: PacketFormat) -> int:
     """An IPv4 header checksum that is not the frame's."""
-    right = int.from_bytes(build(base.explicit())[24:26], "big")
+    right = int.from_bytes(build(base.explicit(), packet_format)[24:26], "big")
     return right ^ rng.randint(1, 0xFFFF)
 
 
-def other(rng: random.Random, kind: str, port: int, island: int) -> tuple[Body, str]:
-    """A frame that is no innet frame at all, of `kind` (one of OTHER_KINDS), into `port`."""
+def other(
+    rng: random.Random, kind: str, port: int, island: int, packet_format: PacketFormat
+) -> tuple[Body, str]:
+    """A frame that is no innet frame at all, of `kind` (one of OTHER_KINDS), into `port`; none
+    of `packet_format`'s size."""
     src = rng.choice([host_mac(island, 1), "02:00:0a:00:01:fe", "ff:ff:ff:ff:ff:ff"])
     eth = {"dst": gateway_mac(island), "src": src}
     if kind == "random_bytes":
         size = rng.randint(14, 200)
-        size = size if size != FRAME_BYTES else size - 1
+        size = size if size != packet_format.frame_bytes else size - 1
         return {"port": port, "hex": rng.randbytes(size).hex()}, f"{size} random bytes"
     ip = {"src": host_ip(island, 1), "dst": rng.choice(["10.0.1.1", host_ip(island, 2)])}
     udp = {"udp": {"sport": 40001, "dport": rng.choice([5001, INNET_UDP_PORT])}}

@@ -11,7 +11,8 @@ not have at that point (a busy slot to collide with, a complete one to resend) a
     >>> from topo.loader import default_wan
     >>> from p4diff.innetround import InnetEdge
     >>> edge = InnetEdge(default_wan(), island=0, hosts=2, job=1)
-    >>> script = CaseScript(random.Random(7), edge, slots=4, settle=0.2)
+    >>> script = CaseScript(random.Random(7), edge, slots=4, settle=0.2,
+    ...                     packet_format=PacketFormat())
     >>> script.install(7, [[0, 1, 2], [3, 4, 5], [6, 7, 8]], step=False)
     >>> script.draw("member")
     True
@@ -25,6 +26,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from innet.packetformat import PacketFormat
 from p4diff import oddframes
 from p4diff.innetround import InnetEdge
 from p4diff.moves import SlotMoves
@@ -49,8 +51,15 @@ Step = dict[str, Any]
 class CaseScript:
     """The steps drawn so far, and what they have left at the edge."""
 
-    def __init__(self, rng: random.Random, edge: InnetEdge, slots: int, settle: float) -> None:
-        self.rng, self.edge = rng, edge
+    def __init__(
+        self,
+        rng: random.Random,
+        edge: InnetEdge,
+        slots: int,
+        settle: float,
+        packet_format: PacketFormat,
+    ) -> None:
+        self.rng, self.edge, self.packet_format = rng, edge, packet_format
         self.model = EdgeSlots(edge, slots, settle)
         self.tables = EdgeTables.of(edge)
         self.steps: list[Step] = []
@@ -90,10 +99,10 @@ class CaseScript:
         return name
 
     def values(self, boundary: bool = False) -> list[int]:
-        """int32 values: none, a few, or all 32 lanes; at the boundaries if asked, and now and
-        then otherwise."""
+        """int32 values: none, a few, or every lane of the format; at the boundaries if asked,
+        and now and then otherwise."""
         rng = self.rng
-        count = rng.choices([0, rng.randint(1, 8), 32], weights=[1, 13, 6])[0]
+        count = rng.choices([0, rng.randint(1, 8), self.packet_format.lanes], weights=[1, 13, 6])[0]
         edges = (2**31 - 1, -(2**31), 0, -1, -(2**31 - 1), 1)
         if boundary:
             return [rng.choice(edges) for _ in range(max(count, 1))]
@@ -116,7 +125,9 @@ class CaseScript:
         if kind in oddframes.INNET_KINDS:
             return self._broken(kind)
         if kind in oddframes.OTHER_KINDS:
-            body, note = oddframes.other(self.rng, kind, self.port(), self.edge.island)
+            body, note = oddframes.other(
+                self.rng, kind, self.port(), self.edge.island, self.packet_format
+            )
             self.add(kind, {"send": body}, note)
             return True
         draws: dict[str, Callable[[], bool]] = {
@@ -151,7 +162,7 @@ class CaseScript:
 
     def _broken(self, kind: str) -> bool:
         base = self.slot_moves.plausible()
-        body, note = oddframes.broken(self.rng, kind, base)
+        body, note = oddframes.broken(self.rng, kind, base, self.packet_format)
         self.add(kind, {"send": body}, f"{kind}: a contribution ({base.frame}), {note}")
         return True
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.runner.emulation import Emulation, resolve
-from controller.runner.relaunch import load_relaunching
+from controller.runner.scenario import load_scenario
 from innet.paths import DEFAULT_SCENARIO
 from innet.units import format_size
 
@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the sweep's plot (default results/demo/sweep.png)",
     )
     args = parser.parse_args(argv)
-    emulation = resolve(load_relaunching(args.scenario, argv is None))
+    emulation = resolve(load_scenario(args.scenario))
     try:
         log = args.log.read_text(encoding="utf-8", errors="replace")
     except OSError as err:

@@ -22,7 +22,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -33,6 +33,7 @@ from mininet.net import Mininet
 from mininet.node import Host
 
 from innet.exceptions import InnetError, one_line
+from innet.packetformat import DEFAULT_LANES, LANE_CHOICES, PacketFormat
 from innet.paths import INNET_P4
 from innet.stopping import held
 from topo.bmv2 import THRIFT_BASE_PORT, Bmv2Switch, require_tools
@@ -205,6 +206,7 @@ class NetworkSpec:
     target: str = "p4switch"
     backend: str | None = None  # p4switch's --backend (None: native where it can run)
     grpc_base_port: int = GRPC_BASE_PORT
+    packet_format: PacketFormat = field(default_factory=PacketFormat)  # innet.p4 -D LANES
     loss: float = 0.0
     log_console: bool = False
     name_prefix: str = ""
@@ -224,7 +226,8 @@ class NetworkSpec:
         if not 0 < self.scale < math.inf:
             raise NetworkBuildError(f"scale must be finite and positive, got {self.scale!r}")
         if self.slots is not None:
-            SlotPool(self.slots, self.scale)  # SlotPoolError unless innet.p4 compiles with it
+            # SlotPoolError unless innet.p4 compiles with it
+            SlotPool(self.slots, self.scale, self.packet_format)
 
     def shaping_mode(self) -> ShapingMode:
         """Who shapes WAN links here (topo/shaping.py); raises, naming what is missing, when
@@ -314,7 +317,7 @@ def _add_switch(
         extra = {"thrift_port": THRIFT_BASE_PORT + u, "log_console": spec.log_console}
     elif spec.backend is not None:
         extra = {"backend": spec.backend}
-    defines = program_defines(spec.slots)
+    defines = program_defines(spec.packet_format, spec.slots)
     with held():  # Mininet starts the node's shell: held, so that it is never left unrecorded
         switch: P4Switch = net.addSwitch(
             switch_name(u, spec.name_prefix), cls=cls, dpid=f"{u + 1:x}",
@@ -369,6 +372,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--scale", type=float, default=1.0,
                         help="emulation scale: link rates are divided by it")  # fmt: skip
     parser.add_argument("--slots", type=int, default=None, help="SLOTS for innet.p4")
+    parser.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
+                        help="int32 values in one innet packet: innet.p4's LANES")  # fmt: skip
     parser.add_argument("--program", type=Path, default=INNET_P4, help="P4 program")
     parser.add_argument("--shaping", choices=SHAPING_REQUESTS, default="auto", help=SHAPING_HELP)
     parser.add_argument(
@@ -395,6 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         wan = default_wan() if args.topology is None else load_wan(args.topology)
         spec = NetworkSpec(wan, args.hosts, slots=args.slots, scale=args.scale,
                            shaping=args.shaping, program=args.program, target=args.target,
+                           packet_format=PacketFormat(args.lanes),
                            log_console=args.log_console)  # fmt: skip
         net = build_network(spec, args.workdir)
     except InnetError as err:

@@ -1,85 +1,55 @@
 """The emulation's facts, each defined once: what the topology, the controller and the workers
 agree on about every site.
 
-    >>> pool = SlotPool.for_memory(64_000_000, scale=1000)   # 64 MB at scale 1000
+    >>> pool = SlotPool.for_memory(64_000_000, 1000, PacketFormat())   # 64 MB at scale 1000
     >>> pool.slots_per_bank, pool.emulated_bytes, pool.memory_bytes
     (128, 32768, 32768000)
     >>> host_ip(3, 1), gateway_ip(3), host_mac(3, 1)
     ('10.0.3.1', '10.0.3.254', '02:00:0a:00:03:01')
 
-Packets. An innet packet carries `LANES` int32 values (one chunk) behind a 16-byte header, over
-UDP port `INNET_UDP_PORT`; on the wire it is a `FRAME_BYTES` Ethernet frame. LANES is fixed when
-innet.p4 is compiled (`-D LANES`) and when this module is imported: 32, or the environment's
-`INNET_LANES` (32, 64, 128 or 256), which every process of a run inherits; the switches are
-compiled with the same number (`program_defines`), and the planner's slot size follows.
-innet.p4 keeps a contributor bitmap of `MAX_ISLANDS` bits, so a job has at most that many
-islands; the testbed's controller installs every round under job `JOB`.
+Packets. A run's packet format (`innet.packetformat.PacketFormat`: its lanes, and the sizes
+that follow) is chosen by its scenario and passed to what uses it; the switches are compiled with
+its defines (`program_defines`) and a slot pool holds slots of its size. innet.p4 keeps a
+contributor bitmap of `MAX_ISLANDS` bits, so a job has at most that many islands; the
+testbed's controller installs every round under job `JOB`.
 
-Aggregator memory. innet.p4 has two banks (`BANKS`) of SLOTS slots of `SLOT_BYTES` (the partial
-sums of one chunk), SLOTS a power of two up to `MAX_SLOTS`. A site's memory M at emulation scale
-s is the pool with the largest SLOTS such that BANKS x SLOTS x SLOT_BYTES <= M / s: both banks
-count, so the pool is never more memory than the site was given (`SlotPool`).
+Aggregator memory. innet.p4 has two banks (`BANKS`) of SLOTS slots of the format's `slot_bytes`
+(the partial sums of one chunk), SLOTS a power of two up to `MAX_SLOTS`. A site's memory M at
+emulation scale s is the pool with the largest SLOTS such that BANKS x SLOTS x slot_bytes <=
+M / s: both banks count, so the pool is never more memory than the site was given (`SlotPool`).
 
-Addresses and ports. Island u is 10.0.u.0/24; its host k (1-based, host 1 the leader) is
-10.0.u.k with MAC 02:00:0a:00:uu:kk, and its edge switch (every host's gateway) is 10.0.u.254
-with MAC 02:00:0a:00:uu:fe. The edge of island u has port k for host k, then port W + 1 + j for
-the link to its j-th neighbour in `wan.neighbours(u)` (W hosts per island). City u's switch has
-device id u + 1 and serves P4Runtime on 127.0.0.1:(base + u). A leader listens for its island's
-other workers on TCP `WORKER_PORT`. Leaders exchange host-side collectives (ring all-reduce,
-direct exchange: the `plain` network) with each other on UDP `PLAIN_UDP_PORT`, which innet.p4
-routes as any IPv4 packet; the `gloo` baseline meets at island 0's leader on TCP `GLOO_PORT`.
+Addresses and ports. Island u is 10.0.u.0/24; its host k (1-based, host 1 the leader) is 10.0.u.k
+with MAC 02:00:0a:00:uu:kk, and its edge switch (every host's gateway) is 10.0.u.254 with MAC
+02:00:0a:00:uu:fe. The edge of island u has port k for host k, then port W + 1 + j for the link to
+its j-th neighbour in `wan.neighbours(u)` (W hosts per island). City u's switch has device id u + 1
+and serves P4Runtime on 127.0.0.1:(base + u). A leader listens for its island's other workers on TCP
+`WORKER_PORT`. Leaders exchange host-side collectives (ring all-reduce, direct exchange: the `plain`
+network) with each other on UDP `PacketFormat.PLAIN_UDP_PORT`, which innet.p4 routes as any IPv4
+packet; the `gloo` baseline meets at island 0's leader on TCP `GLOO_PORT`.
 """
 
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from innet.packetformat import PacketFormat
 from innet.units import format_size
 from topo.exceptions import SiteError, SlotPoolError
 from topo.wan import Wan
 
 # --- packets --------------------------------------------------------------------------------
 
-LANE_CHOICES = (32, 64, 128, 256)  # the lane counts innet.p4 compiles with
-LANES_ENV = "INNET_LANES"
-
-
-def lanes_from(environ: Mapping[str, str]) -> int:
-    """The lanes per packet `environ` asks for (`INNET_LANES`, default 32); SiteError if it
-    names a count innet.p4 does not compile with.
-
-    >>> lanes_from({}), lanes_from({"INNET_LANES": "256"})
-    (32, 256)
-    """
-    text = environ.get(LANES_ENV, "32").strip()
-    if not text.isdigit() or int(text) not in LANE_CHOICES:
-        choices = ", ".join(map(str, LANE_CHOICES))
-        raise SiteError(f"{LANES_ENV}={text!r}: innet.p4 is built with {choices} lanes per packet")
-    return int(text)
-
-
-LANES = lanes_from(os.environ)  # int32 values in one innet packet: one chunk
-VALUE_BYTES = 4
-SLOT_BYTES = LANES * VALUE_BYTES  # one slot holds the partial sums of one chunk
-INNET_UDP_PORT = 0x4E49  # 20041
-INNET_HEADER_BYTES = 16
-FRAME_BYTES = 14 + 20 + 8 + INNET_HEADER_BYTES + SLOT_BYTES  # Ethernet, IPv4, UDP, innet, values
-FRAME_BITS = FRAME_BYTES * 8
 MAX_ISLANDS = 32  # the width of innet.p4's contributor bitmap
 JOB = 1  # the job id of every round the testbed installs
 
 
-def program_defines(slots: int | None = None) -> dict[str, str]:
-    """innet.p4's -D defines for a switch of this site plan: its SLOTS (None: the program's
-    default) and, when not the default 32, LANES."""
-    defines = {"SLOTS": str(slots)} if slots is not None else {}
-    if LANES != 32:
-        defines["LANES"] = str(LANES)
-    return defines
+def program_defines(packet_format: PacketFormat, slots: int | None = None) -> dict[str, str]:
+    """innet.p4's -D defines for a switch of this site plan: the packet format's and its SLOTS
+    (None: the program's default)."""
+    defines = packet_format.defines()
+    return defines if slots is None else {**defines, "SLOTS": str(slots)}
 
 
 # --- aggregator memory ----------------------------------------------------------------------
@@ -96,7 +66,6 @@ MAX_HOSTS_PER_ISLAND = 253  # hosts 1..253; .254 is the gateway
 MAX_SITES = 256  # 10.0.u.0/24 for u in 0..255
 GATEWAY_HOST = 254
 WORKER_PORT = 20042  # a leader's TCP port for its island's other workers
-PLAIN_UDP_PORT = 20043  # host-to-host collectives over plain IPv4 (the edges only route it)
 GLOO_PORT = 20044  # the torch.distributed (gloo) rendezvous on island 0's leader
 # P4Runtime port of city 0's switch; city u's is base + u. 9559 is P4Runtime's own port, and
 # below the kernel's ephemeral ports (32768-60999): a port there can be held by any client's
@@ -108,11 +77,13 @@ TARGETS = ("p4switch", "bmv2")  # the P4 targets an edge can run on (ARCHITECTUR
 
 @dataclass(frozen=True, slots=True)
 class SlotPool:
-    """innet.p4's aggregator memory at one site: BANKS banks of `slots_per_bank` slots, at
-    emulation `scale` (each emulated slot stands for SLOT_BYTES x scale bytes of full size)."""
+    """innet.p4's aggregator memory at one site: BANKS banks of `slots_per_bank` slots of
+    `packet_format`'s slot size, at emulation `scale` (each emulated slot stands for slot_bytes x
+    scale bytes of full size)."""
 
     slots_per_bank: int
     scale: float
+    packet_format: PacketFormat
 
     def __post_init__(self) -> None:
         slots = self.slots_per_bank
@@ -124,33 +95,35 @@ class SlotPool:
             raise SlotPoolError(f"scale must be positive, got {self.scale:g}")
 
     @classmethod
-    def for_memory(cls, memory_bytes: int, scale: float) -> SlotPool:
-        """The largest pool that fits in `memory_bytes` (full scale) at `scale`: both banks
-        count."""
+    def for_memory(cls, memory_bytes: int, scale: float, packet_format: PacketFormat) -> SlotPool:
+        """The largest pool of `packet_format`'s slots that fits in `memory_bytes` (full scale)
+        at `scale`: both banks count."""
         if not scale > 0:
             raise SlotPoolError(f"scale must be positive, got {scale:g}")
-        fits = Fraction(memory_bytes) / (Fraction(scale) * BANKS * SLOT_BYTES)
+        slot = packet_format.slot_bytes
+        fits = Fraction(memory_bytes) / (Fraction(scale) * BANKS * slot)
         if fits < 1:
+            least = smallest_memory(scale, packet_format)
             raise SlotPoolError(
                 f"{format_size(memory_bytes)} is {format_size(memory_bytes / scale)} after scale "
                 f"{scale:g}, below one aggregation slot in each of {BANKS} banks "
-                f"({BANKS} x {SLOT_BYTES} B); the smallest memory at this scale is "
-                f"{format_size(smallest_memory(scale))} ({smallest_memory(scale)}B)"
+                f"({BANKS} x {slot} B); the smallest memory at this scale is "
+                f"{format_size(least)} ({least}B)"
             )
         slots = 1 << (math.floor(fits).bit_length() - 1)
         if slots > MAX_SLOTS:
-            least = math.floor(Fraction(memory_bytes) / (BANKS * SLOT_BYTES * 2 * MAX_SLOTS)) + 1
+            least = math.floor(Fraction(memory_bytes) / (BANKS * slot * 2 * MAX_SLOTS)) + 1
             raise SlotPoolError(
                 f"{format_size(memory_bytes)} after scale {scale:g} is more than innet.p4's "
                 f"largest pool ({BANKS} banks of {MAX_SLOTS} slots); raise scale to at "
                 f"least {least}"
             )
-        return cls(slots, scale)
+        return cls(slots, scale, packet_format)
 
     @property
     def emulated_bytes(self) -> int:
         """What the switches hold: both banks, at emulation scale."""
-        return BANKS * self.slots_per_bank * SLOT_BYTES
+        return BANKS * self.slots_per_bank * self.packet_format.slot_bytes
 
     @property
     def memory_bytes(self) -> int:
@@ -160,16 +133,16 @@ class SlotPool:
     @property
     def slot_bytes(self) -> int:
         """The full-scale memory one emulated slot stands for."""
-        return round(SLOT_BYTES * self.scale)
+        return round(self.packet_format.slot_bytes * self.scale)
 
     def __str__(self) -> str:
         plural = "" if self.slots_per_bank == 1 else "s"
         return f"{format_size(self.memory_bytes)} ({self.slots_per_bank} slot{plural}/bank)"
 
 
-def smallest_memory(scale: float) -> int:
+def smallest_memory(scale: float, packet_format: PacketFormat) -> int:
     """The smallest full-scale memory that holds one slot in each bank after scaling."""
-    return math.ceil(Fraction(scale) * BANKS * SLOT_BYTES)
+    return math.ceil(Fraction(scale) * BANKS * packet_format.slot_bytes)
 
 
 # --- addresses ------------------------------------------------------------------------------

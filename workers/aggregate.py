@@ -1,9 +1,10 @@
 """The aggregation client: a leader's allreduce over its island's edge switch, int32 and float.
 
 `Aggregator` is one island's leader in one (job, round, group). It streams its contribution in
-chunks of 32 int32 values and collects the group's sums, recovering loss end to end as
-docs/protocol.md says (the rules are in `workers.stream`), and it answers the other members'
-NACKs with RECOVER copies of its own contribution for as long as it runs.
+chunks of its group's packet format (32 int32 values, or 64, 128, 256) and collects the group's
+sums, recovering loss end to end as docs/protocol.md says (the rules are in `workers.stream`), and
+it answers the other members' NACKs with RECOVER copies of its own contribution for as long as it
+runs.
 
 It can be driven two ways: `allreduce_sum` blocks until the sum is in (polling the transport
 with a deadline), or a caller steps it (`begin`, then `step` until it returns True), which lets
@@ -131,7 +132,7 @@ class Aggregator:
         """Start streaming an int32 contribution (the next chunk numbers of the round)."""
         stream = self.active
         unfinished = stream.first if stream is not None and not stream.done else None
-        chunks = contribution_chunks(values, self.group.key, self._next_chunk, unfinished)
+        chunks = contribution_chunks(values, self.group, self._next_chunk, unfinished)
         values = np.asarray(values)
         now = self.clock()
         self._streams.append(
@@ -211,7 +212,7 @@ class Aggregator:
 
     def _handle(self, data: bytes) -> None:
         try:
-            packet = InnetPacket.decode(data)
+            packet = InnetPacket.decode(data, self.group.packet_format)
         except PacketError as exc:
             self.stats.malformed += 1
             log.debug("island %d: ignored a malformed packet: %s", self.group.me, exc)
@@ -249,9 +250,8 @@ class Aggregator:
         if own is None:  # not sent yet: the NACKing member will get it with the stream
             return
         g = self.group
-        recover = InnetPacket.of(
-            PacketType.RECOVER, Flag.WAN, g.job, g.round, g.group, g.me, nack.chunk, 0, own
-        )
+        recover = InnetPacket.of(PacketType.RECOVER, Flag.WAN, g.job, g.round, g.group, g.me,
+                                 nack.chunk, 0, own, g.packet_format)  # fmt: skip
         self.transport.send(recover.encode())
         self.stats.recovers_sent += 1
 
@@ -266,7 +266,8 @@ class GroupSum:
         self.update = x
         self.exponent: int | None = None
         self.scale: float | None = None
-        aggregator.begin(exponent_vote(exponent_of(x)))
+        lanes = aggregator.group.packet_format.lanes
+        aggregator.begin(exponent_vote(exponent_of(x, lanes), lanes))
         self._voting = True
 
     def step(self, wait: float = 0.0) -> bool:

@@ -1,7 +1,7 @@
 """How every island process of one experiment is configured: a JSON file the runner writes and
 each process reads (`IslandConfig`), holding the trainers' settings (`TrainConfig`).
 
-    >>> config = IslandConfig(9, 2, 1, TrainConfig(inner_steps=5), 2432, 3, 1)
+    >>> config = IslandConfig(9, 2, 1, TrainConfig(inner_steps=5), 2432, 3, 1, PacketFormat())
     >>> IslandConfig.from_json(config.to_json()) == config
     True
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from innet.jsontypes import JSONObject
+from innet.packetformat import PacketFormat, PacketFormatError
 from workers.exceptions import TrainingConfigError
 
 
@@ -69,6 +70,7 @@ class IslandConfig:
     update_floats: int  # values on the wire: the model's parameters, zero-padded to this
     bound_exponent: int  # sends |x - theta0| <= 2**bound_exponent (clipped, counted)
     job: int
+    packet_format: PacketFormat  # the switches': what the leaders send and read (JSON: lanes)
 
     @classmethod
     def read(cls, path: Path) -> IslandConfig:
@@ -78,16 +80,20 @@ class IslandConfig:
         Path(path).write_text(json.dumps(self.to_json(), indent=1))
 
     def to_json(self) -> JSONObject:
+        nested = ("training", "packet_format")
         out: JSONObject = {
-            f.name: getattr(self, f.name) for f in fields(self) if f.name != "training"
+            f.name: getattr(self, f.name) for f in fields(self) if f.name not in nested
         }
         out["training"] = {f.name: getattr(self.training, f.name) for f in fields(self.training)}
+        out["lanes"] = self.packet_format.lanes
         return out
 
     @classmethod
     def from_json(cls, data: Any) -> IslandConfig:
         """The configuration the runner wrote; TrainingConfigError if it is not one."""
         try:
-            return cls(**{**data, "training": TrainConfig(**data["training"])})
-        except (TypeError, KeyError) as err:
+            flat = {k: v for k, v in data.items() if k != "lanes"}
+            training, packet_format = TrainConfig(**data["training"]), PacketFormat(data["lanes"])
+            return cls(**{**flat, "training": training, "packet_format": packet_format})
+        except (TypeError, KeyError, AttributeError, PacketFormatError) as err:
             raise TrainingConfigError(f"not an island configuration: {err}") from None

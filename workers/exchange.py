@@ -36,7 +36,6 @@ from typing import Protocol
 
 import numpy as np
 
-from topo.siteplan import FRAME_BITS
 from workers.aggregate import MAX_DRAIN, MAX_WAIT_S
 from workers.exceptions import AggregationError, PacketError, QuantiseError
 from workers.group import (
@@ -64,7 +63,8 @@ Answer = tuple[Hashable, Outgoing]  # an answer to a NACK, named so it is queued
 def make_packet(g: GroupSpec, kind: PacketType, flags: Flag, chunk: int, bitmap: int = 0,
                 values: np.ndarray | None = None) -> InnetPacket:  # fmt: skip
     """A packet of the group from this member (a NACK's values are 0)."""
-    return InnetPacket.of(kind, flags, g.job, g.round, g.group, g.me, chunk, bitmap, values)
+    return InnetPacket.of(kind, flags, g.job, g.round, g.group, g.me, chunk, bitmap, values,
+                          g.packet_format)  # fmt: skip
 
 
 class CollectiveRun(Protocol):
@@ -77,7 +77,7 @@ class CollectiveRun(Protocol):
 
     @property
     def done(self) -> bool: ...
-    def sums(self) -> np.ndarray: ...  # the int32 sums, shape (size, LANES), once done
+    def sums(self) -> np.ndarray: ...  # the int32 sums, shape (size, lanes), once done
     def has_fresh(self) -> bool: ...
     def next_fresh(self) -> Outgoing: ...  # the next own frame sent for the first time
     def on_data(self, packet: InnetPacket, now: float, stats: AggregatorStats) -> None: ...
@@ -105,7 +105,8 @@ class HostCollective(ABC):
         self._emit, self._recv = send, recv  # send(island, packet): island's leader, or own edge
         self.stats = AggregatorStats()
         rate = policy.rate_bps
-        self.pacer = Pacer(FRAME_BITS / rate / max(1, streams) if rate else 0.0, policy.window)
+        frame_bits = group.packet_format.frame_bits
+        self.pacer = Pacer(frame_bits / rate / max(1, streams) if rate else 0.0, policy.window)
         self.runs: list[CollectiveRun] = []
         self._next_chunk = self._length = 0
         self._answers: deque[Answer] = deque()
@@ -134,7 +135,7 @@ class HostCollective(ABC):
         """Start a collective of an int32 contribution (the next chunk numbers of the round)."""
         run = self.active
         unfinished = run.first if run is not None and not run.done else None
-        chunks = contribution_chunks(values, self.group.key, self._next_chunk, unfinished)
+        chunks = contribution_chunks(values, self.group, self._next_chunk, unfinished)
         values = np.asarray(values)
         now = self.clock()
         self.runs.append(self._start(chunks, self._next_chunk, now))
@@ -209,7 +210,7 @@ class HostCollective(ABC):
 
     def _handle(self, data: bytes) -> None:
         try:
-            packet = InnetPacket.decode(data)
+            packet = InnetPacket.decode(data, self.group.packet_format)
         except PacketError as exc:
             self.stats.malformed += 1
             log.debug("island %d: ignored a malformed packet: %s", self.group.me, exc)

@@ -1,7 +1,8 @@
 """What an aggregation round is to a worker: its group, how to send, what it counted, what failed.
 
-`GroupSpec` names the (job, round, group) the controller installed and the island ids of the
-members; `SendPolicy` says how a leader paces and recovers; `AggregatorStats` counts what it did.
+`GroupSpec` names the (job, round, group) the controller installed, the island ids of the members
+and the packet format the switches were built with; `SendPolicy` says how a leader paces and
+recovers; `AggregatorStats` counts what it did.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from innet.packetformat import PacketFormat
 from topo.siteplan import MAX_ISLANDS
 from workers.exceptions import AggregationError, AggregationTimeout, PolicyError, QuantiseError
 from workers.quantise import to_chunks
@@ -39,6 +41,7 @@ class GroupSpec:
     group: int
     me: int
     members: tuple[int, ...]  # island ids
+    packet_format: PacketFormat  # the switches' (their -D LANES): every packet's values
 
     def __post_init__(self) -> None:
         if not self.members:
@@ -137,12 +140,12 @@ class AggregatorStats:
 
 
 def contribution_chunks(
-    values: np.ndarray, key: tuple[int, int, int], first: int, unfinished: int | None
+    values: np.ndarray, group: GroupSpec, first: int, unfinished: int | None
 ) -> np.ndarray:
-    """An int32 contribution cut into chunks numbered from `first`, or why it cannot start:
-    not int32, the previous collective (from chunk `unfinished`) still running, or beyond the
-    32-bit chunk numbers. What every exchange's `begin` checks."""
-    values = np.asarray(values)
+    """An int32 contribution cut into chunks of the group's lanes numbered from `first`, or why
+    it cannot start: not int32, the previous collective (from chunk `unfinished`) still running,
+    or beyond the 32-bit chunk numbers. What every exchange's `begin` checks."""
+    values, key = np.asarray(values), group.key
     if values.dtype != np.int32:
         raise QuantiseError(f"contributions are int32, got {values.dtype}: quantise first")
     if unfinished is not None:
@@ -150,7 +153,7 @@ def contribution_chunks(
             f"the collective of chunks {unfinished}.. in {key} is unfinished; step it to the "
             f"end before beginning another"
         )
-    chunks = to_chunks(values)
+    chunks = to_chunks(values, group.packet_format.lanes)
     if first + chunks.shape[0] > 1 << 32:
         raise AggregationError(f"{key} ran out of 32-bit chunk numbers")
     return chunks

@@ -231,9 +231,8 @@ class Leader:
             )
             values = np.zeros(cfg.update_floats, dtype=np.int32)
             values[: encoded.size] = encoded
-            spec = GroupSpec(
-                cfg.job, command.number & 0xFFFF, command.group, self.island, command.members
-            )
+            spec = GroupSpec(cfg.job, command.number & 0xFFFF, command.group, self.island,
+                             command.members, cfg.packet_format)  # fmt: skip
             exchange = exchange_for(command.collective, self.transport, self.peers, spec,
                                     command.policy, order=command.order)  # fmt: skip
             self.last = None

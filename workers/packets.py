@@ -1,7 +1,18 @@
 """The innet header (docs/protocol.md): what a worker sends and receives over UDP.
 
 version:4 type:4 | flags:8 | job:16 | round:16 | group:8 | src:8 | chunk:32 | bitmap:32
-then LANES x int32, big-endian (the values, or their sums in a RESULT)
+then `lanes` x int32, big-endian (the values, or their sums in a RESULT), as the run's packet
+format (innet.packetformat) lays them out:
+
+    >>> wide = PacketFormat(256)
+    >>> packet = InnetPacket.of(PacketType.CONTRIBUTION, Flag.WAN, 1, 7, 0, 3, 12, 0, None, wide)
+    >>> data = packet.encode()
+    >>> len(data), InnetPacket.decode(data, wide) == packet
+    (1040, True)
+    >>> InnetPacket.decode(data, PacketFormat())
+    Traceback (most recent call last):
+    ...
+    workers.exceptions.PacketError: 1040 bytes, an innet packet of 32 lanes has 144
 """
 
 from __future__ import annotations
@@ -13,13 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topo.siteplan import LANES, MAX_ISLANDS
+from innet.packetformat import LANE_CHOICES, PacketFormat
+from topo.siteplan import MAX_ISLANDS
 from workers.exceptions import PacketError
 
-VERSION = 1
-HEADER = struct.Struct("!BBHHBBII")
-VALUES = struct.Struct(f"!{LANES}i")
-PACKET_BYTES = HEADER.size + VALUES.size
+VERSION = PacketFormat.VERSION
+HEADER = PacketFormat.HEADER
 
 
 class PacketType(enum.IntEnum):
@@ -39,7 +49,8 @@ class Flag(enum.IntFlag):
 
 @dataclass(frozen=True, slots=True)
 class InnetPacket:
-    """One innet packet. Its values are kept as they travel, LANES big-endian int32 (`lanes`):
+    """One innet packet. Its values are kept as they travel, big-endian int32 (`lanes`, as many
+    as its packet format's lanes):
     a leader builds packets from numpy chunks (`of`) and reads sums into numpy (`array`)
     without turning 256 values into Python ints and back on every frame; `values` gives them
     as a tuple where one is wanted."""
@@ -66,8 +77,10 @@ class InnetPacket:
                 raise PacketError(f"{name} {value} does not fit in {bits} bits")
         if not 0 <= self.src < MAX_ISLANDS:
             raise PacketError(f"src {self.src} outside 0..{MAX_ISLANDS - 1}")
-        if len(self.lanes) != VALUES.size:
-            raise PacketError(f"{len(self.lanes) // 4} values, a packet carries {LANES}")
+        count, rest = divmod(len(self.lanes), PacketFormat.VALUE_BYTES)
+        if rest or count not in LANE_CHOICES:
+            counts = ", ".join(map(str, LANE_CHOICES))
+            raise PacketError(f"{len(self.lanes)} bytes of values: not {counts} int32")
 
     @classmethod
     def of(
@@ -80,14 +93,21 @@ class InnetPacket:
         src: int,
         chunk: int,
         bitmap: int,
-        values: Sequence[int] | np.ndarray | None = None,
+        values: Sequence[int] | np.ndarray | None,
+        packet_format: PacketFormat,
     ) -> InnetPacket:
-        """A packet carrying `values` (LANES int32, an array or a sequence; None: zeros)."""
-        return cls(type, flags, job, round, group, src, chunk, bitmap, lanes_of(values))
+        """A packet of `packet_format` carrying `values` (its lanes' int32, an array or a
+        sequence; None: zeros)."""
+        lanes = lanes_of(values, packet_format)
+        return cls(type, flags, job, round, group, src, chunk, bitmap, lanes)
+
+    @property
+    def packet_format(self) -> PacketFormat:
+        return PacketFormat(len(self.lanes) // PacketFormat.VALUE_BYTES)
 
     @property
     def values(self) -> tuple[int, ...]:
-        return VALUES.unpack(self.lanes)
+        return self.packet_format.values.unpack(self.lanes)
 
     def encode(self) -> bytes:
         head = HEADER.pack(
@@ -103,9 +123,12 @@ class InnetPacket:
         return head + self.lanes
 
     @classmethod
-    def decode(cls, data: bytes) -> InnetPacket:
-        if len(data) < PACKET_BYTES:
-            raise PacketError(f"{len(data)} bytes, an innet packet has {PACKET_BYTES}")
+    def decode(cls, data: bytes, packet_format: PacketFormat) -> InnetPacket:
+        """The packet in one UDP payload of `packet_format`; PacketError for any other size
+        (another format's packet included), version or type."""
+        if len(data) != packet_format.payload_bytes:
+            raise PacketError(f"{len(data)} bytes, an innet packet of {packet_format.lanes} "
+                              f"lanes has {packet_format.payload_bytes}")  # fmt: skip
         vt, flags, job, rnd, group, src, chunk, bitmap = HEADER.unpack_from(data)
         if vt >> 4 != VERSION:
             raise PacketError(f"version {vt >> 4}, expected {VERSION}")
@@ -113,7 +136,7 @@ class InnetPacket:
             kind = PacketType(vt & 0xF)
         except ValueError:
             raise PacketError(f"unknown packet type {vt & 0xF}") from None
-        lanes = bytes(data[HEADER.size : PACKET_BYTES])
+        lanes = bytes(data[HEADER.size :])
         return cls(kind, Flag(flags), job, rnd, group, src, chunk, bitmap, lanes)
 
     def array(self) -> np.ndarray:
@@ -122,17 +145,17 @@ class InnetPacket:
 
 
 _WIRE = np.dtype(">i4")
-ZERO_LANES = bytes(VALUES.size)
 
 
-def lanes_of(values: Sequence[int] | np.ndarray | None) -> bytes:
-    """LANES int32 values as they travel (None: zeros); PacketError for another count, or a
-    value outside int32."""
+def lanes_of(values: Sequence[int] | np.ndarray | None, packet_format: PacketFormat) -> bytes:
+    """The int32 values of one packet of `packet_format` as they travel (None: zeros);
+    PacketError for another count, or a value outside int32."""
+    lanes = packet_format.lanes
     if values is None:
-        return ZERO_LANES
+        return bytes(packet_format.slot_bytes)
     if isinstance(values, np.ndarray):
-        if values.shape != (LANES,):
-            raise PacketError(f"{values.size} values, a packet carries {LANES}")
+        if values.shape != (lanes,):
+            raise PacketError(f"{values.size} values, a packet carries {lanes}")
         if (
             values.dtype != np.int32
             and values.size
@@ -140,9 +163,9 @@ def lanes_of(values: Sequence[int] | np.ndarray | None) -> bytes:
         ):
             raise PacketError("values outside int32")
         return values.astype(_WIRE).tobytes()
-    if len(values) != LANES:
-        raise PacketError(f"{len(values)} values, a packet carries {LANES}")
+    if len(values) != lanes:
+        raise PacketError(f"{len(values)} values, a packet carries {lanes}")
     try:
-        return VALUES.pack(*values)
+        return packet_format.values.pack(*values)
     except struct.error as err:
         raise PacketError(f"values outside int32: {err}") from None

@@ -22,12 +22,15 @@ import math
 
 import numpy as np
 
-from topo.siteplan import LANES
 from workers.exceptions import QuantiseError
 
 INT32_MAX = 2**31 - 1
-EXPONENT_LOW = -24  # exponents a one-hot vote can carry: 2**-24 .. 2**7
-EXPONENT_HIGH = EXPONENT_LOW + LANES - 1
+EXPONENT_LOW = -24  # the lowest exponent a one-hot vote carries (in its first lane)
+
+
+def exponent_high(lanes: int) -> int:
+    """The highest exponent a one-hot vote of `lanes` values carries (2**7 with 32 lanes)."""
+    return EXPONENT_LOW + lanes - 1
 
 
 def check_finite(x: np.ndarray) -> None:
@@ -41,25 +44,25 @@ def check_finite(x: np.ndarray) -> None:
         )
 
 
-def exponent_of(x: np.ndarray) -> int:
-    """The smallest E with max |x| <= 2**E (EXPONENT_LOW for an all-zero update)."""
+def exponent_of(x: np.ndarray, lanes: int) -> int:
+    """The smallest E with max |x| <= 2**E (EXPONENT_LOW for an all-zero update), one that a
+    vote of `lanes` values can carry."""
     check_finite(x)
     peak = float(np.max(np.abs(x))) if x.size else 0.0
     if peak == 0.0:
         return EXPONENT_LOW
     exponent = max(EXPONENT_LOW, math.ceil(math.log2(peak)))
-    if exponent > EXPONENT_HIGH:
-        raise QuantiseError(
-            f"largest magnitude {peak:g} exceeds 2**{EXPONENT_HIGH}; scale the update down"
-        )
+    if exponent > (high := exponent_high(lanes)):
+        raise QuantiseError(f"largest magnitude {peak:g} exceeds 2**{high}; scale the update down")
     return exponent
 
 
-def exponent_vote(exponent: int) -> np.ndarray:
-    """One chunk with a 1 in the lane of `exponent`; summing the group's votes finds its max."""
-    if not EXPONENT_LOW <= exponent <= EXPONENT_HIGH:
-        raise QuantiseError(f"exponent {exponent} outside {EXPONENT_LOW}..{EXPONENT_HIGH}")
-    vote = np.zeros(LANES, dtype=np.int32)
+def exponent_vote(exponent: int, lanes: int) -> np.ndarray:
+    """One chunk of `lanes` values with a 1 in the lane of `exponent`; summing the group's votes
+    finds its max."""
+    if not EXPONENT_LOW <= exponent <= (high := exponent_high(lanes)):
+        raise QuantiseError(f"exponent {exponent} outside {EXPONENT_LOW}..{high}")
+    vote = np.zeros(lanes, dtype=np.int32)
     vote[exponent - EXPONENT_LOW] = 1
     return vote
 
@@ -98,13 +101,13 @@ def dequantise(total: np.ndarray, scale: float) -> np.ndarray:
     return (np.asarray(total, dtype=np.int64) / scale).astype(np.float32)
 
 
-def to_chunks(q: np.ndarray) -> np.ndarray:
-    """int32 values as chunks of LANES (the last padded with zeros): shape (chunks, LANES)."""
+def to_chunks(q: np.ndarray, lanes: int) -> np.ndarray:
+    """int32 values as chunks of `lanes` (the last padded with zeros): shape (chunks, lanes)."""
     q = np.asarray(q, dtype=np.int32).ravel()
-    chunks = -(-q.size // LANES)
-    padded = np.zeros(chunks * LANES, dtype=np.int32)
+    chunks = -(-q.size // lanes)
+    padded = np.zeros(chunks * lanes, dtype=np.int32)
     padded[: q.size] = q
-    return padded.reshape(chunks, LANES)
+    return padded.reshape(chunks, lanes)
 
 
 def from_chunks(chunks: np.ndarray, length: int) -> np.ndarray:

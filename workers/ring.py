@@ -19,9 +19,9 @@ A member finds loss as `workers.timing` says and NACKs its predecessor (src = me
 bitmap = the step), which resends what it sent (RETRANSMIT). Sums wrap around in int32 as the
 switch's do; every (step, chunk) is counted once.
 
-**Timing**, for the planner. With frame time δ = FRAME_BITS / rate_bps, n chunks in segments
-of L_g chunks (about n/k; seg = the largest L_g·δ) and hop delays h_i (position i to i + 1),
-the collective ends, at the last member, at about
+**Timing**, for the planner. With frame time δ = frame_bits / rate_bps (the packet format's),
+n chunks in segments of L_g chunks (about n/k; seg = the largest L_g·δ) and hop delays h_i
+(position i to i + 1), the collective ends, at the last member, at about
 
     T = max(2(k - 1)·seg + max_i h_i,  max_g (L_g·δ + the 2(k - 1) hop delays from g))
 

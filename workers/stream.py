@@ -64,7 +64,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from topo.siteplan import FRAME_BITS, LANES
 from workers.bounces import Bounces
 from workers.exceptions import ResultMismatch
 from workers.group import AggregatorStats, GroupSpec, SendPolicy, describe_ranges
@@ -105,8 +104,9 @@ class ChunkStream:
         now: float,
         stats: AggregatorStats,
     ) -> None:
-        if chunks.ndim != 2 or chunks.shape[1] != LANES or chunks.dtype != np.int32:
-            raise ValueError(f"chunks must be int32 of shape (n, {LANES}), got {chunks.shape}")
+        lanes = group.packet_format.lanes
+        if chunks.ndim != 2 or chunks.shape[1] != lanes or chunks.dtype != np.int32:
+            raise ValueError(f"chunks must be int32 of shape (n, {lanes}), got {chunks.shape}")
         self.group = group
         self.policy = policy
         self.chunks = chunks
@@ -121,7 +121,8 @@ class ChunkStream:
         self.pending: dict[int, _Pending] = {}
         self.next_local = 0  # next chunk whose just-in-time LOCAL copy is due (split sends)
         self._split = policy.local_lag_s is not None
-        self._interval = FRAME_BITS / policy.rate_bps if policy.rate_bps else 0.0
+        frame_bits = group.packet_format.frame_bits
+        self._interval = frame_bits / policy.rate_bps if policy.rate_bps else 0.0
         self._next_send_at = now + policy.start_s
         self._local_at = self._next_send_at + (policy.local_lag_s or 0.0)
         self._earliest_due = float("inf")
@@ -169,7 +170,7 @@ class ChunkStream:
     ) -> InnetPacket:
         g = self.group
         return InnetPacket.of(kind, flags, g.job, g.round, g.group, src, self.first + index, 0,
-                              values)  # fmt: skip
+                              values, g.packet_format)  # fmt: skip
 
     def pump(self, now: float) -> list[InnetPacket]:
         """Resends and NACKs that are due, then new chunks as the window and rate allow."""

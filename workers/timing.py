@@ -3,12 +3,12 @@
 The exchanges of `workers.exchange` and `workers.ring` are told the time and what arrived; these
 two decide what is due.
 
-- **Pacer.** One frame schedule per member: with `rate_bps`, a frame every FRAME_BITS / rate_bps
-  per stream (direct exchange sends k - 1 streams: a frame every δ / (k - 1) overall), the
-  first `start_s` after `begin`. A schedule that fell behind (a busy CPU) catches up, and
-  `lag_s` says by how much at most; while nothing is ready no credit accrues. NACKs and answers
-  to NACKs take frames of the same schedule, one frame time apart at least. Unpaced, a member
-  sends at most `window` frames per step, then receives again.
+- **Pacer.** One frame schedule per member: with `rate_bps`, a frame every frame_bits / rate_bps
+  (the packet format's) per stream (direct exchange sends k - 1 streams: a frame every δ / (k - 1)
+  overall), the first `start_s` after `begin`. A schedule that fell behind (a busy CPU) catches up,
+  and `lag_s` says by how much at most; while nothing is ready no credit accrues. NACKs and answers
+  to NACKs take frames of the same schedule, one frame time apart at least. Unpaced, a member sends
+  at most `window` frames per step, then receives again.
 - **LossWatch.** The receiver finds loss. A peer sends its items in a known order (a source its
   chunks in increasing order; a ring predecessor item (s', j') before (s, j) whenever s' <= s
   and j' <= j, j counting within the step's segment), so an item that arrives says which

@@ -13,7 +13,7 @@ import select
 import socket
 from typing import Protocol, Self
 
-from topo.siteplan import INNET_UDP_PORT
+from innet.packetformat import PacketFormat
 from workers.exceptions import TransportError
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class UdpSocket:
 class UdpTransport(UdpSocket):
     """The leader's socket on (local_ip, port), sending to (edge_ip, port)."""
 
-    def __init__(self, local_ip: str, edge_ip: str, port: int = INNET_UDP_PORT) -> None:
+    def __init__(self, local_ip: str, edge_ip: str, port: int = PacketFormat.UDP_PORT) -> None:
         super().__init__(local_ip, port, "transport")
         self.edge = (edge_ip, port)
 

@@ -4,8 +4,8 @@ The host-side collectives (`workers.exchange.DirectExchange`, `workers.ring.Ring
 their packets from leader to leader; the edges only route them (docs/protocol.md, "Host-side
 collectives"). A `UnicastTransport` moves one innet packet (the UDP payload) to the leader of
 another island and hands back what arrived. `UdpPeers` is the real one: a UDP socket bound to
-the leader's own address on `PLAIN_UDP_PORT`, sending to `address_of(island)` on the same port;
-`leader_address` gives the testbed's leader addresses.
+the leader's own address on `PacketFormat.PLAIN_UDP_PORT`, sending to `address_of(island)` on
+the same port; `leader_address` gives the testbed's leader addresses.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import select
 from collections.abc import Callable
 from typing import Protocol
 
-from topo.siteplan import LEADER_HOST, PLAIN_UDP_PORT, host_ip
+from innet.packetformat import PacketFormat
+from topo.siteplan import LEADER_HOST, host_ip
 from workers.exceptions import TransportError
 from workers.transport import UdpSocket
 
@@ -45,7 +46,10 @@ class UdpPeers(UdpSocket):
     """A UDP socket on (local_ip, port) sending to (address_of(island), port); large buffers."""
 
     def __init__(
-        self, local_ip: str, address_of: Callable[[int], str], port: int = PLAIN_UDP_PORT
+        self,
+        local_ip: str,
+        address_of: Callable[[int], str],
+        port: int = PacketFormat.PLAIN_UDP_PORT,
     ) -> None:
         super().__init__(local_ip, port, "peers of the host-side collectives")
         self.port = port

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 
 from controller.planner.collectives import NETWORKS
 from controller.planner.exceptions import PlanError
-from topo.siteplan import SLOT_BYTES, SlotPool
+from innet.packetformat import PacketFormat
+from topo.siteplan import SlotPool
+
+DEFAULT_SLOT_BYTES = PacketFormat().slot_bytes  # one chunk of innet's default format: 128 B
 
 
 @dataclass(frozen=True)
@@ -16,7 +19,7 @@ class CostParams:
     update_bytes: int
     memory_bytes: int
     access_bps: float
-    slot_bytes: int = SLOT_BYTES
+    slot_bytes: int = DEFAULT_SLOT_BYTES
     align: bool = True  # allow per-island send offsets that align arrivals
     # "rate": members send at the planned rate and a slot is busy for the arrival skew (the model
     # below). "window": each leader keeps at most one bank of slots (half the memory) unanswered,
@@ -44,7 +47,7 @@ class CostParams:
     @classmethod
     def for_pool(cls, pool: SlotPool, update_bytes: int, access_bps: float) -> CostParams:
         """The parameters of an emulated site: the full-scale memory its slot pool stands for,
-        and the full-scale size of one emulated slot (128 B x scale), so the bound
+        and the full-scale size of one emulated slot (its format's slot x scale), so the bound
         R <= (M - slot) / skew keeps the slot being merged as the pool has it (with one slot
         per bank, that slot is half the memory)."""
         return cls(update_bytes, pool.memory_bytes, access_bps, slot_bytes=pool.slot_bytes)

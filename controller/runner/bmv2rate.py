@@ -76,7 +76,7 @@ def bmv2_rate(em: Emulation, frames: Callable[[int], list[tuple[int, bytes]]],
         tempfile.TemporaryDirectory(prefix="innet-bmv2-check-") as tmp,
         SwitchNamespace.create(f"innetchk{os.getpid()}", edge_ports(em)) as ns,
     ):
-        pipeline = bmv2_pipeline(INNET_P4, Path(tmp), site.program_defines(slots))
+        pipeline = bmv2_pipeline(INNET_P4, Path(tmp), site.program_defines(em.packet_format, slots))
         address = f"unix:{tmp}/p4rt.sock"
         argv = bmv2_command(ns.interfaces, address, DEVICE_ID, THRIFT_BASE_PORT)
         if binary is not None:

@@ -72,9 +72,10 @@ from controller.runner.leaderload import leader_rate
 from controller.runner.member import ROUND_NUMBER, member_changes
 from controller.runner.need import Need, plan_need
 from controller.runner.probes import cores, cpu_seconds, cpu_share, timer_lateness
-from controller.runner.relaunch import load_relaunching
+from controller.runner.scenario import load_scenario
 from innet.exceptions import InnetError, InputError, one_line
 from innet.jsontypes import JSONObject
+from innet.packetformat import PacketFormat
 from innet.paths import INNET_P4
 from topo import siteplan as site
 from topo.local_switch import LocalSwitch, udp_frame
@@ -294,7 +295,7 @@ def member_switch(em: Emulation, island: int = 0, backend: str | None = None,
     """innet.p4 compiled as the run's switches are (first memory point's pool, their back end),
     with the entries the controller installs at `island`'s edge for an all-to-all round; a
     fresh copy of `like` (the same program, not compiled again) when given."""
-    defines = site.program_defines(em.points[0].pool.slots_per_bank)
+    defines = site.program_defines(em.packet_format, em.points[0].pool.slots_per_bank)
     switch = like.fresh() if like is not None else LocalSwitch(INNET_P4, defines, backend)
     schema = Schema(switch.p4info)
     for changes in member_changes(em, island):
@@ -306,7 +307,7 @@ def contribution_frame(packet: InnetPacket, src: int, dst: int) -> bytes:
     """The frame of island `src`'s leader carrying `packet` to island `dst`'s edge."""
     leader = (site.host_ip(src, site.LEADER_HOST), site.host_mac(src, site.LEADER_HOST))
     edge = (site.gateway_ip(dst), site.gateway_mac(dst))
-    return udp_frame(packet.encode(), leader, edge, site.INNET_UDP_PORT)
+    return udp_frame(packet.encode(), leader, edge, PacketFormat.UDP_PORT)
 
 
 def chunk_frames(em: Emulation, chunk: int, island: int = 0) -> list[tuple[int, bytes]]:
@@ -314,11 +315,13 @@ def chunk_frames(em: Emulation, chunk: int, island: int = 0) -> list[tuple[int, 
     all-to-all round: the own WAN|REMOTE copy, the others' from the ports their streams enter
     on, then the own LOCAL copy, which completes the slot and sends the sum to the hosts."""
     wan, hosts = em.scenario.wan, em.scenario.hosts
-    values = tuple(range(chunk % 97, chunk % 97 + site.LANES))
+    packet_format = em.packet_format
+    values = tuple(range(chunk % 97, chunk % 97 + packet_format.lanes))
 
     def packet(src: int, flags: Flag) -> InnetPacket:
         kind = PacketType.CONTRIBUTION
-        return InnetPacket.of(kind, flags, site.JOB, ROUND_NUMBER, 0, src, chunk, 0, values)
+        return InnetPacket.of(kind, flags, site.JOB, ROUND_NUMBER, 0, src, chunk, 0, values,
+                              packet_format)  # fmt: skip
 
     remote = Flag.WAN | Flag.REMOTE
     frames = [(1, contribution_frame(packet(island, remote), island, island))]
@@ -371,9 +374,9 @@ def measure(em: Emulation, backend: str | None = None, leader_fps: float = 0.0,
     else:
         like = member_switch(em, backend=backend)  # innet.p4 compiled once: a fresh copy each
         rate, ran_on = max(pipeline_rate(em, backend=backend, like=like) for _ in range(REPEATS))
-    leader = math.inf
+    leader, span = math.inf, PIPELINE_SPAN_S
     if leader_fps > 0:  # half of it sent (the other half the sums), for a short while
-        leader = max(leader_rate(leader_fps / 2, PIPELINE_SPAN_S) for _ in range(REPEATS))
+        leader = max(leader_rate(leader_fps / 2, em.packet_format, span) for _ in range(REPEATS))
     p50, p99, top = (float(x) for x in np.percentile(late or [0.0], [50, 99, 100]))
     everyone_after, own_after = cpu_seconds()
     others = max(0.0, (everyone_after - everyone) - (own_after - own)) / (time.monotonic() - wall)
@@ -403,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--target", choices=("p4switch", "bmv2"), default="p4switch")
     args = parser.parse_args(argv)
     try:
-        em = resolve(load_relaunching(args.scenario, argv is None))
+        em = resolve(load_scenario(args.scenario))
         calibration = calibrate(em, target=args.target)
     except InnetError as err:
         print(f"calibration: error: {one_line(err)}", file=sys.stderr)

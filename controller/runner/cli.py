@@ -143,14 +143,14 @@ def run(args: argparse.Namespace) -> int:
     recorded so far, says on stderr how far it got and returns 130."""
     signals, where = StopSignals(), HowFar()
     try:
-        signals.install()  # one pending since a relaunch's exec is raised here
+        signals.install()
         return _run(args, where)
     except KeyboardInterrupt:
         how = signals.name or "SIGINT"
         print(f"\ninnet: interrupted ({how}) {where.report()}", file=sys.stderr, flush=True)
         return 130
     finally:
-        if getattr(args, "relaunch", False):  # the process's own command: it ends here
+        if getattr(args, "own_process", False):  # the process's own command: it ends here
             # Exit fast: the interpreter's last collection of the heap torch and the plots
             # leave takes seconds on a busy machine; none of it needs finalising one by one.
             gc.freeze()  # (its handlers go on noting signals until the process is gone)
@@ -181,16 +181,15 @@ class HowFar:
 def _run(args: argparse.Namespace, where: HowFar) -> int:
     # imported here: the runner loads torch (seconds), which no other command needs
     from controller.runner.emulation import resolve
-    from controller.runner.relaunch import load_relaunching
     from controller.runner.results import format_table
     from controller.runner.run import Run, built_testbeds
+    from controller.runner.scenario import load_scenario
     from topo.mininet_net import preflight
 
     folder = args.out
     if folder is not None:
         _check_out(folder)  # before the scenario: minutes of planning are not spent in vain
-    # refused here, before anything starts; other lanes than this process's start it again
-    emulation = resolve(load_relaunching(args.scenario, getattr(args, "relaunch", False)))
+    emulation = resolve(load_scenario(args.scenario))  # refused here, before anything starts
     last_port = args.grpc_base_port + len(emulation.scenario.islands) - 1
     if last_port > MAX_PORT:
         raise CommandLineError(

@@ -36,8 +36,9 @@ from controller.planner.optimise import DEFAULT_EPSILON, FamilyPlan, Planner
 from controller.planner.schedule import Schedule
 from controller.planner.utilisation import ONE_DC, REFERENCE_FAMILY, one_building
 from controller.runner.scenario import Scenario
+from innet.packetformat import PacketFormat
 from innet.units import format_size
-from topo.siteplan import FRAME_BITS, JOB, LANES, SLOT_BYTES, VALUE_BYTES, SlotPool
+from topo.siteplan import JOB, SlotPool
 from topo.wan import Wan
 from workers import train
 from workers.config import IslandConfig, TrainConfig
@@ -122,8 +123,13 @@ class Emulation:
         return self.compute.round_s(self.scenario.training.inner_steps)
 
     @property
+    def packet_format(self) -> PacketFormat:
+        """The scenario's: its switches', its island processes' and its planner's."""
+        return self.scenario.packet_format
+
+    @property
     def chunks(self) -> int:
-        return self.update_floats // LANES
+        return self.update_floats // self.packet_format.lanes
 
     @property
     def update_bytes(self) -> int:
@@ -137,13 +143,15 @@ class Emulation:
 
     def frame_rate_bps(self, group_rate_bps: float) -> float:
         """A leader's pacing rate at emulation scale for the planner's full-scale group rate:
-        the planner counts update bytes, the leader paces frames carrying SLOT_BYTES of them."""
-        return group_rate_bps / self.scenario.scale * FRAME_BITS / (SLOT_BYTES * 8)
+        the planner counts update bytes, the leader paces frames carrying a slot of them."""
+        frames_per_update_bit = self.packet_format.frame_bits / (self.packet_format.slot_bytes * 8)
+        return group_rate_bps / self.scenario.scale * frames_per_update_bit
 
     def wire_bytes(self, full_bytes: float) -> float:
         """Full-scale update bytes as the frames that carry them at emulation scale (a frame
-        carries SLOT_BYTES of the update, scaled down)."""
-        return full_bytes / self.scenario.scale / SLOT_BYTES * (FRAME_BITS / 8)
+        carries a slot of the update, scaled down)."""
+        frames = full_bytes / self.scenario.scale / self.packet_format.slot_bytes
+        return frames * self.packet_format.frame_bytes
 
     def tcp_warning(self) -> str | None:
         """With gloo in the run: where TCP at this scale is not TCP at full scale (docs/gloo.md),
@@ -169,7 +177,7 @@ class Emulation:
 
     def slots_needed(self, memory_bytes: float) -> int:
         """The planner's memory need (full-scale bytes) in emulated slots."""
-        return math.ceil(memory_bytes / self.scenario.scale / SLOT_BYTES)
+        return math.ceil(memory_bytes / self.scenario.scale / self.packet_format.slot_bytes)
 
     def predictions(self) -> list[str]:
         """What `innet run --check` prints: per memory point and schedule, the planner's view."""
@@ -221,9 +229,10 @@ def resolve(sc: Scenario, schedule: Schedule | None = None) -> Emulation:
     With `schedule`, that schedule is played at the scenario's one memory point instead of the
     scenario's families (the service's experiments play the testbed's schedule)."""
     params = model_size(sc)
-    full = sc.update_bytes_for(math.ceil(params * VALUE_BYTES * sc.scale))
-    floats = max(params, math.ceil(full / sc.scale / VALUE_BYTES))
-    floats = math.ceil(floats / LANES) * LANES
+    packet_format = sc.packet_format
+    full = sc.update_bytes_for(math.ceil(params * packet_format.VALUE_BYTES * sc.scale))
+    floats = max(params, math.ceil(full / sc.scale / packet_format.VALUE_BYTES))
+    floats = math.ceil(floats / packet_format.lanes) * packet_format.lanes
     island = IslandConfig(
         islands=sc.wan.n,
         hosts=sc.hosts,
@@ -232,6 +241,7 @@ def resolve(sc: Scenario, schedule: Schedule | None = None) -> Emulation:
         update_floats=floats,
         bound_exponent=BOUND_EXPONENT,
         job=JOB,
+        packet_format=packet_format,
     )
     planner = Planner(sc.wan)
     update_bytes = _full_scale_bytes(floats, sc.scale)
@@ -252,7 +262,9 @@ def resolve(sc: Scenario, schedule: Schedule | None = None) -> Emulation:
                              for j in range(len(sc.schedules)))  # fmt: skip
         points.append(MemoryPoint(memory, pool, cost, tuple(plays)))
     reference = _one_building(sc, points[0], schedule) if sc.one_dc else None
-    compute = None if sc.compute is None else sc.compute.resolve(update_bytes / VALUE_BYTES)
+    compute = None
+    if sc.compute is not None:
+        compute = sc.compute.resolve(update_bytes / PacketFormat.VALUE_BYTES)
     return Emulation(sc, params, floats, island, tuple(points), reference, compute)
 
 
@@ -270,7 +282,7 @@ def _one_building(sc: Scenario, first: MemoryPoint, schedule: Schedule | None) -
 
 
 def _full_scale_bytes(floats: int, scale: float) -> int:
-    return round(floats * VALUE_BYTES * scale)
+    return round(floats * PacketFormat.VALUE_BYTES * scale)
 
 
 def _plan(sc: Scenario, planner: Planner, params: CostParams, i: int) -> FamilyPlan:

@@ -16,14 +16,5 @@ class ScenarioError(InputError, ValueError):
         self.path, self.line, self.key, self.what = path, line, key, what
 
 
-class LanesMismatch(ScenarioError):
-    """A scenario whose `lanes` differ from this process's (topo.siteplan.LANES, fixed at
-    import): `lanes` is what it asks for; innet run starts again with INNET_LANES set."""
-
-    def __init__(self, path: Path | str, line: int | None, lanes: int, what: str) -> None:
-        super().__init__(path, line, "lanes", what)
-        self.lanes = lanes
-
-
 class ExperimentError(InnetError):
     """The run cannot go on (a process died, a round missed its deadline): says which island."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from topo.siteplan import FRAME_BITS
 from workers.group import SendPolicy
 
 
@@ -25,16 +24,17 @@ def local_lag(
 
 def send_policy(
     frame_rate_bps: float,
+    frame_bits: int,
     offset_s: float,
     lag_s: float | None,
     span_s: float,
     chunks: int,
     deadline_s: float,
 ) -> SendPolicy:
-    """A leader's policy for one round: paced at `frame_rate_bps` (frames on the wire, at
-    emulation scale), the whole update in flight, timeouts above the group's span; `lag_s` is
-    None where the own contribution is not merged just in time (the hosts sum)."""
-    frame_s = FRAME_BITS / frame_rate_bps
+    """A leader's policy for one round: paced at `frame_rate_bps` (frames of `frame_bits` on
+    the wire, at emulation scale), the whole update in flight, timeouts above the group's span;
+    `lag_s` is None where the own contribution is not merged just in time (the hosts sum)."""
+    frame_s = frame_bits / frame_rate_bps
     timeout = max(0.2, 2.0 * span_s + 8 * frame_s)
     return SendPolicy(
         window=max(1, chunks),

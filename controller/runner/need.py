@@ -2,7 +2,7 @@
 
 `plan_need` gives the frames per second the switches must process in the busiest round of any
 (network, schedule, memory) the run plays, and the leaders beside them. A stream at the group's rate
-is `Emulation.frame_rate_bps(rate) / FRAME_BITS` frames/s, counted once at each switch it enters:
+is `Emulation.frame_rate_bps(rate) / frame_bits` frames/s, counted once at each switch it enters:
 its source's edge (an inna leader sends two copies, WAN|REMOTE and the just-in-time LOCAL one;
 direct exchange k - 1 streams) and every switch on its multicast tree or unicast path. A leader
 handles what it sends and what it is delivered: the sums (in-line aggregation), the other
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from controller.planner.collectives import direct, ring
 from controller.planner.cost import GroupCost, RoundCost
 from controller.runner.emulation import Emulation
-from topo import siteplan as site
 from topo.wan import Wan
 
 
@@ -65,7 +64,7 @@ def leader_rates(em: Emulation, wan: Wan, cost: RoundCost) -> dict[int, float]:
         k = len(group.members)
         if not math.isfinite(group.rate_bps) or k < 2 or group.collective == "local":
             continue
-        fps = em.frame_rate_bps(group.rate_bps) / site.FRAME_BITS
+        fps = em.frame_rate_bps(group.rate_bps) / em.packet_format.frame_bits
         sent, _ = group_streams(wan, group)
         received = 1 if group.collective in ("inna", "ring") else k - 1
         for m in group.members:
@@ -79,7 +78,7 @@ def round_rates(em: Emulation, wan: Wan, cost: RoundCost) -> dict[int, float]:
     for group in cost.groups:
         if not math.isfinite(group.rate_bps):
             continue  # a group of one: nothing on the wire
-        fps = em.frame_rate_bps(group.rate_bps) / site.FRAME_BITS
+        fps = em.frame_rate_bps(group.rate_bps) / em.packet_format.frame_bits
         sent, links = group_streams(wan, group)
         for m, streams in sent.items():
             rates[m] += streams * fps

@@ -135,8 +135,8 @@ def _go(ctx: RoundContext, r: int, number: int, start_at: float) -> None:
             if len(members) > 1:
                 lag = local_lag(wan.delay, members, gc.offsets, m) if collective == "inna" else None
                 policy = send_policy(
-                    em.frame_rate_bps(gc.rate_bps), offset, lag, gc.span_s, em.chunks,
-                    em.scenario.round_deadline_s,
+                    em.frame_rate_bps(gc.rate_bps), em.packet_format.frame_bits, offset, lag,
+                    gc.span_s, em.chunks, em.scenario.round_deadline_s,
                 )  # fmt: skip
             go = Go(r, number, g, members, start_at, policy, collective, gc.order)
             ctx.islands.leaders[m].send(go)

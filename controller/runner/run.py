@@ -329,7 +329,7 @@ def built_testbeds(
         spec = NetworkSpec(em.wan_of(point), sc.hosts, slots=point.pool.slots_per_bank,
                            scale=sc.scale,
                            shaping=shaping, target=target, backend=backend,
-                           grpc_base_port=grpc_base_port,
+                           grpc_base_port=grpc_base_port, packet_format=em.packet_format,
                            loss=em.loss_of(point))  # fmt: skip
         run_dir.claim("innet run", "running")
         try:

@@ -35,9 +35,9 @@ knows for the topology. Every mistake raises `ScenarioError`: "file:line: key: w
 Every (network, schedule) is played at every memory point for `inna`, and once (at the first
 memory point) for the other networks, whose edges hold no partial sums.
 
-`lanes` is fixed for a whole process (`topo.siteplan.LANES`, from `INNET_LANES`): a scenario
-asking for other lanes than the process has is refused with `LanesMismatch`, which `innet run`
-answers by starting itself again with `INNET_LANES` set (`controller/runner/relaunch.py`).
+`lanes` (32, 64, 128 or 256) makes the run's packet format (`innet.packetformat.PacketFormat`,
+`Scenario.packet_format`), which the run passes to its switches, its island processes and the
+planner.
 
 Memory maps to innet.p4's slot pool (`topo.siteplan.SlotPool`): two banks of SLOTS slots of
 4 x lanes bytes, SLOTS a power of two with 2 x SLOTS x 4 x lanes B <= memory / scale.
@@ -58,7 +58,7 @@ import yaml
 
 from controller.planner.exceptions import PlanError
 from controller.planner.optimise import Planner
-from controller.runner.exceptions import LanesMismatch, ScenarioError
+from controller.runner.exceptions import ScenarioError
 from controller.runner.training_spec import (
     TRAINING_FIELDS as TRAINING_FIELDS,  # re-exported: the scenario's sections live there
 )
@@ -71,10 +71,11 @@ from controller.runner.training_spec import (
 )
 from controller.runner.yamlnodes import NodeReader
 from innet.jsontypes import JSONObject
+from innet.packetformat import DEFAULT_LANES, PacketFormat, PacketFormatError
 from innet.units import format_size, parse_duration, parse_rate, parse_size
 from topo.exceptions import SlotPoolError, TopologyError, YamlLimitError
 from topo.loader import load_wan, parse_wan
-from topo.siteplan import LANE_CHOICES, LANES, LANES_ENV, SlotPool
+from topo.siteplan import SlotPool
 from topo.wan import Wan
 from topo.yamlfile import read_text
 
@@ -113,7 +114,7 @@ class Scenario:
     # key path ("update_size", "schedules[1]", ...) -> its line in the file, for later checks
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
     wan_jitter_s: float | None = None  # every WAN link's jitter; None: the WAN file's own
-    lanes: int = LANES  # int32 values per packet: always this process's (topo.siteplan.LANES)
+    packet_format: PacketFormat = field(default_factory=PacketFormat)  # from `lanes`
     compute: ComputeSpec | None = None  # the emulated system's compute (training_spec.py)
     one_dc: bool = False  # play the same islands in one building too: the reference row
 
@@ -133,7 +134,7 @@ class Scenario:
 
     def pool(self, memory_bytes: int) -> SlotPool:
         """The switches' slot pool for this full-scale memory (topo/siteplan.py)."""
-        return SlotPool.for_memory(memory_bytes, self.scale)
+        return SlotPool.for_memory(memory_bytes, self.scale, self.packet_format)
 
     def update_bytes_for(self, model_bytes: int) -> int:
         """The full-scale update size for a model of `model_bytes`; refuses one below it."""
@@ -168,7 +169,7 @@ class Scenario:
             "wan_loss": self.wan_loss,
             "networks": list(self.networks),
             "wan_jitter": None if self.wan_jitter_s is None else f"{self.wan_jitter_s:.15g}s",
-            "lanes": self.lanes,
+            "lanes": self.packet_format.lanes,
             "compute": None if self.compute is None else self.compute.to_dict(),
             "one_dc": self.one_dc,
         }
@@ -205,7 +206,7 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     name = doc.text(top["name"], "name")
     if not NAME_PATTERN.fullmatch(name):
         raise doc.fail(top["name"], "name", f"{name!r} may only use a-z, 0-9 and '-'")
-    _lanes(doc, top.get("lanes"), path)  # first: the slot size every later check uses
+    packet_format = _packet_format(doc, top.get("lanes"))  # first: later checks use its slots
     topology, wan = _topology(doc, top.get("topology"), path)
     hosts = doc.integer(top.get("hosts"), "hosts", 2, low=1, high=MAX_HOSTS)
     scale = doc.number(top.get("scale"), "scale", 100000.0, low=1.0)
@@ -213,7 +214,7 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     wan_bandwidth = None
     if "wan_bandwidth" in top:
         wan_bandwidth = doc.quantity(top["wan_bandwidth"], "wan_bandwidth", parse_rate)
-    memory = _memory(doc, top.get("memory"), scale)
+    memory = _memory(doc, top.get("memory"), scale, packet_format)
     update = None
     if "update_size" in top and doc.scalar(top["update_size"]) != "model":
         update = doc.quantity(top["update_size"], "update_size", parse_size)
@@ -236,21 +237,17 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     return Scenario(
         name, topology, hosts, scale, bandwidth, wan_bandwidth, memory, update, schedules,
         training, deadline, seed, wan, Path(path), loss, networks, _lines(top), jitter,
-        compute=compute, one_dc=one_dc,
+        packet_format=packet_format, compute=compute, one_dc=one_dc,
     )  # fmt: skip
 
 
-def _lanes(doc: NodeReader, node: yaml.Node | None, path: Path | str) -> None:
-    """Refuses a lane count innet.p4 is not built with, or one other than this process's."""
-    lanes = doc.integer(node, "lanes", 32, low=1)
-    if lanes not in LANE_CHOICES:
-        choices = ", ".join(map(str, LANE_CHOICES))
-        raise doc.fail(node, "lanes", f"{lanes}: innet.p4 is built with {choices} lanes per packet")
-    if lanes != LANES:
-        line = None if node is None else node.start_mark.line + 1
-        raise LanesMismatch(path, line, lanes, f"{lanes} lanes per packet, but this process "
-                            f"runs {LANES} ({LANES_ENV}); innet run starts again with "
-                            f"{LANES_ENV}={lanes}")  # fmt: skip
+def _packet_format(doc: NodeReader, node: yaml.Node | None) -> PacketFormat:
+    """`lanes`: the packet format of a lane count innet.p4 is built with."""
+    lanes = doc.integer(node, "lanes", DEFAULT_LANES, low=1)
+    try:
+        return PacketFormat(lanes)
+    except PacketFormatError as err:
+        raise doc.fail(node, "lanes", str(err)) from None
 
 
 def _jitter(doc: NodeReader, node: yaml.Node | None) -> float | None:
@@ -299,7 +296,9 @@ def _topology(doc: NodeReader, node: yaml.Node | None, path: Path | str) -> tupl
         raise doc.fail(node, "topology", f"cannot load {name!r}: {err}") from None
 
 
-def _memory(doc: NodeReader, node: yaml.Node | None, scale: float) -> tuple[int, ...]:
+def _memory(
+    doc: NodeReader, node: yaml.Node | None, scale: float, packet_format: PacketFormat
+) -> tuple[int, ...]:
     if node is None:
         return (parse_size("1.6GB"),)
     items = node.value if isinstance(node, yaml.SequenceNode) else [node]
@@ -310,7 +309,7 @@ def _memory(doc: NodeReader, node: yaml.Node | None, scale: float) -> tuple[int,
         key = f"memory[{i}]" if isinstance(node, yaml.SequenceNode) else "memory"
         size = doc.quantity(item, key, parse_size)
         try:
-            SlotPool.for_memory(size, scale)
+            SlotPool.for_memory(size, scale, packet_format)
         except SlotPoolError as err:
             raise doc.fail(item, key, str(err)) from None
         if size in memory:

@@ -119,7 +119,7 @@ def service_argv(args: argparse.Namespace, run_dir: Path) -> list[str]:
         "--hosts": args.hosts, "--memory": args.memory, "--update-size": args.update_size,
         "--bandwidth": args.bandwidth, "--scale": args.scale, "--shaping": args.shaping,
         "--target": args.target, "--port": args.port, "--host": args.host,
-        "--run-dir": run_dir, "--grpc-base-port": args.grpc_base_port,
+        "--run-dir": run_dir, "--grpc-base-port": args.grpc_base_port, "--lanes": args.lanes,
     }  # fmt: skip
     if args.slots is not None:
         options["--slots"] = args.slots

@@ -72,6 +72,7 @@ class ServiceExperiment:
             round_deadline_s=deadline_s,
             seed=seed,
             wan=tb.wan,
+            packet_format=tb.pool.packet_format,
         )
 
     def start(self, name: str, training: Training, seed: int, deadline_s: float) -> JSONObject:

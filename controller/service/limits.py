@@ -17,18 +17,19 @@ from __future__ import annotations
 import math
 import re
 
+from controller.planner.params import DEFAULT_SLOT_BYTES
 from controller.service.exceptions import LimitError
 from innet.exceptions import UnitError
 from innet.names import printable
 from innet.units import RATE_UNITS, SIZE_UNITS, format_rate, format_size, parse_rate, parse_size
-from topo.siteplan import MAX_ISLANDS, SLOT_BYTES
+from topo.siteplan import MAX_ISLANDS
 
 MAX_BODY_BYTES = 1 << 20  # a request body, checked before it is parsed (413 beyond)
 MAX_ROUNDS = 1024  # rounds in one schedule
 MAX_GROUPS = MAX_ISLANDS  # groups in one round: every island alone at most
 MAX_GROUP_CITIES = MAX_ISLANDS  # cities in one group
 MAX_FAMILIES = 64  # schedule families in one plan request
-MIN_MEMORY_BYTES = 2 * SLOT_BYTES  # aggregator memory per switch: a slot merging, one filling
+MIN_MEMORY_BYTES = 2 * DEFAULT_SLOT_BYTES  # memory per switch: a slot merging, one filling
 MAX_MEMORY_BYTES = 10**12  # ... to 1 TB
 MAX_UPDATE_BYTES = 10**15  # a model update: 1 PB
 MIN_BANDWIDTH_BPS = 1e3  # an island's access link: 1 Kb/s ...

@@ -21,6 +21,7 @@ from controller.flags import (
 )
 from controller.planner.cost import CostParams
 from innet.exceptions import InputError
+from innet.packetformat import DEFAULT_LANES, LANE_CHOICES, PacketFormat
 from innet.units import parse_size
 from topo.loader import default_wan, load_wan
 from topo.mininet_net import NetworkSpec
@@ -60,6 +61,9 @@ def service_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--log-console", action="store_true",
                    help="bmv2 only: BMv2's per-packet log on its console (slow)")  # fmt: skip
+    p.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
+                   help="int32 values in one innet packet (default %(default)s): the switches' "
+                   "-D LANES and the slot size")  # fmt: skip
     p.add_argument("--port", type=port(), default=DEFAULT_PORT, help="API port on 127.0.0.1")
     p.add_argument("--host", default="127.0.0.1", help="address the API binds (default loopback)")
     p.add_argument("--token-file", type=Path, help="file holding a bearer token the API requires")
@@ -95,21 +99,23 @@ class ServiceConfig:
         update = size_flag("--update-size", args.update_size)
         bandwidth = rate_flag("--bandwidth", args.bandwidth)
         size_flag("--memory", args.memory)
-        pool = slot_pool(args.memory, args.scale, args.slots)
+        pool = slot_pool(args.memory, args.scale, args.slots, PacketFormat(args.lanes))
         params = CostParams.for_pool(pool, update, bandwidth)
         spec = NetworkSpec(wan, args.hosts, slots=pool.slots_per_bank, scale=pool.scale,
                            shaping=args.shaping, target=args.target,
-                           grpc_base_port=args.grpc_base_port,
+                           grpc_base_port=args.grpc_base_port, packet_format=pool.packet_format,
                            log_console=args.log_console)  # fmt: skip
         return cls(wan, pool, params, spec, read_token(args.token_file))
 
 
-def slot_pool(memory: str, scale: float, slots: int | None) -> SlotPool:
-    """The switches' slot pool: `slots` per bank when given, else the largest pool that fits
-    in `memory` at `scale` (both banks counted, topo/siteplan.py)."""
+def slot_pool(
+    memory: str, scale: float, slots: int | None, packet_format: PacketFormat
+) -> SlotPool:
+    """The switches' slot pool of `packet_format`'s slots: `slots` per bank when given, else the
+    largest pool that fits in `memory` at `scale` (both banks counted, topo/siteplan.py)."""
     if slots is not None:
-        return SlotPool(slots, scale)
-    return SlotPool.for_memory(parse_size(memory), scale)
+        return SlotPool(slots, scale, packet_format)
+    return SlotPool.for_memory(parse_size(memory), scale, packet_format)
 
 
 def check_ports(wan: Wan, api_port: int, grpc_base_port: int) -> None:

@@ -29,7 +29,8 @@ const bit<8> MAX_ISLANDS = 32;
 
 /* Lanes: int32 values in one message (one chunk), fixed when the program is compiled:
  * -D LANES=32 (the default), 64, 128 or 256 (a 1 KB payload, like an FPGA aggregator's jumbo
- * chunks). topo/siteplan.py reads the same number (INNET_LANES) for the hosts and the planner. */
+ * chunks). The testbed passes it from its packet format (innet/packetformat.py, its defines()),
+ * the same value its hosts' codec and its planner are given. */
 #ifndef LANES
 #define LANES 32
 #endif

@@ -170,12 +170,13 @@ def test_a_live_bmv2_switch_healed_keeps_each_multicast_node_once(tmp_path: Path
     from controller.bringup import running_testbed
     from controller.planner.cost import CostParams
     from controller.rundir import RunDir
+    from innet.packetformat import PacketFormat
     from topo.bmv2 import THRIFT_BASE_PORT
     from topo.loader import default_wan
     from topo.mininet_net import NetworkSpec
     from topo.siteplan import SlotPool
 
-    pool = SlotPool(64, 1000.0)
+    pool = SlotPool(64, 1000.0, PacketFormat())
     params = CostParams.for_pool(pool, 10**9, 10e9)
     spec = NetworkSpec(default_wan(), 1, slots=64, scale=1000.0, target="bmv2", shaping="links",
                        grpc_base_port=GRPC_BASE)  # fmt: skip

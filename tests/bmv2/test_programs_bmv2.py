@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from innet.exceptions import one_line
+from innet.packetformat import PacketFormat
 from p4switch.p4info_diff import diff
 from p4switch.program import compile_file
 from topo.bmv2 import bmv2_pipeline
@@ -33,10 +34,12 @@ def test_p4c_takes_the_program_and_its_p4info_agrees_with_p4switch_s(
     assert diff(reference, compile_file(program).p4info, ("p4c", "p4switch")) == []
 
 
-@pytest.mark.parametrize("slots", [1, 4, 64])
-def test_innet_p4_agrees_for_every_pool_the_testbed_compiles(slots: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("slots", "lanes"), [(1, 32), (4, 32), (64, 32), (4, 256)])
+def test_innet_p4_agrees_for_every_pool_the_testbed_compiles(
+    slots: int, lanes: int, tmp_path: Path
+) -> None:
     program = REPO / "p4src" / "innet.p4"
-    defines = program_defines(slots)
+    defines = program_defines(PacketFormat(lanes), slots)
     reference = bmv2_pipeline(program, tmp_path, defines).p4info
     ours = compile_file(program, [program.parent], defines).p4info
     assert diff(reference, ours, ("p4c", "p4switch")) == []

@@ -1,23 +1,28 @@
 """An island's leader using the worker library over real UDP: one group sum of a float update.
 
     python -m tests.netns.innet_worker ISLAND FLOATS MEMBERS WINDOW [SEED [RATE_BPS]]
+                                       [--lanes LANES]
 
-Runs in the island's host namespace. The update is `update(island, FLOATS, SEED)`; prints one
-JSON line with a digest of the exact int32 group sum, the agreed exponent and the client's
-statistics, then keeps answering the other members' NACKs for a moment before exiting.
+Runs in the island's host namespace, in packets of LANES values (the switches' -D LANES;
+default 32). The update is `update(island, FLOATS, SEED)`; prints one JSON line with a digest of
+the exact int32 group sum, the agreed exponent and the client's statistics, then keeps answering
+the other members' NACKs for a moment before exiting.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import hashlib
 import json
 import select
 import sys
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
+from innet.packetformat import DEFAULT_LANES, LANE_CHOICES, PacketFormat
 from workers.aggregate import Aggregator, GroupSum
 from workers.group import GroupSpec, SendPolicy
 from workers.transport import UdpTransport
@@ -34,12 +39,28 @@ def digest(int_sum: np.ndarray) -> str:
     return hashlib.sha256(np.asarray(int_sum, dtype="<i4").tobytes()).hexdigest()
 
 
-def main() -> int:
-    island, floats = int(sys.argv[1]), int(sys.argv[2])
-    members = tuple(int(m) for m in sys.argv[3].split(","))
-    window = int(sys.argv[4])
-    seed = int(sys.argv[5]) if len(sys.argv) > 5 else 1
-    rate = float(sys.argv[6]) if len(sys.argv) > 6 and float(sys.argv[6]) > 0 else None
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="an island's leader: one group sum of a float update with the worker library"
+    )
+    parser.add_argument("island", type=int)
+    parser.add_argument("floats", type=int, help="values in the update")
+    parser.add_argument("members", help="the group's islands, comma-separated")
+    parser.add_argument("window", type=int, help="chunks sent and not yet answered, at most")
+    parser.add_argument("seed", type=int, nargs="?", default=1)
+    parser.add_argument("rate_bps", type=float, nargs="?", default=0.0, help="0: unpaced")
+    parser.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
+                        help="int32 values per packet, as the switches' -D LANES "
+                        "(default %(default)s)")  # fmt: skip
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    island, floats, window, seed = args.island, args.floats, args.window, args.seed
+    members = tuple(int(m) for m in args.members.split(","))
+    rate = args.rate_bps if args.rate_bps > 0 else None
+    packet_format = PacketFormat(args.lanes)
     policy = SendPolicy(
         window=window,
         rate_bps=rate,
@@ -51,7 +72,7 @@ def main() -> int:
         # with timeouts that follow the latency, a peer behind a busier edge (island 0 takes
         # the malformed noise) NACKed after its peers had left, and waited out the deadline
     )
-    group = GroupSpec(JOB, ROUND, GROUP, island, members)
+    group = GroupSpec(JOB, ROUND, GROUP, island, members, packet_format)
     with UdpTransport(f"10.0.{island}.1", f"10.0.{island}.254") as transport:
         aggregator = Aggregator(transport, group, policy)
         start = time.monotonic()

@@ -5,7 +5,9 @@
 Every edge numbers its ports as the in-process harness does (tests/unit/dataplane/harness.py):
 port 1 the island's host, port 2 the WAN link to island (i + 1) % 3 (arriving on its port 3),
 port 3 the link to island (i + 2) % 3. Hosts send innet packets to their gateway 10.0.<i>.254
-(a static neighbour entry; the edge takes every innet packet whatever its address).
+(a static neighbour entry; the edge takes every innet packet whatever its address). The edges
+and the leaders are given one packet format: the edges as innet.p4's -D defines, the leaders as
+`--lanes`.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from innet.packetformat import PacketFormat
 from p4switch.control import control_request
 from p4switch.exceptions import ControlError
 from tests.netns.harness import REPO
 from tests.netns.topology import destroy, in_ns, run
+from topo.siteplan import program_defines
 
 ISLANDS = (0, 1, 2)
 P4_SOURCE = REPO / "p4src" / "innet.p4"
@@ -117,14 +121,23 @@ class Edge:
 
 
 def start_edges(
-    net: Islands, workdir: Path, slots: int, shapes: Sequence[str] = (), timeout: float = 30.0
+    net: Islands,
+    workdir: Path,
+    slots: int,
+    packet_format: PacketFormat,
+    shapes: Sequence[str] = (),
+    timeout: float = 30.0,
 ) -> list[Edge]:
-    """One p4switch per island running innet.p4 with `slots` slots; waits until all answer."""
+    """One p4switch per island running innet.p4 with `slots` slots of `packet_format` (its -D
+    defines, as the testbed builds its switches); waits until all answer."""
+    defines = program_defines(packet_format, slots)
     edges = []
     for i in ISLANDS:
         control, log = workdir / f"s{i}.sock", workdir / f"s{i}.log"
         args = [f"-i{p}@s{i}-eth{p}" for p in (1, 2, 3)]
-        args += ["--p4", str(P4_SOURCE), "-D", f"SLOTS={slots}", "--grpc-addr", GRPC]
+        args += ["--p4", str(P4_SOURCE)]
+        args += [arg for name, value in defines.items() for arg in ("-D", f"{name}={value}")]
+        args += ["--grpc-addr", GRPC]
         args += ["--control", str(control), *(f"--shape={s}" for s in shapes)]
         with log.open("wb") as out:
             proc = subprocess.Popen(
@@ -180,15 +193,17 @@ class WorkerFailed(RuntimeError):
 
 def run_workers(
     net: Islands,
+    packet_format: PacketFormat,
     floats: int,
     window: int,
     seed: int = 1,
     rate_bps: float | None = None,
     timeout: float = 600.0,
 ) -> list[dict]:
-    """Every island's leader runs one group sum (tests/netns/innet_worker.py) at the same time;
-    their JSON reports, in island order."""
+    """Every island's leader runs one group sum (tests/netns/innet_worker.py) at the same time,
+    in packets of `packet_format` (the edges'); their JSON reports, in island order."""
     args = [str(floats), ",".join(map(str, ISLANDS)), str(window), str(seed), str(rate_bps or 0)]
+    args += ["--lanes", str(packet_format.lanes)]
     procs = [
         subprocess.Popen(
             [

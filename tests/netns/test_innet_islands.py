@@ -1,5 +1,6 @@
 """innet.p4 on three p4switch processes between namespaces, programmed over P4Runtime: the
-islands' leaders exchange real UDP packets and get exact sums back."""
+islands' leaders exchange real UDP packets and get exact sums back. The edges and the leaders
+share one packet format, `PACKET_FORMAT` (innet.p4's default, 32 lanes)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from innet.packetformat import PacketFormat
 from tests.netns import islands
 from tests.netns.harness import REPO
 from tests.netns.innet_worker import digest, update
@@ -20,6 +22,8 @@ from tests.netns.topology import destroy
 from workers.quantise import agreed_exponent, exponent_of, exponent_vote, quantise, scale_for
 
 pytestmark = pytest.mark.netns
+
+PACKET_FORMAT = PacketFormat()  # the edges' -D defines and the leaders' --lanes
 
 
 @pytest.fixture
@@ -47,6 +51,8 @@ def leaders(net: islands.Islands, chunks: int, window: int, members: str) -> lis
                 str(chunks),
                 str(window),
                 members,
+                "--lanes",
+                str(PACKET_FORMAT.lanes),
             ],
             cwd=REPO,
             stdout=subprocess.PIPE,
@@ -64,7 +70,7 @@ def leaders(net: islands.Islands, chunks: int, window: int, members: str) -> lis
 
 
 def test_three_islands_aggregate_exactly(net: islands.Islands, tmp_path: Path):
-    edges = islands.start_edges(net, tmp_path, slots=256)
+    edges = islands.start_edges(net, tmp_path, slots=256, packet_format=PACKET_FORMAT)
     try:
         islands.program(net, job=1, rnd=1, group=0, members=[0, 1, 2])
         reports = leaders(net, chunks=600, window=128, members="0,1,2")
@@ -84,13 +90,14 @@ FLOATS = 100_000
 
 def workers(net: islands.Islands, window: int, seed: int = 1) -> list[dict]:
     """Every island's leader runs one group sum with the worker library; their reports."""
-    return islands.run_workers(net, FLOATS, window, seed, timeout=150)
+    return islands.run_workers(net, PACKET_FORMAT, FLOATS, window, seed, timeout=150)
 
 
 def expected_digest(seed: int = 1) -> str:
     """numpy's sum of the quantised inputs, wrapping like int32."""
     updates = [update(i, FLOATS, seed) for i in islands.ISLANDS]
-    exponent = agreed_exponent(sum(exponent_vote(exponent_of(u)) for u in updates))
+    lanes = PACKET_FORMAT.lanes  # the votes' width: the exponents they can carry
+    exponent = agreed_exponent(sum(exponent_vote(exponent_of(u, lanes), lanes) for u in updates))
     scale = scale_for(exponent, len(updates))
     total = np.zeros(FLOATS, dtype=np.int32)
     for u in updates:
@@ -110,7 +117,9 @@ def expected_digest(seed: int = 1) -> str:
     ids=["clean", "loss-2pct", "few-slots"],
 )
 def test_worker_library_sums_100k_floats_exactly(net, tmp_path, slots, window, shapes, lossy):
-    edges = islands.start_edges(net, tmp_path, slots=slots, shapes=shapes)
+    edges = islands.start_edges(
+        net, tmp_path, slots=slots, packet_format=PACKET_FORMAT, shapes=shapes
+    )
     try:
         islands.program(net, job=1, rnd=1, group=0, members=[0, 1, 2])
         reports = workers(net, window)
@@ -135,12 +144,14 @@ def counters(net: islands.Islands, i: int) -> dict[str, int]:
 
 
 def test_malformed_and_foreign_packets_are_counted_while_sums_stay_exact(net, tmp_path):
-    edges = islands.start_edges(net, tmp_path, slots=1024, shapes=("2:loss=0.01",))
+    edges = islands.start_edges(
+        net, tmp_path, slots=1024, packet_format=PACKET_FORMAT, shapes=("2:loss=0.01",)
+    )
     try:
         islands.program(net, job=1, rnd=1, group=0, members=[0, 1, 2])
         noise = subprocess.Popen(
             ["ip", "netns", "exec", net.host(0), sys.executable, "-m", "tests.netns.innet_noise",
-             "0", "300"],
+             "0", "300", "--lanes", str(PACKET_FORMAT.lanes)],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         reports = workers(net, 1024, seed=2)
@@ -157,13 +168,20 @@ def test_malformed_and_foreign_packets_are_counted_while_sums_stay_exact(net, tm
     assert stats[0]["spoofed"] >= 300  # another island's src from a host: never merged
     # each retransmission reaches edges that already merged it: counted, never merged again
     assert sum(s["duplicate"] for s in stats) > 0
+    chunks = FLOATS // PACKET_FORMAT.lanes
     for s in stats:
-        assert s["completed"] >= FLOATS // 32  # every chunk completed at every edge
+        assert s["completed"] >= chunks  # every chunk completed at every edge
 
 
 def test_plain_ipv4_crosses_the_wan(net, tmp_path):
     """Other traffic is routed: ping between islands, through two edges and a shaped link."""
-    edges = islands.start_edges(net, tmp_path, slots=64, shapes=("2:delay=10ms", "3:delay=10ms"))
+    edges = islands.start_edges(
+        net,
+        tmp_path,
+        slots=64,
+        packet_format=PACKET_FORMAT,
+        shapes=("2:delay=10ms", "3:delay=10ms"),
+    )
     try:
         islands.program(net, job=1, rnd=1, group=0, members=[0, 1, 2])
         done = subprocess.run(

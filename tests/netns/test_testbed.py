@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from controller.p4rt import SwitchConnection, deadline_after
+from innet.packetformat import PacketFormat
 from tests.netns.harness import api_port
 from tests.netns.topology import why_no_mininet
 
@@ -32,6 +33,7 @@ CHUNKS = 20
 # round 1 of the nine cities' triple schedule (cliques-3), group 0: Tokyo, London, Chicago
 ROUND1_GROUP0 = (0, 3, 7)
 OUTSIDER = 1  # Singapore: in another group of round 1
+PACKET_FORMAT = PacketFormat()  # `innet net up --lanes` and the leaders' (innet_host --lanes)
 
 
 _REASON = why_no_mininet(("ip", "tc", "ethtool", "nsenter"))
@@ -70,9 +72,9 @@ def in_host(st: dict, city: int, argv: list[str]) -> subprocess.Popen[str]:
 
 LISTEN = """
 import socket, sys, time
-from topo.siteplan import INNET_UDP_PORT
+from innet.packetformat import PacketFormat
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((sys.argv[1], INNET_UDP_PORT)); s.settimeout(0.2)
+s.bind((sys.argv[1], PacketFormat.UDP_PORT)); s.settimeout(0.2)
 n, end = 0, time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:
     try:
@@ -105,7 +107,8 @@ def test_service_end_to_end(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     port = free_port()
     up = innet(run_dir, "net", "up", "--hosts", "1", "--port", str(port),
-               "--grpc-base-port", str(GRPC_BASE), "--slots", "64")  # fmt: skip
+               "--grpc-base-port", str(GRPC_BASE), "--slots", "64",
+               "--lanes", str(PACKET_FORMAT.lanes))  # fmt: skip
     recorded = state(run_dir)
     try:
         assert "9 switches programmed" in up.stdout and f"127.0.0.1:{port}" in up.stdout
@@ -125,8 +128,9 @@ def test_service_end_to_end(tmp_path: Path) -> None:
         outsider = in_host(recorded, OUTSIDER, [sys.executable, "-c", LISTEN,
                                                 f"10.0.{OUTSIDER}.1", "8"])  # fmt: skip
         members = ",".join(map(str, ROUND1_GROUP0))
+        lanes = ("--lanes", str(PACKET_FORMAT.lanes))  # the switches' packet format
         leaders = [in_host(recorded, m, [sys.executable, "-m", "tests.netns.innet_host", str(m),
-                                         str(CHUNKS), "8", members, "20"])
+                                         str(CHUNKS), "8", members, "20", *lanes])
                    for m in ROUND1_GROUP0]  # fmt: skip
         reports = [json.loads(p.communicate(timeout=60)[0]) for p in leaders]
         for m, report in zip(ROUND1_GROUP0, reports, strict=True):
@@ -152,7 +156,7 @@ def test_service_end_to_end(tmp_path: Path) -> None:
         recorded = state(run_dir)
         reports = [json.loads(p.communicate(timeout=60)[0]) for p in
                    [in_host(recorded, m, [sys.executable, "-m", "tests.netns.innet_host", str(m),
-                                          str(CHUNKS), "8", members, "20"])
+                                          str(CHUNKS), "8", members, "20", *lanes])
                     for m in ROUND1_GROUP0]]  # fmt: skip
         assert all(r["exact"] == CHUNKS for r in reports), reports  # London's entries are back
 

@@ -84,6 +84,40 @@ def test_the_core_of_the_controller_does_not_import_its_applications() -> None:
     assert found == []
 
 
+def environment_reads_at_import(path: Path) -> list[int]:
+    """Lines where a module reads `os.environ` or `os.getenv` outside any function: at import."""
+
+    def walk(node: ast.AST) -> Iterator[int]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue  # read when called, with what the caller's process has then
+            if (
+                isinstance(child, ast.Attribute)
+                and child.attr in ("environ", "environb", "getenv")
+                and isinstance(child.value, ast.Name)
+                and child.value.id == "os"
+            ):
+                yield child.lineno
+            yield from walk(child)
+
+    return list(walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def test_no_module_reads_the_environment_at_import() -> None:
+    """Facts are values passed where they are used (the packet format, the site plan), never
+    fixed for a whole process by what its environment said when a module was imported."""
+    found = [f"{path.relative_to(REPO)}:{line}" for path in modules(*PACKAGES)
+             for line in environment_reads_at_import(path)]  # fmt: skip
+    assert found == []
+
+
+def test_the_environment_check_sees_a_read_at_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("import os\nLANES = int(os.environ.get('X', '32'))\n"
+                      "def later():\n    return os.getenv('Y')\n")  # fmt: skip
+    assert environment_reads_at_import(module) == [2]
+
+
 def test_no_class_name_is_defined_twice() -> None:
     where: dict[str, list[str]] = {}
     for path in modules(*PACKAGES):

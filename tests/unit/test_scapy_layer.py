@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scapy.fields import FlagValue
@@ -15,12 +16,13 @@ from scapy.utils import rdpcap
 
 import workers.packets as codec
 from innet import scapy_layer
-from innet.scapy_layer import Innet
+from innet.packetformat import LANE_CHOICES, PacketFormat, PacketFormatError
+from innet.scapy_layer import Innet, innet_of
 from p4switch.pcap import PcapWriter
 from tests.unit.dataplane import harness
 from tests.unit.fuzz_profile import fuzz_settings
-from topo import siteplan
 
+PAYLOAD_BYTES = scapy_layer.DEFAULT.payload_bytes  # 144: the default format's message
 EXAMPLES = fuzz_settings(100, slow=False)
 INT32 = st.integers(-(2**31), 2**31 - 1)
 # Ethernet and IPv4 with their addresses given: scapy would otherwise look them up on this machine
@@ -30,8 +32,9 @@ ADDRESSED = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:fe") / IP(
 
 
 @st.composite
-def packets(draw: st.DrawFn) -> codec.InnetPacket:
-    """Any message the worker library can encode."""
+def packets(draw: st.DrawFn, lane_counts: tuple[int, ...] = LANE_CHOICES) -> codec.InnetPacket:
+    """Any message the worker library can encode, in any of these packet formats."""
+    lanes = draw(st.sampled_from(lane_counts))
     return codec.InnetPacket.of(
         draw(st.sampled_from(codec.PacketType)),
         codec.Flag(draw(st.integers(0, 15))),
@@ -41,7 +44,8 @@ def packets(draw: st.DrawFn) -> codec.InnetPacket:
         draw(st.integers(0, codec.MAX_ISLANDS - 1)),
         draw(st.integers(0, 2**32 - 1)),
         draw(st.integers(0, 2**32 - 1)),
-        tuple(draw(st.lists(INT32, min_size=codec.LANES, max_size=codec.LANES))),
+        tuple(draw(st.lists(INT32, min_size=lanes, max_size=lanes))),
+        PacketFormat(lanes),
     )
 
 
@@ -75,11 +79,11 @@ def fields_of(layer: Packet) -> tuple[object, ...]:
 
 
 def test_the_layer_states_the_facts_the_rest_of_innet_uses() -> None:
-    assert scapy_layer.INNET_UDP_PORT == siteplan.INNET_UDP_PORT == harness.UDP_PORT
-    assert scapy_layer.PLAIN_UDP_PORT == siteplan.PLAIN_UDP_PORT
-    assert scapy_layer.LANES == siteplan.LANES == codec.LANES == harness.N
-    assert scapy_layer.HEADER_BYTES == siteplan.INNET_HEADER_BYTES == codec.HEADER.size
-    assert scapy_layer.PAYLOAD_BYTES == codec.PACKET_BYTES
+    assert scapy_layer.INNET_UDP_PORT == PacketFormat.UDP_PORT == harness.UDP_PORT == 20041
+    assert scapy_layer.PLAIN_UDP_PORT == PacketFormat.PLAIN_UDP_PORT == 20043
+    assert scapy_layer.DEFAULT == harness.PACKET_FORMAT and scapy_layer.DEFAULT.lanes == harness.N
+    assert len(bytes(Innet())) == scapy_layer.DEFAULT.payload_bytes == 16 + 4 * harness.N
+    assert max(LANE_CHOICES) == scapy_layer.MOST_LANES
     assert scapy_layer.VERSION == codec.VERSION
     assert {int(t): t.name for t in codec.PacketType} == scapy_layer.TYPES
     assert [f.name for f in codec.Flag] == scapy_layer.FLAGS
@@ -91,7 +95,7 @@ def test_the_layer_states_the_facts_the_rest_of_innet_uses() -> None:
 def test_the_layer_builds_what_the_worker_codec_encodes(msg: codec.InnetPacket) -> None:
     wire = msg.encode()
     assert bytes(layer_of(msg)) == wire
-    assert codec.InnetPacket.decode(bytes(layer_of(msg))) == msg
+    assert codec.InnetPacket.decode(bytes(layer_of(msg)), msg.packet_format) == msg
     read = Innet(wire)
     assert fields_of(read) == (1, int(msg.type), int(msg.flags), msg.job, msg.round,
                                msg.group, msg.src, msg.chunk, msg.bitmap, msg.values)  # fmt: skip
@@ -99,12 +103,12 @@ def test_the_layer_builds_what_the_worker_codec_encodes(msg: codec.InnetPacket) 
 
 
 @EXAMPLES
-@given(payload=st.binary(min_size=scapy_layer.PAYLOAD_BYTES, max_size=scapy_layer.PAYLOAD_BYTES))
+@given(payload=st.binary(min_size=PAYLOAD_BYTES, max_size=PAYLOAD_BYTES))
 def test_any_payload_dissects_as_the_worker_codec_reads_it(payload: bytes) -> None:
     read = Innet(payload)
     assert bytes(read) == payload  # dissecting loses nothing
     try:
-        msg = codec.InnetPacket.decode(payload)
+        msg = codec.InnetPacket.decode(payload, scapy_layer.DEFAULT)
     except codec.PacketError:
         vt, src = payload[0], payload[7]
         assert vt >> 4 != 1 or vt & 15 not in scapy_layer.TYPES or src >= codec.MAX_ISLANDS
@@ -113,7 +117,7 @@ def test_any_payload_dissects_as_the_worker_codec_reads_it(payload: bytes) -> No
 
 
 @EXAMPLES
-@given(msg=packets(), island=st.sampled_from(harness.ISLANDS))
+@given(msg=packets((harness.N,)), island=st.sampled_from(harness.ISLANDS))
 def test_a_frame_built_with_scapy_is_the_frame_a_host_sends(
     msg: codec.InnetPacket, island: int
 ) -> None:
@@ -156,6 +160,22 @@ def test_a_frame_cut_short_keeps_the_whole_values_it_has() -> None:
     assert Innet not in header_cut and Raw in header_cut
 
 
+def test_a_256_lane_frame_dissects_with_its_256_values() -> None:
+    """The demo's packets (256 lanes): every value read, nothing left over, and the layer of
+    that format built as the workers' codec encodes it."""
+    wide = PacketFormat(256)
+    values = list(range(-128, 128))
+    layer = innet_of(wide, type="RESULT", src=3, chunk=7, values=values)
+    frame = Ether(bytes(ADDRESSED / UDP() / layer))
+    assert frame[Innet].values == tuple(values) and not frame[Innet].payload
+    packet = codec.InnetPacket.of(codec.PacketType.RESULT, codec.Flag(0), 0, 0, 0, 3, 7, 0,
+                                  values, wide)  # fmt: skip
+    assert bytes(frame[Innet]) == packet.encode()
+    assert len(bytes(innet_of(wide))) == wide.payload_bytes  # its zeros by default
+    with pytest.raises(PacketFormatError, match="32 values, a packet of this format carries 256"):
+        innet_of(wide, values=[0] * 32)
+
+
 def test_flags_read_by_name() -> None:
     layer = Innet(flags="WAN+REMOTE")
     assert int(layer.flags) == 0x09
@@ -167,7 +187,7 @@ def test_flags_read_by_name() -> None:
 def test_fuzz_draws_every_field_and_keeps_the_size() -> None:
     fuzzed = fuzz(Innet())
     seen = [Innet(bytes(fuzzed)) for _ in range(40)]  # each build draws anew
-    assert {len(bytes(p)) for p in seen} == {scapy_layer.PAYLOAD_BYTES}
+    assert {len(bytes(p)) for p in seen} == {PAYLOAD_BYTES}
     for name in ("version", "type", "job", "round", "src", "chunk", "bitmap"):
         assert len({getattr(p, name) for p in seen}) > 1, name
     assert len({tuple(p.values) for p in seen}) == len(seen)

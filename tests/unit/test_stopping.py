@@ -1,7 +1,7 @@
 """innet/stopping.py in processes of their own: a StopSignals handles SIGINT where the
-process inherited it ignored (a background job of a script), and a signal sent across an exec
-that `block_for_exec` prepared reaches the new image's handler instead of being lost or killing
-it. The other behaviours (held blocks, a second signal) are the module's doctest."""
+process inherited it ignored (a background job of a script), and a signal that arrived while the
+process had it blocked (inherited so from its parent) reaches the handler once installed instead
+of being lost. The other behaviours (held blocks, a second signal) are the module's doctest."""
 
 from __future__ import annotations
 
@@ -13,25 +13,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60.0  # hang guard: no duration is asserted
 
-NEW_IMAGE = """
+BLOCKED = """
+import sys
 from innet.stopping import StopSignals
 signals = StopSignals()
-print("new image", flush=True)
+print("blocked", flush=True)
+sys.stdin.readline()  # the test signals now, then lets it install its handler
 try:
     signals.install()
     print("not stopped", flush=True)
 except KeyboardInterrupt:
     print("stopped by", signals.name, flush=True)
-"""
-
-BEFORE_EXEC = f"""
-import os, sys
-from innet.stopping import StopSignals, block_for_exec
-StopSignals().install()
-block_for_exec()
-print("blocked", flush=True)
-sys.stdin.readline()  # the test signals now, then lets it exec
-os.execv(sys.executable, [sys.executable, "-c", {NEW_IMAGE!r}])
 """
 
 WAITING = """
@@ -51,6 +43,10 @@ def ignoring_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a non-interactive shell's `cmd &`
 
 
+def blocking_both() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))  # kept by exec
+
+
 def test_sigint_stops_a_process_that_inherited_it_ignored() -> None:
     proc = subprocess.Popen([sys.executable, "-c", WAITING], cwd=REPO, text=True,
                             stdout=subprocess.PIPE, preexec_fn=ignoring_sigint)  # fmt: skip
@@ -61,13 +57,13 @@ def test_sigint_stops_a_process_that_inherited_it_ignored() -> None:
     assert out == "stopped by SIGINT\n"
 
 
-def test_a_signal_across_an_exec_reaches_the_new_image() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", BEFORE_EXEC], cwd=REPO, text=True,
+def test_a_signal_that_came_while_inherited_blocked_reaches_the_handler() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", BLOCKED], cwd=REPO, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            preexec_fn=ignoring_sigint)  # fmt: skip
+                            preexec_fn=blocking_both)  # fmt: skip
     assert proc.stdout is not None and proc.stdin is not None
     assert proc.stdout.readline() == "blocked\n"
-    proc.send_signal(signal.SIGTERM)  # blocked: pending until the new image unblocks it
+    proc.send_signal(signal.SIGTERM)  # blocked: pending until install unblocks it
     out, _ = proc.communicate("go\n", timeout=TIMEOUT_S)
     assert proc.returncode == 0
-    assert out == "new image\nstopped by SIGTERM\n"
+    assert out == "stopped by SIGTERM\n"

@@ -6,6 +6,7 @@ and gave 256 slots per bank for 64 MB at scale 1000, twice the memory it was tol
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -15,14 +16,16 @@ from controller.planner.schedule import Round, Schedule
 from controller.runner.emulation import resolve
 from controller.runner.scenario import Training, parse_scenario
 from controller.service import views
+from controller.service.cli import service_argv
 from controller.service.experiment import ServiceExperiment
 from controller.service.options import ServiceConfig
 from controller.testbed import Testbed
+from innet.packetformat import PacketFormat
 from tests.unit.controller.conftest import InProcessNetwork, Switch, triangle
 from topo.siteplan import SlotPool
 
 MEMORY, SCALE = "64MB", 1000
-POOL = SlotPool(128, SCALE)  # 2 banks x 128 slots x 128 B = 32 kB <= 64 MB / 1000
+POOL = SlotPool(128, SCALE, PacketFormat())  # 2 banks x 128 slots x 128 B = 32 kB <= 64 MB / 1000
 ALL = Schedule("all", 3, (Round.of([[0, 1, 2]]),))
 
 
@@ -48,6 +51,19 @@ def test_net_up_builds_the_pool_both_banks_fit_in(service_config: ServiceConfig)
     assert service_config.spec.slots == 128 and service_config.spec.scale == SCALE
     assert service_config.params.memory_bytes == POOL.memory_bytes == 32_768_000
     assert service_config.params.slot_bytes == POOL.slot_bytes
+
+
+def test_net_up_takes_the_lanes_for_its_switches_and_its_service(tmp_path: Path) -> None:
+    args = build_parser()["main"].parse_args(["net", "up", "--memory", MEMORY,
+                                              "--scale", str(SCALE), "--lanes", "256"])  # fmt: skip
+    config = ServiceConfig.from_args(args)
+    assert config.pool == SlotPool(16, SCALE, PacketFormat(256))  # slots of 1 kB
+    assert config.spec.packet_format == PacketFormat(256)
+    assert config.params.slot_bytes == 1024 * SCALE
+    argv = service_argv(args, tmp_path)
+    assert argv[argv.index("--lanes") + 1] == "256"  # the background service builds the same
+    with pytest.raises(SystemExit):
+        build_parser()["main"].parse_args(["net", "up", "--lanes", "48"])
 
 
 def test_innet_run_and_its_check_give_the_same_pool(service_config: ServiceConfig) -> None:

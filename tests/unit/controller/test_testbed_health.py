@@ -14,6 +14,7 @@ from controller.p4rt.schema import insert
 from controller.planner.cost import CostParams
 from controller.planner.schedule import Round, Schedule
 from controller.testbed import RECONCILE_ATTEMPTS, SwitchHealth, Testbed
+from innet.packetformat import PacketFormat
 from tests.unit.controller.conftest import DEVICE_ID, InProcessNetwork, Switch, triangle
 from tests.unit.controller.held import HeldWrites, direct_write, groups, tree_round, trees
 from topo.siteplan import SlotPool
@@ -39,9 +40,8 @@ class StoppableNetwork(InProcessNetwork):
 
 @pytest.fixture
 def testbed(switches: list[Switch]) -> Iterator[Testbed]:
-    tb = Testbed.start(
-        triangle(), StoppableNetwork(switches), PARAMS, pool=SlotPool(64, 1), schedule=SCHEDULE
-    )
+    pool = SlotPool(64, 1, PacketFormat())
+    tb = Testbed.start(triangle(), StoppableNetwork(switches), PARAMS, pool=pool, schedule=SCHEDULE)
     try:
         yield tb
     finally:

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from controller.rounds import STATS, STATS_COUNTER
+from innet.packetformat import PacketFormat
 from p4switch import runtime as rt
 from p4switch.compiler import Pipeline, v1model
 from p4switch.native import NativePipeline
@@ -42,8 +43,9 @@ HOST_RID, WAN_RID = 1, 0
 LOCAL_GRP = 1  # every edge: the island's host ports, replica id 1
 STALE_US = 60_000_000  # a member's slots are claimed over after 60 s incomplete, by default
 
-UDP_PORT = 0x4E49
-N = 32
+PACKET_FORMAT = PacketFormat()  # innet.p4's default, which `compiled` builds: 32 lanes
+UDP_PORT = PacketFormat.UDP_PORT
+N = PACKET_FORMAT.lanes
 CONTRIBUTION, RESULT, NACK, RECOVER, BOUNCE = 1, 2, 3, 4, 5
 WAN, LOCAL, RETRANSMIT, REMOTE = 0x01, 0x02, 0x04, 0x08
 
@@ -51,15 +53,16 @@ WAN, LOCAL, RETRANSMIT, REMOTE = 0x01, 0x02, 0x04, 0x08
 _ETH = struct.Struct("!6s6sH")
 _IPV4 = struct.Struct("!BBHHHBBH4s4s")
 _UDP = struct.Struct("!HHHH")
-_INNET = struct.Struct("!BBHHBBII")
-_VALUES = struct.Struct(f"!{N}i")
-FRAME_BYTES = _ETH.size + _IPV4.size + _UDP.size + _INNET.size + _VALUES.size  # 186
+_INNET = PacketFormat.HEADER
+_VALUES = PACKET_FORMAT.values
+FRAME_BYTES = PACKET_FORMAT.frame_bytes  # 186
 
 
 @functools.cache
 def compiled(slots: int) -> CompiledProgram:
-    """innet.p4 compiled with SLOTS = `slots` (once per value in a test session)."""
-    return compile_file(P4_SOURCE, defines={"SLOTS": str(slots)})
+    """innet.p4 compiled with SLOTS = `slots` and PACKET_FORMAT's defines (once per value in a
+    test session)."""
+    return compile_file(P4_SOURCE, defines={**PACKET_FORMAT.defines(), "SLOTS": str(slots)})
 
 
 class FakeClock:

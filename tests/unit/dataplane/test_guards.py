@@ -23,6 +23,7 @@ from tests.unit.dataplane.harness import (
     LOCAL,
     NACK,
     NEXT_PORT,
+    PACKET_FORMAT,
     PREV_PORT,
     RECOVER,
     REMOTE,
@@ -348,10 +349,8 @@ def test_workers_sum_exactly_through_a_stray_that_wedged_a_slot(
 
     ups = updates(32 * 40, seed=5)
     policy = fast_policy(window=slots)
-    aggregators = {
-        i: Aggregator(net.transport(i), GroupSpec(JOB, ROUND, GROUP, i, ISLANDS), policy, clock)
-        for i in ISLANDS
-    }
+    specs = {i: GroupSpec(JOB, ROUND, GROUP, i, ISLANDS, PACKET_FORMAT) for i in ISLANDS}
+    aggregators = {i: Aggregator(net.transport(i), specs[i], policy, clock) for i in ISLANDS}
     sessions = {i: GroupSum(aggregators[i], ups[i]) for i in ISLANDS}
     run = run_round_robin(sessions, clock)
     assert run.errors == {}

@@ -12,6 +12,7 @@ import pytest
 from controller.p4rt.schema import Schema
 from controller.rounds import Change, TableWrite
 from innet.exceptions import InputError
+from innet.packetformat import PacketFormat
 from p4diff.case import ReadCounters, Send, Write, load_case
 from p4diff.exceptions import CaseError
 from p4diff.runner import check_against
@@ -98,12 +99,25 @@ def test_frames_built_from_layers_are_the_workers_encoding() -> None:
     case = load_case(CASES / "innet.yaml")
     first = next(s for s in case.steps if isinstance(s, Send) and "claims slot 0" in s.what)
     assert first.port == 1 and len(first.frame) == 186
-    packet = InnetPacket.decode(first.frame[42:])
+    packet = InnetPacket.decode(first.frame[42:], case.packet_format)
     assert (packet.type, packet.flags, packet.round, packet.src) == (
         PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL, 7, 0
     )  # fmt: skip
     assert first.frame[42:] == packet.encode()
     assert first.frame[36:38] == (20041).to_bytes(2, "big")
+
+
+def test_innet_frames_follow_the_case_s_lanes(tmp_path: Path) -> None:
+    """A case built with -D LANES=64 sends 64-lane innet frames; one without, innet.p4's 32."""
+    text = (CASES / "innet.yaml").read_text()
+    text = text.replace("../../p4src/innet.p4", str(REPO / "p4src" / "innet.p4"))
+    assert "defines: {SLOTS: 4}" in text
+    text = text.replace("defines: {SLOTS: 4}", "defines: {SLOTS: 4, LANES: 64}")
+    wide = load_case(write_case(tmp_path, text))
+    assert wide.packet_format == PacketFormat(64)
+    claims = [s for s in wide.steps if isinstance(s, Send) and "claims slot" in s.what]
+    assert claims and {len(s.frame) for s in claims} == {PacketFormat(64).frame_bytes}
+    assert load_case(CASES / "innet.yaml").packet_format == PacketFormat()
 
 
 def test_with_changes_a_named_frame_and_repeat_and_truncate_are_kept(tmp_path: Path) -> None:
@@ -188,6 +202,8 @@ def test_names_are_checked_against_the_programs_p4info(tmp_path: Path) -> None:
         (("steps:\n  - send: {port: 1, frame: base}", "steps:\n  - read_counters: x"),
          r"there is no send step"),
         (("ports: 3", "ports: 3\n  bad: indent"), r"case.yaml:\d+: not valid YAML"),
+        (("ports: 3", "ports: 3\ndefines: {LANES: 48}"),
+         r":1: the case: defines: LANES: 48 lanes per packet: innet.p4 takes 32, 64, 128 or 256"),
     ],
 )  # fmt: skip
 def test_each_mistake_is_one_line_naming_the_file_line_step_and_what(
@@ -229,6 +245,6 @@ def test_the_worked_example_in_the_docs_is_a_case_that_loads(tmp_path: Path) -> 
     case = load_case(write_case(tmp_path, example[1].replace("../../p4src/innet.p4", str(program))))
     sends = [s for s in case.steps if isinstance(s, Send)]
     assert [s.port for s in sends] == [1, 3, 4] and len(case.steps) == 6
-    assert [InnetPacket.decode(s.frame[42:]).src for s in sends] == [0, 1, 2]
+    assert [InnetPacket.decode(s.frame[42:], case.packet_format).src for s in sends] == [0, 1, 2]
     pipeline = P4switchKind().pipeline(case, tmp_path)
     check_against(case, Schema(pipeline.p4info), "p4switch")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from innet.packetformat import PacketFormat
 from tests.unit.workers.network import FakeClock
 from workers.exchange import DirectExchange, HostCollective, MulticastExchange
 from workers.group import GroupSpec, SendPolicy
@@ -34,6 +35,7 @@ from workers.ring import RingAllReduce
 
 JOB, ROUND, GROUP = 7, 2, 1
 REPLICATED = (PacketType.CONTRIBUTION, PacketType.NACK, PacketType.RECOVER)
+PACKET_FORMAT = PacketFormat()  # what the members send and read, unless a test gives another
 
 
 @dataclass
@@ -62,6 +64,7 @@ class HostNet:
     clock: FakeClock
     faults: HostFaults = field(default_factory=HostFaults)
     delay: Callable[[int, int], float] | None = None
+    packet_format: PacketFormat = PACKET_FORMAT  # the members' (see `build`): what is decoded
     log: list[Sent] = field(default_factory=list)
     lost: int = 0
     duplicated: int = 0
@@ -86,7 +89,7 @@ class HostNet:
     def deliver(self, src: int, dst: int, payload: bytes) -> None:
         """One copy from src's leader to dst's, through the faults."""
         f = self.faults
-        packet = InnetPacket.decode(payload)
+        packet = InnetPacket.decode(payload, self.packet_format)
         if (f.drop is not None and f.drop(src, dst, packet)) or self._chance(f.loss):
             self.lost += 1
             return
@@ -125,7 +128,7 @@ class PeerPort:
     island: int
 
     def send_to(self, island: int, payload: bytes) -> None:
-        packet = InnetPacket.decode(payload)
+        packet = InnetPacket.decode(payload, self.net.packet_format)
         self.net.log.append(Sent(self.net.clock.now, self.island, island, packet))
         if island in self.net.members:
             self.net.deliver(self.island, island, payload)
@@ -145,7 +148,7 @@ class EdgePort:
     island: int
 
     def send(self, frame_payload: bytes) -> None:
-        packet = InnetPacket.decode(frame_payload)
+        packet = InnetPacket.decode(frame_payload, self.net.packet_format)
         self.net.log.append(Sent(self.net.clock.now, self.island, None, packet))
         if packet.type not in REPLICATED or not packet.flags & Flag.WAN:
             self.net.edge_dropped += 1
@@ -214,8 +217,10 @@ def policy(**changes: object) -> SendPolicy:
     return SendPolicy(**(fields | changes))  # type: ignore[arg-type]
 
 
-def spec(island: int, members: Sequence[int]) -> GroupSpec:
-    return GroupSpec(JOB, ROUND, GROUP, island, tuple(members))
+def spec(
+    island: int, members: Sequence[int], packet_format: PacketFormat = PACKET_FORMAT
+) -> GroupSpec:
+    return GroupSpec(JOB, ROUND, GROUP, island, tuple(members), packet_format)
 
 
 def build(
@@ -228,7 +233,7 @@ def build(
     """A collective of `kind` ('direct', 'multicast' or 'ring') for every running member."""
     out: dict[int, HostCollective] = {}
     for i in net.members if running is None else running:
-        g, clock = spec(i, net.members), net.clock
+        g, clock = spec(i, net.members, net.packet_format), net.clock
         if kind == "direct":
             out[i] = DirectExchange(net.peer(i), g, send_policy, clock)
         elif kind == "multicast":

@@ -31,7 +31,15 @@ from typing import Protocol
 import numpy as np
 
 from tests.unit.clock import FakeClock
-from tests.unit.dataplane.harness import ISLANDS, UDP_PORT, Hop, Triangle, host_ip, ipv4_frame
+from tests.unit.dataplane.harness import (
+    ISLANDS,
+    PACKET_FORMAT,  # what the harness compiles innet.p4 with (32 lanes), re-exported
+    UDP_PORT,
+    Hop,
+    Triangle,
+    host_ip,
+    ipv4_frame,
+)
 from workers.aggregate import Aggregator, GroupSpec, GroupSum, SendPolicy
 from workers.quantise import exponent_of, quantise, scale_for
 
@@ -225,7 +233,7 @@ def updates(n: int, seed: int = 2024) -> np.ndarray:
 def expected_int_sum(ups: np.ndarray) -> tuple[np.ndarray, float]:
     """numpy's int32 sum of the quantised inputs, at the scale the group must agree on."""
     k = ups.shape[0]
-    scale = scale_for(max(exponent_of(u) for u in ups), k)
+    scale = scale_for(max(exponent_of(u, PACKET_FORMAT.lanes) for u in ups), k)
     total = sum(quantise(u, scale, k).astype(np.int64) for u in ups)
     return np.asarray(total).astype(np.int32), scale
 
@@ -239,15 +247,17 @@ class Islands:
     run: RoundRobinRun
 
 
+def group_spec(island: int, members: tuple[int, ...] = MEMBERS) -> GroupSpec:
+    """The test group as island `island` takes part in it, in the harness's packet format."""
+    return GroupSpec(JOB, ROUND, GROUP, island, members, PACKET_FORMAT)
+
+
 def group_sum_on_triangle(
     net: HarnessNetwork, policy: SendPolicy, ups: np.ndarray, running: tuple[int, ...] = MEMBERS
 ) -> Islands:
     """Every running island's GroupSum, stepped round-robin on a fake clock to the end."""
     clock = FakeClock()
-    aggregators = {
-        i: Aggregator(net.transport(i), GroupSpec(JOB, ROUND, GROUP, i, MEMBERS), policy, clock)
-        for i in running
-    }
+    aggregators = {i: Aggregator(net.transport(i), group_spec(i), policy, clock) for i in running}
     sessions = {i: GroupSum(aggregators[i], ups[i]) for i in running}
     run = run_round_robin(sessions, clock)
     return Islands(net, clock, aggregators, sessions, run)

@@ -11,11 +11,13 @@ from tests.unit.workers.network import (
     GROUP,
     JOB,
     MEMBERS,
+    PACKET_FORMAT,
     ROUND,
     FakeClock,
     HarnessNetwork,
     expected_int_sum,
     fast_policy,
+    group_spec,
     group_sum_on_triangle,
     run_round_robin,
     updates,
@@ -25,7 +27,7 @@ from workers.exceptions import AggregationError, AggregationTimeout, PolicyError
 from workers.quantise import dequantise
 
 N_FLOATS = 100_000
-N_CHUNKS = 1 + N_FLOATS // 32  # the exponent vote is chunk 0
+N_CHUNKS = 1 + N_FLOATS // PACKET_FORMAT.lanes  # the exponent vote is chunk 0
 
 
 def assert_exact(islands, ups: np.ndarray) -> None:
@@ -67,7 +69,7 @@ def test_a_small_window_is_slower_and_still_exact() -> None:
 
 def test_pacing_by_rate_spreads_the_chunks() -> None:
     ups = updates(3200)
-    rate = 186 * 8 * 10_000  # 10k chunks per second: 10 per 1 ms tick
+    rate = PACKET_FORMAT.frame_bits * 10_000  # 10k chunks per second: 10 per 1 ms tick
     islands = group_sum_on_triangle(
         HarnessNetwork(1024, JOB, ROUND, GROUP), fast_policy(window=1024, rate_bps=rate), ups
     )
@@ -82,7 +84,7 @@ def test_non_finite_input_is_refused_before_anything_is_sent(bad: float) -> None
     transport = net.transport(0)
     update = np.zeros(1000, dtype=np.float32)
     update[123] = bad
-    spec = GroupSpec(JOB, ROUND, GROUP, 0, MEMBERS)
+    spec = group_spec(0)
     with pytest.raises(QuantiseError, match="index 123"):
         group_sum(transport, spec, fast_policy(window=16), update, clock=FakeClock())
     assert transport.sent == 0
@@ -115,7 +117,7 @@ def test_int32_allreduce_wraps_around_like_the_switch() -> None:
     }
     aggs = {}
     for i in MEMBERS:
-        spec = GroupSpec(JOB, ROUND, GROUP, i, MEMBERS)
+        spec = group_spec(i)
         aggs[i] = Aggregator(net.transport(i), spec, fast_policy(window=16), clock)
         aggs[i].begin(values[i])
     run = run_round_robin(aggs, clock)
@@ -134,7 +136,7 @@ def test_blocking_group_sum_in_threads() -> None:
 
     def island(i: int) -> None:
         try:
-            spec = GroupSpec(JOB, ROUND, GROUP, i, MEMBERS)
+            spec = group_spec(i)
             out[i] = group_sum(net.transport(i), spec, policy, ups[i])
         except BaseException as exc:
             errors[i] = exc
@@ -175,16 +177,16 @@ def test_policies_that_cannot_work_are_refused(changes: dict, message: str) -> N
 
 def test_group_specs_that_cannot_work_are_refused() -> None:
     with pytest.raises(PolicyError, match="not a member"):
-        GroupSpec(JOB, ROUND, GROUP, 3, MEMBERS)
+        GroupSpec(JOB, ROUND, GROUP, 3, MEMBERS, PACKET_FORMAT)
     with pytest.raises(PolicyError, match="twice"):
-        GroupSpec(JOB, ROUND, GROUP, 0, (0, 0, 1))
+        GroupSpec(JOB, ROUND, GROUP, 0, (0, 0, 1), PACKET_FORMAT)
     with pytest.raises(PolicyError, match=r"0\.\.31"):
-        GroupSpec(JOB, ROUND, GROUP, 0, (0, 32))
+        GroupSpec(JOB, ROUND, GROUP, 0, (0, 32), PACKET_FORMAT)
 
 
 def test_a_second_allreduce_waits_for_the_first() -> None:
     net = HarnessNetwork(16, JOB, ROUND, GROUP)
-    agg = Aggregator(net.transport(0), GroupSpec(JOB, ROUND, GROUP, 0, MEMBERS), fast_policy(16))
+    agg = Aggregator(net.transport(0), group_spec(0), fast_policy(16))
     session = GroupSum(agg, np.ones(10, dtype=np.float32))
     assert not session.step()
     with pytest.raises(AggregationError, match="unfinished"):
@@ -196,16 +198,13 @@ def test_split_sends_merge_the_own_copy_just_in_time(start_s: float, lag_s: floa
     """WAN|REMOTE copies merge at the other edges only; the LOCAL copy completes the own slot."""
     n = 100  # chunks
     rng = np.random.default_rng(11)
-    values = rng.integers(-1000, 1000, size=(len(MEMBERS), n * 32), dtype=np.int32)
+    values = rng.integers(-1000, 1000, size=(len(MEMBERS), n * PACKET_FORMAT.lanes), dtype=np.int32)
     net = HarnessNetwork(1024, JOB, ROUND, GROUP)
     clock = FakeClock()
     policy = fast_policy(
-        window=1024, rate_bps=186 * 8 * 10_000, start_s=start_s, local_lag_s=lag_s
+        window=1024, rate_bps=PACKET_FORMAT.frame_bits * 10_000, start_s=start_s, local_lag_s=lag_s
     )  # 10 chunks per 1 ms tick
-    aggs = {
-        i: Aggregator(net.transport(i), GroupSpec(JOB, ROUND, GROUP, i, MEMBERS), policy, clock)
-        for i in MEMBERS
-    }
+    aggs = {i: Aggregator(net.transport(i), group_spec(i), policy, clock) for i in MEMBERS}
     for i, agg in aggs.items():
         agg.begin(values[i])
     run = run_round_robin(aggs, clock)
@@ -249,14 +248,13 @@ def test_a_member_that_stalls_costs_bounces_not_resends() -> None:
     timeout, resends and a NACK, and the slots it left half merged refused the chunks after)."""
     n = 40  # chunks
     rng = np.random.default_rng(5)
-    values = rng.integers(-1000, 1000, size=(len(MEMBERS), n * 32), dtype=np.int32)
+    values = rng.integers(-1000, 1000, size=(len(MEMBERS), n * PACKET_FORMAT.lanes), dtype=np.int32)
     net = HarnessNetwork(2, JOB, ROUND, GROUP)
     clock = FakeClock()
-    policy = fast_policy(window=n, rate_bps=186 * 8 * 1000, timeout_s=0.05, max_timeout_s=0.2)
-    aggs = {
-        i: Aggregator(net.transport(i), GroupSpec(JOB, ROUND, GROUP, i, MEMBERS), policy, clock)
-        for i in MEMBERS
-    }
+    policy = fast_policy(
+        window=n, rate_bps=PACKET_FORMAT.frame_bits * 1000, timeout_s=0.05, max_timeout_s=0.2
+    )
+    aggs = {i: Aggregator(net.transport(i), group_spec(i), policy, clock) for i in MEMBERS}
     for i, agg in aggs.items():
         agg.begin(values[i])
     late = MEMBERS[2]

@@ -9,6 +9,7 @@ from tests.unit.workers.network import (
     GROUP,
     JOB,
     MEMBERS,
+    PACKET_FORMAT,
     ROUND,
     Faults,
     HarnessNetwork,
@@ -54,7 +55,7 @@ def test_lost_results_are_emitted_again_by_the_edge() -> None:
     dropped: set[tuple[int, int]] = set()
 
     def first_result_of_every_50th_chunk(island: int, payload: bytes) -> bool:
-        p = InnetPacket.decode(payload)
+        p = InnetPacket.decode(payload, PACKET_FORMAT)
         if p.type != PacketType.RESULT or p.chunk % 50 != 7 or (island, p.chunk) in dropped:
             return False
         dropped.add((island, p.chunk))
@@ -65,7 +66,7 @@ def test_lost_results_are_emitted_again_by_the_edge() -> None:
     islands = group_sum_on_triangle(net, fast_policy(window=256), ups)
     assert_exact(islands, ups)
     per_island = len(dropped) // 3
-    assert per_island == len(range(7, 1 + 20_000 // 32, 50))
+    assert per_island == len(range(7, 1 + 20_000 // PACKET_FORMAT.lanes, 50))
     for i in MEMBERS:
         s = islands.aggregators[i].stats
         assert s.retransmitted == per_island and s.nacks_sent == 0
@@ -90,7 +91,8 @@ def test_one_lost_copy_is_nacked_recovered_and_the_slot_healed() -> None:
     assert islands.aggregators[0].stats.recovers_sent >= 1
     assert islands.aggregators[1].stats.recovers_sent >= 1
     assert net.stats(2)["slot_conflict"] == 0
-    assert net.stats(2)["completed"] == 1 + 4_000 // 32  # the healed slot completed too
+    # the healed slot completed too
+    assert net.stats(2)["completed"] == 1 + 4_000 // PACKET_FORMAT.lanes
 
 
 def test_network_duplicates_are_counted_once() -> None:

@@ -6,14 +6,18 @@ import socket
 
 import pytest
 
+from innet.packetformat import PacketFormat
 from workers.exceptions import TransportError
 from workers.packets import Flag, InnetPacket, PacketType
 from workers.transport import UdpTransport
 
+PACKET_FORMAT = PacketFormat()
+
 
 def packet(chunk: int) -> bytes:
+    values = (chunk,) * PACKET_FORMAT.lanes
     return InnetPacket.of(
-        PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL, 7, 1, 3, 0, chunk, 0, (chunk,) * 32
+        PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL, 7, 1, 3, 0, chunk, 0, values, PACKET_FORMAT
     ).encode()
 
 

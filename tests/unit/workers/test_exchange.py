@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.unit.workers.hostnet import (
+    PACKET_FORMAT,
     HostFaults,
     HostNet,
     TickingClock,
@@ -23,7 +24,6 @@ from tests.unit.workers.hostnet import (
     wrapping_sum,
 )
 from tests.unit.workers.network import FakeClock, expected_int_sum
-from topo.siteplan import FRAME_BITS
 from workers.aggregate import GroupSum
 from workers.exceptions import AggregationError, AggregationTimeout, QuantiseError, TransportError
 from workers.exchange import DirectExchange, HostCollective
@@ -44,7 +44,9 @@ FAULTS = {
 def packet(kind: PacketType, src: int, chunk: int, *, rnd: int = 2, bitmap: int = 0,
            flags: int = 0, value: int = 0) -> bytes:  # fmt: skip
     """An innet packet of the test group (round `rnd`) from `src`."""
-    return InnetPacket.of(kind, Flag(flags), 7, rnd, 1, src, chunk, bitmap, (value,) * 32).encode()
+    values = (value,) * PACKET_FORMAT.lanes
+    return InnetPacket.of(kind, Flag(flags), 7, rnd, 1, src, chunk, bitmap, values,
+                          PACKET_FORMAT).encode()  # fmt: skip
 
 
 def assert_exact(members: dict, values: dict) -> None:
@@ -194,7 +196,7 @@ def test_sends_are_spaced_by_the_frame_time_per_stream(kind: str, streams: int) 
     members = (0, 1, 2)
     net = HostNet(members, FakeClock())
     values = contributions(members, n * 32)
-    paced = policy(rate_bps=FRAME_BITS / delta, start_s=0.005)
+    paced = policy(rate_bps=PACKET_FORMAT.frame_bits / delta, start_s=0.005)
     exchanges, finish = run_collective(kind, net, values, paced, tick_s=tick)
     assert finish.errors == {}
     times = send_times(net, 0)
@@ -357,8 +359,8 @@ def blocking_over_loopback(
     assert all(np.array_equal(out[i], expected) for i in members)
 
 
-LOOPBACK_PACED = {"rate_bps": FRAME_BITS * 20_000, "timeout_s": 0.05, "max_timeout_s": 0.2,
-                  "deadline_s": 20.0}  # fmt: skip
+LOOPBACK_PACED = {"rate_bps": PACKET_FORMAT.frame_bits * 20_000, "timeout_s": 0.05,
+                  "max_timeout_s": 0.2, "deadline_s": 20.0}  # fmt: skip
 
 
 def test_direct_exchange_blocking_over_loopback_udp() -> None:

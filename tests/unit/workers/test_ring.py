@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.unit.workers.hostnet import (
+    PACKET_FORMAT,
     HostFaults,
     HostNet,
     build,
@@ -25,7 +26,6 @@ from tests.unit.workers.test_exchange import (
     first_copies,
     packet,
 )
-from topo.siteplan import FRAME_BITS
 from workers.exceptions import AggregationTimeout, PolicyError
 from workers.packets import Flag, InnetPacket, PacketType
 from workers.ring import RingAllReduce
@@ -175,7 +175,7 @@ def test_one_paced_stream_per_member() -> None:
     order = (2, 0, 1)
     net = ring_net(order)
     values = contributions(net.members, 60 * 32)
-    paced = policy(rate_bps=FRAME_BITS / delta, start_s=0.003)
+    paced = policy(rate_bps=PACKET_FORMAT.frame_bits / delta, start_s=0.003)
     rings, finish = run_collective("ring", net, values, paced, order=order, tick_s=tick)
     assert finish.errors == {}
     times = np.array([s.at for s in net.sent_by(0)])
@@ -214,8 +214,8 @@ def test_the_pipelined_ring_takes_the_time_the_planner_models(n: int, hops_ms: l
 
     net = ring_net(order, delay=delay)
     values = contributions(net.members, n * 32)
-    paced = policy(rate_bps=FRAME_BITS / (delta_ms / 1000), timeout_s=2 * max(hops_ms) / 1000
-                   + 0.001, max_timeout_s=0.5)  # fmt: skip
+    paced = policy(rate_bps=PACKET_FORMAT.frame_bits / (delta_ms / 1000),
+                   timeout_s=2 * max(hops_ms) / 1000 + 0.001, max_timeout_s=0.5)  # fmt: skip
     rings, finish = run_collective("ring", net, values, paced, order=order, tick_s=2e-5)
     assert finish.errors == {}
     assert sum(r.stats.nacks_sent for r in rings.values()) == 0

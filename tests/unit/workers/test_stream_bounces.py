@@ -9,12 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from topo.siteplan import FRAME_BITS, LANES
+from innet.packetformat import PacketFormat
 from workers.group import AggregatorStats, GroupSpec, SendPolicy
 from workers.packets import Flag, InnetPacket, PacketType
 from workers.stream import BOUNCE_WAIT_S, LOCAL_REPLAY, ChunkStream
 
-GROUP = GroupSpec(job=1, round=0, group=0, me=0, members=(0, 1, 2))
+PACKET_FORMAT = PacketFormat()
+LANES, FRAME_BITS = PACKET_FORMAT.lanes, PACKET_FORMAT.frame_bits
+GROUP = GroupSpec(job=1, round=0, group=0, me=0, members=(0, 1, 2), packet_format=PACKET_FORMAT)
 FRAME_S = 0.001  # the paced schedule: a frame a millisecond
 TIMEOUT_S = 0.2
 
@@ -29,7 +31,7 @@ def stream(paced: bool = True, n: int = 1) -> ChunkStream:
 def bounce(src: int, chunk: int, value: int, flags: Flag = Flag.WAN | Flag.REMOTE) -> InnetPacket:
     g = GROUP
     return InnetPacket.of(PacketType.BOUNCE, flags, g.job, g.round, g.group, src, chunk, 0,
-                          (value,) * LANES)  # fmt: skip
+                          (value,) * LANES, g.packet_format)  # fmt: skip
 
 
 def replays(s: ChunkStream, now: float) -> list[InnetPacket]:
@@ -39,7 +41,7 @@ def replays(s: ChunkStream, now: float) -> list[InnetPacket]:
 def result(chunk: int) -> InnetPacket:
     g = GROUP
     return InnetPacket.of(PacketType.RESULT, Flag(0), g.job, g.round, g.group, 0, chunk,
-                          g.bitmap, (7,) * LANES)  # fmt: skip
+                          g.bitmap, (7,) * LANES, g.packet_format)  # fmt: skip
 
 
 def test_a_bounced_contribution_goes_back_to_the_own_edge_a_frame_time_later() -> None:

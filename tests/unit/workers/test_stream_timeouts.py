@@ -10,12 +10,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from topo.siteplan import FRAME_BITS, LANES
+from innet.packetformat import PacketFormat
 from workers.group import AggregatorStats, GroupSpec, SendPolicy
 from workers.packets import Flag, InnetPacket, PacketType
 from workers.stream import ChunkStream
 
-GROUP = GroupSpec(job=1, round=0, group=0, me=0, members=(0, 1))
+PACKET_FORMAT = PacketFormat()
+LANES, FRAME_BITS = PACKET_FORMAT.lanes, PACKET_FORMAT.frame_bits
+GROUP = GroupSpec(job=1, round=0, group=0, me=0, members=(0, 1), packet_format=PACKET_FORMAT)
 FRAMES_PER_S = 1000  # the leader's paced rate: one frame a millisecond
 STEP_S = 0.00025
 
@@ -27,7 +29,7 @@ def _policy(window: int) -> SendPolicy:
 
 def _result(chunk: int) -> InnetPacket:
     return InnetPacket.of(PacketType.RESULT, Flag(0), GROUP.job, GROUP.round, GROUP.group, 0, chunk,
-                       GROUP.bitmap, (chunk,) * LANES)  # fmt: skip
+                       GROUP.bitmap, (chunk,) * LANES, GROUP.packet_format)  # fmt: skip
 
 
 def _play(

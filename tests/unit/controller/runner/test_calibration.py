@@ -36,7 +36,7 @@ from controller.runner.records import Baseline
 from controller.runner.run import Run
 from controller.runner.scenario import parse_scenario
 from topo import local_switch
-from topo.siteplan import FRAME_BITS, host_ports
+from topo.siteplan import host_ports
 from topo.wan import City, Wan, WanLink
 
 
@@ -267,7 +267,7 @@ def test_round_rates_turn_the_group_rate_into_frames_at_emulation_scale() -> Non
     g = group("inna", (0, 2))
     lone = GroupCost((1,), math.inf, (0.0,), 0.0, 0.0, 0.0, 0.0, "local")
     rates = planned.round_rates(em, chain(), RoundCost(Round.of([[0, 2], [1]]), (g, lone)))
-    fps = em.frame_rate_bps(1e9) / FRAME_BITS
+    fps = em.frame_rate_bps(1e9) / em.packet_format.frame_bits
     assert rates == pytest.approx({0: 3 * fps, 1: 2 * fps, 2: 3 * fps})
 
 
@@ -277,7 +277,7 @@ def test_the_plan_needs_its_busiest_round_all_to_all_at_ample_memory() -> None:
     got = planned.plan_need(em)
     (all_to_all,) = em.points[0].plays[0].plan.costs
     (g,) = all_to_all.groups
-    fps = em.frame_rate_bps(g.rate_bps) / FRAME_BITS
+    fps = em.frame_rate_bps(g.rate_bps) / em.packet_format.frame_bits
     n = em.scenario.wan.n
     # every switch: its leader's two copies and the n - 1 other members' streams
     assert got.switch_fps == pytest.approx((n + 1) * fps)
@@ -296,7 +296,7 @@ def test_a_leader_handles_what_it_sends_and_what_it_is_delivered() -> None:
     stream and is delivered the 2 others'; direct exchange sends 2 and is delivered 2; a ring
     sends its stream and is delivered its predecessor's."""
     em = resolve(parse_scenario("name: t\nscale: 100000\nmemory: [1.6GB]\n"))
-    fps = em.frame_rate_bps(1e9) / FRAME_BITS
+    fps = em.frame_rate_bps(1e9) / em.packet_format.frame_bits
     for collective, per_leader in (("inna", 3), ("multicast", 3), ("direct", 4), ("ring", 2)):
         g = group(collective, order=(0, 1, 2)) if collective == "ring" else group(collective)
         rates = planned.leader_rates(em, chain(), RoundCost(Round.of([[0, 1, 2]]), (g,)))

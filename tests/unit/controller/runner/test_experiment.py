@@ -20,7 +20,6 @@ from controller.runner.leaders import local_lag, send_policy
 from controller.runner.play import install_round
 from controller.runner.scenario import parse_scenario
 from controller.testbed import InstalledRound
-from topo.siteplan import FRAME_BITS
 from workers.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[4]
@@ -44,7 +43,7 @@ def test_local_lag_is_the_first_remote_arrival_after_the_own_send() -> None:
 
 
 def test_a_leader_policy_is_rate_paced_with_the_whole_update_in_flight() -> None:
-    policy = send_policy(20_000.0, 0.012, -0.004, 0.14, 76, 60.0)
+    policy = send_policy(20_000.0, 186 * 8, 0.012, -0.004, 0.14, 76, 60.0)
     assert policy.window == 76 and policy.rate_bps == 20_000.0
     assert policy.start_s == pytest.approx(0.012) and policy.local_lag_s == pytest.approx(-0.004)
     # a timeout shorter than the send-to-result time would resend every chunk
@@ -80,8 +79,8 @@ def test_the_training_section_becomes_the_trainers_config() -> None:
 
 
 def default_check() -> dict[tuple[str, str, str], float]:
-    """`innet run --check` of the default scenario (started again with its 256 lanes): the
-    predicted consensus per (network, memory, family)."""
+    """`innet run --check` of the default scenario (256 lanes): the predicted consensus per
+    (network, memory, family)."""
     proc = subprocess.run([sys.executable, "-c", CLI, "run", str(DEFAULT), "--check"], cwd=REPO,
                           capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -167,8 +166,12 @@ def test_run_refuses_a_bad_scenario_before_anything_starts(
 
 
 def test_frames_carry_the_update_at_the_planned_rate() -> None:
-    """The pacing rate is the planned update rate times 186/128: headers ride above it."""
-    assert FRAME_BITS == 186 * 8
+    """The pacing rate is the planned update rate, scaled down, times frame / slot: headers
+    ride above it (186/128 with 32 lanes, 1082/1024 with 256)."""
+    for lanes, frame_bytes in ((32, 186), (256, 1082)):
+        em = resolve(parse_scenario(f"name: t\nscale: 100000\nmemory: 1.6GB\nlanes: {lanes}\n"))
+        assert em.frame_rate_bps(8e9) == pytest.approx(8e9 / 100_000 * frame_bytes / (4 * lanes))
+        assert em.wire_bytes(4 * lanes * 100_000) == pytest.approx(frame_bytes)  # one frame
 
 
 class FlakyTestbed:

@@ -10,6 +10,7 @@ import pytest
 
 from controller.runner import leaderload
 from controller.runner.leaderload import echo_edge, leader_rate
+from innet.packetformat import PacketFormat
 
 
 def children() -> set[int]:
@@ -19,9 +20,12 @@ def children() -> set[int]:
         return {int(pid) for pid in f.read().split()}
 
 
-def test_a_paced_leader_s_frames_per_cpu_second_are_measured_and_its_edge_stopped() -> None:
+@pytest.mark.parametrize("lanes", [32, 256])
+def test_a_paced_leader_s_frames_per_cpu_second_are_measured_and_its_edge_stopped(
+    lanes: int,
+) -> None:
     before = children()
-    rate = leader_rate(2_000.0, span_s=0.05)
+    rate = leader_rate(2_000.0, PacketFormat(lanes), span_s=0.05)
     assert math.isfinite(rate) and rate > 0
     assert children() == before  # the edge process is gone
 
@@ -36,4 +40,4 @@ def test_the_edge_answers_on_loopback_with_a_port_of_its_own() -> None:
 @pytest.mark.parametrize("bad", [0.0, -5.0, math.nan])
 def test_a_rate_that_is_no_rate_is_refused(bad: float) -> None:
     with pytest.raises(ValueError, match="positive"):
-        leader_rate(bad)
+        leader_rate(bad, PacketFormat())

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,11 +10,11 @@ import yaml
 
 from controller.runner.exceptions import ScenarioError
 from controller.runner.scenario import Training, load_scenario, parse_scenario
-from topo.siteplan import LANES, SlotPool
+from innet.packetformat import PacketFormat
+from topo.siteplan import SlotPool
 
 REPO = Path(__file__).resolve().parents[4]
 SHIPPED = sorted((REPO / "scenarios").glob("*.yaml"))
-CLI = "import sys; from controller.cli import main; sys.exit(main())"
 
 
 def write(tmp_path: Path, text: str, name: str = "scenario.yaml") -> Path:
@@ -33,15 +31,8 @@ def test_the_four_scenarios_are_shipped() -> None:
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_shipped_scenario_loads_and_says_what_it_shows(path: Path) -> None:
     lanes = yaml.safe_load(path.read_text()).get("lanes", 32)
-    if lanes != LANES:  # checked as innet run checks it: started again with its lanes
-        argv = [sys.executable, "-c", CLI, "run", str(path), "--check"]
-        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120,
-                              check=False)  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.startswith(f"scenario {path.stem}: 9 islands"), proc.stdout
-        assert f"starting again with INNET_LANES={lanes}" in proc.stderr
-        return
     scenario = load_scenario(path)
+    assert scenario.packet_format == PacketFormat(lanes)
     assert scenario.name == path.stem
     assert path.read_text().startswith("# ")
     assert len(scenario.islands) == 9
@@ -58,8 +49,7 @@ def test_the_default_scenario_is_quick() -> None:
 
 
 def test_memory_sweep_and_schedule_comparison_cover_what_they_say() -> None:
-    """As written (their 256 lanes are another process's: the shipped-scenario test loads them
-    there): the memory points and families they name, at the demo's scale and model."""
+    """As written: the memory points and families they name, at the demo's scale and model."""
     sweep = yaml.safe_load((REPO / "scenarios" / "memory-sweep.yaml").read_text())
     assert sweep["memory"] == ["25.6MB", "51.2MB", "102.4MB", "204.8MB", "409.6MB", "1.6GB"]
     assert sweep["schedules"] == ["all-to-all", "cliques-3"]
@@ -242,7 +232,9 @@ def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
 def test_a_scenario_gives_the_site_plan_pool_for_each_memory(tmp_path: Path) -> None:
     scenario = load_scenario(write(tmp_path, "name: m\nmemory: [25.6MB, 100MB, 1.6GB]\n"))
     pools = [scenario.pool(m) for m in scenario.memory_bytes]
-    assert pools == [SlotPool.for_memory(m, 100_000) for m in scenario.memory_bytes]
+    assert pools == [
+        SlotPool.for_memory(m, 100_000, scenario.packet_format) for m in scenario.memory_bytes
+    ]
     assert [p.slots_per_bank for p in pools] == [1, 2, 32]
     assert [p.memory_bytes for p in pools] == [25_600_000, 51_200_000, 819_200_000]
 

@@ -12,6 +12,7 @@ from controller.planner.cost import CostParams
 from controller.planner.schedule import Round, Schedule
 from controller.service.api import create_app
 from controller.testbed import Testbed
+from innet.packetformat import PacketFormat
 from tests.unit.controller.conftest import InProcessNetwork, Switch, triangle
 from topo.siteplan import SlotPool
 
@@ -27,7 +28,7 @@ def testbed(switches: list[Switch]) -> Iterator[Testbed]:
         triangle(),
         InProcessNetwork(switches, W),
         PARAMS,
-        pool=SlotPool(64, 1),
+        pool=SlotPool(64, 1, PacketFormat()),
         schedule=PAIRS_THEN_ALL,
     )
     try:
