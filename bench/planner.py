@@ -30,6 +30,7 @@ from controller.planner.cost import CostParams
 from controller.planner.optimise import Plan, Planner, best_grid, exhaustive_grid
 from controller.planner.schedule import grid_rounds
 from controller.planner.sweep import memory_points, sweep
+from innet.vocabulary import NetworkMode
 from topo.loader import default_wan
 from topo.synthetic import synthetic_wan
 
@@ -88,7 +89,7 @@ def bench_networks() -> None:
     wan = default_wan()
     print("nine cities, every network, 1 GB at 10 Gb/s (goal: all six plans < 1 s)")
     planner, total = Planner(wan), 0.0
-    for network in ("plain", "multicast", "inna"):
+    for network in (NetworkMode.PLAIN, NetworkMode.MULTICAST, NetworkMode.INNA):
         for memory in (25_600_000, 1_600_000_000):
             params = CostParams(GB, memory, 10e9, network=network)
             secs, plan = timed(partial(planner.plan, params))
@@ -106,18 +107,19 @@ def bench_synthetic(sizes: list[int]) -> None:
     print(f"  before (recorded earlier, that code is gone): {recorded}")
     for n in sizes:
         build, wan = timed(partial(synthetic_wan, n, seed=0))
-        for network in ("inna", "plain") if n == 256 else ("inna",):
+        for network in (NetworkMode.INNA, NetworkMode.PLAIN) if n == 256 else (NetworkMode.INNA,):
             planner = Planner(wan)
             params = CostParams(GB, 64 * MB, 10e9, network=network)
             wall, cpu, plan = cpu_timed(partial(planner.plan, params))
-            goal = f" (goal < {GOAL_S[n]:.0f} s)" if n in GOAL_S and network == "inna" else ""
-            was = f", {RECORDED_S[n]:.0f} s before" if n in RECORDED_S and network == "inna" else ""
+            inna = network == NetworkMode.INNA
+            goal = f" (goal < {GOAL_S[n]:.0f} s)" if n in GOAL_S and inna else ""
+            was = f", {RECORDED_S[n]:.0f} s before" if n in RECORDED_S and inna else ""
             print(
                 f"  {n:5d} islands, {network:5s}: plan {wall:6.1f} s wall, {cpu:6.1f} s CPU"
                 f"{goal}; WAN built in {build:.1f} s{was}; best {plan.best.family}, "
                 f"{plan.best.time_s:.2f} s to consensus"
             )
-            if n == 64 and network == "inna":
+            if n == 64 and network == NetworkMode.INNA:
                 local_search_gain(planner, params, plan)
 
 

@@ -17,7 +17,6 @@ from controller.exceptions import CommandLineError
 from controller.flags import MAX_SIZE_BYTES, duration, number, rate_flag, size_flag, whole
 from controller.planner import utilisation
 from controller.planner.check import MAX_CHUNKS, MAX_SIM_EVENTS, check_family
-from controller.planner.collectives import NETWORKS
 from controller.planner.compute import Compute
 from controller.planner.cost import CostParams
 from controller.planner.margin import band_of, band_wans, plans_choice
@@ -39,6 +38,7 @@ from controller.service.cli import run as run_service_command
 from innet.argparsing import OneLineParser
 from innet.exceptions import InnetError, InputError, one_line
 from innet.units import format_rate, format_size, parse_size_range
+from innet.vocabulary import PLANNED_NETWORKS, Pacing
 from topo.loader import default_wan, load_wan
 from topo.wan import Wan
 
@@ -90,8 +90,9 @@ def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
     )
     p.add_argument(
         "--pacing",
-        choices=["rate", "window"],
-        default="rate",
+        type=Pacing.argument,
+        choices=tuple(Pacing),
+        default=Pacing.RATE,
         help="rate: members send at the planned rate, a slot is busy for the arrival skew "
         "(default); window: each leader keeps half the slots unanswered, as the worker library "
         "does, so the rate is bounded by memory over the time to a result",
@@ -168,7 +169,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
         "--network",
         action="append",
         dest="networks",
-        choices=NETWORKS,
+        choices=PLANNED_NETWORKS,
         help="what the edges do (repeatable; default all three): plain (route only; ring "
         "all-reduce or direct exchange on the hosts), multicast (replicate, hosts sum), inna "
         "(multicast and in-line aggregation)",
@@ -345,7 +346,7 @@ def _plans(
 ) -> list[Plan]:
     """A plan per network asked for (in order, once each), or the schedule file evaluated."""
     plans = []
-    for network in dict.fromkeys(args.networks or NETWORKS):
+    for network in dict.fromkeys(args.networks or PLANNED_NETWORKS):
         params = replace(base, network=network)
         if schedule is not None:
             evaluated = planner.evaluate(planner.model(params), schedule, args.epsilon)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from controller.rundir import NetworkRecord, ProcessRecord
+from innet.vocabulary import P4Target, Shaping
 from topo.mininet_net import TestbedNet
 from topo.p4node import PortCounters, SwitchPipeline
 
@@ -35,8 +36,8 @@ class SwitchSite:
 class NetworkFacts:
     """How the network was built, for the testbed's topology view."""
 
-    target: str  # p4switch or bmv2
-    shaping: str  # kernel, switch or links: who delays, rate-limits and drops on WAN links
+    target: P4Target
+    shaping: Shaping  # KERNEL, SWITCH or LINKS: who delays, rate-limits and drops on WAN links
     scale: float
     workdir: str
     engines: tuple[str, ...] = ()  # per city: "back end/I/O loop" its switch reports

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from controller.exceptions import RoundEntriesError
 from controller.p4rt.schema import Match
 from controller.planner.schedule import Round
+from innet.vocabulary import NetworkMode
 from topo.siteplan import MAX_ISLANDS, host_ports, wan_port
 from topo.wan import Wan
 
@@ -44,7 +45,11 @@ MAX_NEIGHBOURS = 15  # 2 * (2**15 - 1) + 1 is the largest group id below 2**16
 MEMBERSHIP, TREE = "InnetIngress.membership", "InnetIngress.tree"
 SOURCES = "InnetIngress.port_sources"
 # what a member's edge is told per network mode (None: nothing per round)
-NETWORK_ACTIONS = {"inna": "InnetIngress.member", "multicast": "InnetIngress.relay", "plain": None}
+NETWORK_ACTIONS = {
+    NetworkMode.INNA: "InnetIngress.member",
+    NetworkMode.MULTICAST: "InnetIngress.relay",
+    NetworkMode.PLAIN: None,
+}
 
 # An incomplete slot is claimed over after this many group spans, and never sooner than the
 # floor: long enough for a leader's resends, NACK and healing (docs/protocol.md, "Stale slots").
@@ -184,7 +189,7 @@ def round_entries(
     job: int,
     number: int,
     hosts_per_island: int,
-    network: str = "inna",
+    network: NetworkMode = NetworkMode.INNA,
     stale_spans: float = STALE_SPANS,
     stale_floor_s: float = STALE_FLOOR_S,
 ) -> dict[int, SwitchEntries]:
@@ -201,7 +206,7 @@ def round_entries(
     if action is None:
         return {}
     _check(wan, rnd, job, number)
-    merging = network == "inna"
+    merging = network == NetworkMode.INNA
     plan = _Plan(wan, hosts_per_island)
     for g, members in enumerate(rnd.groups):
         key = (("hdr.innet.job", job), ("hdr.innet.round", number), ("hdr.innet.group", g))

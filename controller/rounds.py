@@ -61,6 +61,7 @@ from controller.round_entries import group_entry as group_entry
 from controller.round_entries import group_id as group_id
 from controller.round_entries import round_entries as round_entries
 from controller.round_entries import stale_bound_us as stale_bound_us
+from innet.vocabulary import NetworkMode
 from topo.siteplan import (
     MAX_HOSTS_PER_ISLAND,
     MAX_SITES,
@@ -252,7 +253,7 @@ class RoundDriver:
         job: int,
         addressing: Addressing,
         switches: Sequence[str] | None = None,
-        network: str = "inna",
+        network: NetworkMode = NetworkMode.INNA,
         stale_spans: float = STALE_SPANS,
         stale_floor_s: float = STALE_FLOOR_S,
     ) -> None:

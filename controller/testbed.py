@@ -37,6 +37,7 @@ from controller.planner.exceptions import ScheduleError
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
 from controller.planner.schedule import Round, Schedule
 from controller.rounds import STATS, STATS_COUNTER, Addressing, RoundDriver
+from innet.vocabulary import EntityState, NetworkMode, P4Target, PrimaryState, WriteState
 from topo.exceptions import SwitchControlError, UnknownCityError
 from topo.p4node import PortCounters
 from topo.siteplan import JOB, SlotPool
@@ -98,14 +99,18 @@ class SwitchHealth:
     process: bool  # the switch process runs
     p4runtime: bool  # the controller's stream to it is up
     control: bool | None  # its control channel answers (None: it has none)
-    primary: str = "ok"  # "ok", or "lost": the controller is not the switch's primary
-    state: str = "ok"  # "ok", or "diverged": its entities may differ from the desired state
-    write: str = "ok"  # "ok", or "timed out": a write to it ended with an unknown outcome
+    primary: PrimaryState = PrimaryState.OK  # LOST: the controller is not the switch's primary
+    state: EntityState = EntityState.OK  # DIVERGED: its entities may differ from the desired
+    write: WriteState = WriteState.OK  # TIMED_OUT: a write to it ended with an unknown outcome
     reason: str = ""  # what is wrong, when something is
 
     @property
     def ok(self) -> bool:
-        p4runtime = (self.primary, self.state, self.write) == ("ok", "ok", "ok")
+        p4runtime = (self.primary, self.state, self.write) == (
+            PrimaryState.OK,
+            EntityState.OK,
+            WriteState.OK,
+        )
         return p4runtime and self.process and self.p4runtime and self.control is not False
 
 
@@ -160,7 +165,7 @@ class Testbed:
             SwitchConnection(s.name, s.grpc_addr, s.device_id, ELECTION_ID) for s in network.sites
         ]
         # BMv2 keeps a group's replication nodes across a pipeline push: clear them first
-        clear_groups = network.facts().target == "bmv2"
+        clear_groups = network.facts().target == P4Target.BMV2
         fabric = Fabric(conns, pipeline.p4info, pipeline.device_config, clear_groups=clear_groups)
         try:
             fabric.connect(deadline_after(connect_timeout))
@@ -202,7 +207,7 @@ class Testbed:
 
     # --- schedule -------------------------------------------------------------------------
 
-    def set_network(self, network: str) -> None:
+    def set_network(self, network: NetworkMode) -> None:
         """What the edges do in the rounds installed from now on: `inna` merges, `multicast`
         only replicates, `plain` installs nothing per round (docs/protocol.md)."""
         with self._lock:

@@ -6,6 +6,9 @@ jsontypes.py    JSON as a type, for typed seams
 paths.py        where things are in a checkout (the data plane, scenarios, results)
 argparsing.py   the command lines' argument parser
 names.py        what a name may hold (schedules, rounds, cities given by clients) and escaping
+packetformat.py the packet format as a value: lanes, header layout, slot and frame sizes, ports
+vocabulary.py   the choices among a few (network mode, collective, target, back end, shaping,
+                a switch's health), each an enum defined once
 scapy_layer.py  the innet protocol as a scapy layer: craft, dissect and fuzz innet frames
 """
 

@@ -35,6 +35,7 @@ from controller.p4rt.connection import PacketIn, SwitchConnection
 from controller.p4rt.exceptions import ConnectionLost, P4RuntimeError, SwitchUnreachable
 from controller.p4rt.schema import Schema
 from innet.exceptions import one_line
+from innet.vocabulary import P4Target
 from p4diff.case import Case
 from p4diff.exceptions import TargetError, TargetUnavailable
 from p4diff.netns import PeerPort, SwitchNamespace
@@ -112,19 +113,23 @@ class Bmv2Kind:
         return bmv2_command(interfaces, grpc_addr, DEVICE_ID, THRIFT_BASE_PORT, cpu_port)
 
 
-KINDS: dict[str, type[P4switchKind] | type[Bmv2Kind]] = {"p4switch": P4switchKind, "bmv2": Bmv2Kind}
+KINDS: dict[P4Target, type[P4switchKind] | type[Bmv2Kind]] = {
+    P4Target.P4SWITCH: P4switchKind,
+    P4Target.BMV2: Bmv2Kind,
+}
 
 
 def target_kind(name: str) -> Kind:
     """The kind of target `name` names, if it can run on this machine."""
-    if name not in KINDS:
+    target = next((t for t in KINDS if t == name), None)
+    if target is None:
         raise TargetUnavailable(f"unknown target {name!r} (known: {', '.join(KINDS)})")
-    if name == "bmv2" and missing_tools():
+    if target == P4Target.BMV2 and missing_tools():
         raise TargetUnavailable(
             f"target bmv2: {', '.join(missing_tools())} not installed here (the Vagrant VM "
             "has them); compare against a recording with --expect instead"
         )
-    return KINDS[name]()
+    return KINDS[target]()
 
 
 class Target:

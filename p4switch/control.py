@@ -33,6 +33,7 @@ from typing import Any, NoReturn, Protocol
 
 from p4switch.exceptions import ControlError, ShapeError, UnknownPortError
 from p4switch.shaping import ShapeSpec, parse_spec
+from p4switch.stats import SwitchStats
 
 log = logging.getLogger(__name__)
 
@@ -260,6 +261,16 @@ def control_request(
     if not isinstance(reply, dict):
         raise ControlError(f"the switch at {path} sent {reply!r}, not a JSON object")
     return reply
+
+
+def read_stats(path: Path | str, reset_peaks: bool = False, timeout: float = 2.0) -> SwitchStats:
+    """The statistics of the switch at `path`, typed (p4switch.stats); with `reset_peaks` each
+    port's lateness and receive-lag peaks restart after the reading. ControlError when the
+    switch cannot be reached, refuses, or replies with something that is not statistics."""
+    reply = control_request(path, {"cmd": "stats", "reset_peaks": reset_peaks}, timeout)
+    if not reply.get("ok"):
+        raise ControlError(f"the switch at {path} refused stats: {reply.get('error')}")
+    return SwitchStats.from_json(reply.get("stats"))
 
 
 class _Parser(argparse.ArgumentParser):

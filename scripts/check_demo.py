@@ -25,6 +25,7 @@ from controller.runner.emulation import Emulation, resolve
 from controller.runner.scenario import load_scenario
 from innet.paths import DEFAULT_SCENARIO
 from innet.units import format_size
+from innet.vocabulary import NetworkMode
 
 PNG = b"\x89PNG\r\n\x1a\n"
 RUN_PLOTS = ("round-time.png", "loss.png", "predicted-vs-measured.png")
@@ -51,7 +52,9 @@ def expected_rows(emulation: Emulation) -> Counter[Row]:
     rows: Counter[Row] = Counter()
     for point in emulation.played:
         for play in point.plays:
-            memory = format_size(point.memory_bytes) if play.network == "inna" else ANY_MEMORY
+            memory = (
+                format_size(point.memory_bytes) if play.network == NetworkMode.INNA else ANY_MEMORY
+            )
             rows[Row(play.network, memory, play.plan.family)] += 1
     return rows
 

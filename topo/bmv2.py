@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from p4switch.p4info_diff import load as load_p4info
+from p4switch.stats import PortStats
 from topo.exceptions import Bmv2Error, SwitchControlError, SwitchStartError
 from topo.p4node import P4Switch, PortCounters, SwitchPipeline
 
@@ -213,10 +214,8 @@ class Bmv2Switch(P4Switch):
         for port, name in self.port_interfaces().items():
             stats = Path("/sys/class/net", name, "statistics")
             try:
-                counters[port] = {
-                    "interface": name,
-                    **{k: int((stats / k).read_text()) for k in KERNEL_COUNTERS},
-                }
+                kernel = {k: int((stats / k).read_text()) for k in KERNEL_COUNTERS}
+                counters[port] = PortStats.from_json({"interface": name, **kernel}, name)
             except (OSError, ValueError) as err:
                 raise SwitchControlError(f"{self.name}: {name}: {err}") from err
         return counters

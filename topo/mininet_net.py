@@ -36,6 +36,7 @@ from innet.exceptions import InnetError, one_line
 from innet.packetformat import DEFAULT_LANES, LANE_CHOICES, PacketFormat
 from innet.paths import INNET_P4
 from innet.stopping import held
+from innet.vocabulary import Backend, P4Target, Shaping, VocabularyError
 from topo.bmv2 import THRIFT_BASE_PORT, Bmv2Switch, require_tools
 from topo.exceptions import NetworkBuildError
 from topo.linknode import LinkEmulator, add_link_emulator
@@ -52,8 +53,6 @@ from topo.mininet_hosts import (
 from topo.p4node import P4Switch, PortCounters, SwitchPipeline, SwitchProcess, wait_all_ready
 from topo.shaping import (
     SHAPING_HELP,
-    SHAPING_REQUESTS,
-    ShapingMode,
     choose_shaping,
     kernel_link_params,
     switch_shape,
@@ -63,7 +62,6 @@ from topo.siteplan import (
     ISLAND_PREFIX_LENGTH,
     MAX_HOSTS_PER_ISLAND,
     MAX_SITES,
-    TARGETS,
     SlotPool,
     device_id,
     grpc_address,
@@ -85,10 +83,10 @@ class TestbedNet:
     mininet: Mininet
     hosts: tuple[tuple[Host, ...], ...]  # city -> its hosts, in port order (leader first)
     switches: tuple[P4Switch, ...]  # city -> its edge
-    shaping: ShapingMode
+    shaping: Shaping
     scale: float
     workdir: Path
-    target: str = "p4switch"
+    target: P4Target = P4Target.P4SWITCH
     links: tuple[LinkEmulator, ...] = ()  # shaping `links`: the emulator of every WAN link
     stopped: bool = False
 
@@ -201,10 +199,10 @@ class NetworkSpec:
     hosts_per_city: int
     slots: int | None = None  # None: the program's own default
     scale: float = 1.0
-    shaping: str = "auto"
+    shaping: Shaping = Shaping.AUTO
     program: Path = INNET_P4
-    target: str = "p4switch"
-    backend: str | None = None  # p4switch's --backend (None: native where it can run)
+    target: P4Target = P4Target.P4SWITCH
+    backend: Backend | None = None  # p4switch's --backend (None: native where it can run)
     grpc_base_port: int = GRPC_BASE_PORT
     packet_format: PacketFormat = field(default_factory=PacketFormat)  # innet.p4 -D LANES
     loss: float = 0.0
@@ -213,11 +211,14 @@ class NetworkSpec:
     startup_timeout: float = 90.0
 
     def __post_init__(self) -> None:
-        if self.target not in TARGETS:
-            raise NetworkBuildError(f"unknown target {self.target!r}; known: {', '.join(TARGETS)}")
-        if self.backend not in (None, "native", "python"):
-            raise NetworkBuildError(f"unknown back end {self.backend!r}; known: native, python")
-        if self.backend is not None and self.target != "p4switch":
+        try:  # the choices as members, whether given as members or as their values
+            object.__setattr__(self, "target", P4Target.parse(self.target))
+            object.__setattr__(self, "shaping", Shaping.parse(self.shaping))
+            if self.backend is not None:
+                object.__setattr__(self, "backend", Backend.parse(self.backend))
+        except VocabularyError as err:
+            raise NetworkBuildError(str(err)) from None
+        if self.backend is not None and self.target != P4Target.P4SWITCH:
             raise NetworkBuildError(f"--backend is for p4switch, not target {self.target}")
         if not 1 <= self.hosts_per_city <= MAX_HOSTS_PER_ISLAND or self.wan.n > MAX_SITES:
             raise NetworkBuildError(
@@ -229,16 +230,16 @@ class NetworkSpec:
             # SlotPoolError unless innet.p4 compiles with it
             SlotPool(self.slots, self.scale, self.packet_format)
 
-    def shaping_mode(self) -> ShapingMode:
+    def shaping_mode(self) -> Shaping:
         """Who shapes WAN links here (topo/shaping.py); raises, naming what is missing, when
         the target or the shaping asked for cannot run on this machine."""
         return preflight(self.shaping, self.target)
 
-    def switch_shapes(self, mode: ShapingMode) -> list[dict[int, str]]:
+    def switch_shapes(self, mode: Shaping) -> list[dict[int, str]]:
         """Per city: WAN port -> the egress shape its switch applies (none: kernel shaping)."""
         wan, w = self.wan, self.hosts_per_city
         shapes: list[dict[int, str]] = [{} for _ in range(wan.n)]
-        if mode == "switch":
+        if mode == Shaping.SWITCH:
             for link in wan.links:
                 u, v = wan.index(link.a), wan.index(link.b)
                 shapes[u][wan_ports(wan, u, w)[v]] = switch_shape(link, self.scale, self.loss)
@@ -252,15 +253,15 @@ class NetworkSpec:
         """The TCP ports the switches will listen on, each with what it is for."""
         names, n = self.wan.names, self.wan.n
         ports = {self.grpc_base_port + u: f"{names[u]}'s P4Runtime" for u in range(n)}
-        if self.target == "bmv2":
+        if self.target == P4Target.BMV2:
             ports.update({THRIFT_BASE_PORT + u: f"{names[u]}'s BMv2 Thrift" for u in range(n)})
         return ports
 
 
-def preflight(shaping: str, target: str) -> ShapingMode:
+def preflight(shaping: Shaping, target: P4Target) -> Shaping:
     """What `build_network` checks first: the target's tools are installed and the shaping asked
     for works here. The shaping mode it will use."""
-    if target == "bmv2":
+    if target == P4Target.BMV2:
         require_tools()
     return choose_shaping(shaping, target)
 
@@ -270,7 +271,7 @@ def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
     wan = spec.wan
     mode = spec.shaping_mode()
     names = check_names(wan, spec.hosts_per_city, spec.name_prefix)
-    if mode == "links":
+    if mode == Shaping.LINKS:
         names += link_interface_names(wan, spec.name_prefix)
     check_nothing_in_the_way(names, spec.listening_ports())
     workdir = Path(workdir).resolve()
@@ -283,7 +284,7 @@ def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
         switches = [_add_switch(net, spec, u, workdir, shapes[u]) for u in range(wan.n)]
         hosts = [_add_hosts(net, spec, u, switches[u]) for u in range(wan.n)]
         links: tuple[LinkEmulator, ...] = ()
-        if mode == "links":
+        if mode == Shaping.LINKS:
             links = (add_link_emulator(net, wan, spec.hosts_per_city, switches, scale=spec.scale,
                                        loss=spec.loss, rundir=workdir, prefix=spec.name_prefix,
                                        startup_timeout=spec.startup_timeout),)  # fmt: skip
@@ -312,7 +313,7 @@ def _add_switch(
 ) -> P4Switch:
     extra: dict[str, object] = {}
     cls: type[P4Switch] = P4Switch
-    if spec.target == "bmv2":
+    if spec.target == P4Target.BMV2:
         cls = Bmv2Switch
         extra = {"thrift_port": THRIFT_BASE_PORT + u, "log_console": spec.log_console}
     elif spec.backend is not None:
@@ -339,19 +340,19 @@ def _add_hosts(net: Mininet, spec: NetworkSpec, u: int, switch: P4Switch) -> tup
 
 
 def _add_wan_links(
-    net: Mininet, spec: NetworkSpec, mode: ShapingMode, switches: Sequence[P4Switch]
+    net: Mininet, spec: NetworkSpec, mode: Shaping, switches: Sequence[P4Switch]
 ) -> None:
     """Ascending u, then ascending neighbour v > u: each edge meets its links in neighbour
     order, so Mininet's own numbering agrees with the explicit W+1+k ports."""
-    wan, w = spec.wan, spec.hosts_per_city
+    wan, w, kernel = spec.wan, spec.hosts_per_city, mode == Shaping.KERNEL
     for u in range(wan.n):
         for v in wan.neighbours(u):
             if v < u:
                 continue
             link = wan.link(u, v)
-            params = kernel_link_params(link, spec.scale, spec.loss) if mode == "kernel" else {}
+            params = kernel_link_params(link, spec.scale, spec.loss) if kernel else {}
             with held():  # the veth pair is recorded in `net` before a stop signal counts
-                net.addLink(switches[u], switches[v], cls=TCLink if mode == "kernel" else Link,
+                net.addLink(switches[u], switches[v], cls=TCLink if kernel else Link,
                             port1=wan_ports(wan, u, w)[v], port2=wan_ports(wan, v, w)[u],
                             **params)  # fmt: skip
 
@@ -375,11 +376,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
                         help="int32 values in one innet packet: innet.p4's LANES")  # fmt: skip
     parser.add_argument("--program", type=Path, default=INNET_P4, help="P4 program")
-    parser.add_argument("--shaping", choices=SHAPING_REQUESTS, default="auto", help=SHAPING_HELP)
+    parser.add_argument("--shaping", type=Shaping.argument, choices=tuple(Shaping),
+                        default=Shaping.AUTO, help=SHAPING_HELP)  # fmt: skip
     parser.add_argument(
         "--target",
-        choices=TARGETS,
-        default="p4switch",
+        type=P4Target.argument,
+        choices=tuple(P4Target),
+        default=P4Target.P4SWITCH,
         help="edge switches: p4switch (default) or bmv2 (simple_switch_grpc)",
     )
     parser.add_argument(

@@ -31,11 +31,11 @@ from pathlib import Path
 from mininet.node import Switch
 from p4.config.v1 import p4info_pb2
 
-from innet.jsontypes import JSONObject
 from innet.stopping import held
-from p4switch.control import control_request
+from p4switch.control import read_stats
 from p4switch.exceptions import ControlError
 from p4switch.program import compile_file
+from p4switch.stats import PortStats
 from topo.exceptions import SwitchControlError, SwitchStartError
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ IFNAMSIZ = 15
 
 # port -> what the switch counts there, as it reports it (interface, rx/tx packets and bytes,
 # drops, lateness_max_s, ...; docs/p4switch-process.md)
-PortCounters = dict[int, JSONObject]
+PortCounters = dict[int, PortStats]  # port number -> its statistics
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,23 +117,17 @@ class SwitchProcess(Switch):  # type: ignore[misc]  # Mininet has no type inform
         """Every port's counters from the control channel; with `reset_peaks`, each port's
         lateness peak restarts after the reading (so the next one covers the interval)."""
         try:
-            reply = control_request(self.control_path, {"cmd": "stats", "reset_peaks": reset_peaks})
+            return dict(read_stats(self.control_path, reset_peaks).ports)
         except (ControlError, OSError) as err:
             raise SwitchControlError(f"{self.name}: control channel: {err}") from err
-        if not reply.get("ok"):
-            raise SwitchControlError(f"{self.name}: control channel: {reply.get('error')}")
-        ports = reply.get("stats", {}).get("ports", {})
-        return {int(port): dict(values) for port, values in ports.items()}
 
     def engine(self) -> str:
         """What runs the program and moves the frames, as the switch reports it: "back end/I/O
         loop" (e.g. "native/native", "python/python"), or "unknown" when it does not say."""
         try:
-            stats = control_request(self.control_path, {"cmd": "stats"}).get("stats", {})
+            return read_stats(self.control_path).engine
         except (ControlError, OSError):
             return "unknown"
-        backend, io = stats.get("backend"), stats.get("io")
-        return f"{backend}/{io}" if backend and io else "unknown"
 
     def control_alive(self) -> bool | None:
         """Whether the control channel answers (None: this kind of switch has none)."""

@@ -33,16 +33,14 @@ import logging
 import os
 import subprocess
 from decimal import Decimal
-from typing import Literal
 
 from innet.stopping import held
+from innet.vocabulary import P4Target, Shaping, VocabularyError
 from topo.exceptions import ShapingError
 from topo.wan import WanLink
 
 log = logging.getLogger(__name__)
 
-ShapingMode = Literal["kernel", "switch", "links"]
-SHAPING_REQUESTS = ("auto", "kernel", "switch", "links")
 SHAPING_HELP = (
     "who shapes WAN links: kernel (netem), switch (p4switch's ports), links (one link emulator "
     "process carrying every WAN link) or auto (netem if the kernel has it)"
@@ -106,32 +104,33 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def choose_shaping(requested: str, target: str = "p4switch") -> ShapingMode:
+def choose_shaping(requested: Shaping, target: P4Target = P4Target.P4SWITCH) -> Shaping:
     """The shaping mode to use for a request of `auto`, `kernel`, `switch` or `links` on
     `target` (p4switch or bmv2); ShapingError, before anything starts, for one that cannot be
     honoured here."""
-    if requested not in SHAPING_REQUESTS:
-        raise ShapingError(
-            f"shaping must be one of {', '.join(SHAPING_REQUESTS)}, not {requested!r}"
-        )
-    can_shape_ports = target != "bmv2"
-    if requested == "switch" and not can_shape_ports:
+    try:
+        requested = Shaping.parse(requested)
+    except VocabularyError:
+        known = ", ".join(Shaping)
+        raise ShapingError(f"shaping must be one of {known}, not {requested!r}") from None
+    can_shape_ports = P4Target.parse(target) != P4Target.BMV2
+    if requested == Shaping.SWITCH and not can_shape_ports:
         raise ShapingError(
             "BMv2 cannot shape its own ports: use --shaping links (a link emulator on every WAN "
             "link) or --shaping kernel (netem); --shaping auto picks one"
         )
-    if requested in ("switch", "links"):
-        return "switch" if requested == "switch" else "links"
+    if requested in (Shaping.SWITCH, Shaping.LINKS):
+        return requested
     if netem_available():
-        return "kernel"
-    if requested == "kernel":
+        return Shaping.KERNEL
+    if requested == Shaping.KERNEL:
         other = "links or switch" if can_shape_ports else "links"
         raise ShapingError(
             "--shaping kernel needs netem, which this kernel does not have (tc refuses the "
             f"netem qdisc): links would carry no delay. Use --shaping {other} (or auto), which "
             "shapes WAN links in user space instead"
         )
-    return "switch" if can_shape_ports else "links"
+    return Shaping.SWITCH if can_shape_ports else Shaping.LINKS
 
 
 def _plain(value: float) -> str:

@@ -72,7 +72,6 @@ GLOO_PORT = 20044  # the torch.distributed (gloo) rendezvous on island 0's leade
 # outgoing connection, or its TIME_WAIT, when a switch starts, and the switch cannot listen.
 GRPC_BASE_PORT = 9559
 LOOPBACK = "127.0.0.1"
-TARGETS = ("p4switch", "bmv2")  # the P4 targets an edge can run on (ARCHITECTURE.md)
 
 
 @dataclass(frozen=True, slots=True)

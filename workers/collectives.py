@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TypeAlias
 
+from innet.vocabulary import EXACT_COLLECTIVES, Collective
 from workers.aggregate import Aggregator
 from workers.exceptions import PolicyError
 from workers.exchange import DirectExchange, MulticastExchange
@@ -25,11 +26,10 @@ from workers.transport import Transport
 from workers.unicast import UnicastTransport
 
 Exchange: TypeAlias = Aggregator | MulticastExchange | DirectExchange | RingAllReduce
-EXACT = ("inna", "multicast", "direct", "ring")
 
 
 def exchange_for(
-    collective: str,
+    collective: Collective,
     edge: Transport,
     peers: UnicastTransport,
     group: GroupSpec,
@@ -40,12 +40,13 @@ def exchange_for(
 ) -> Exchange:
     """The exchange of `collective` for this group: through the edge (`inna`, `multicast`) or
     to the other leaders directly (`direct`, `ring`, in `order`)."""
-    if collective == "inna":
+    if collective == Collective.INNA:
         return Aggregator(edge, group, policy, clock=clock)
-    if collective == "multicast":
+    if collective == Collective.MULTICAST:
         return MulticastExchange(edge, group, policy, clock=clock)
-    if collective == "direct":
+    if collective == Collective.DIRECT:
         return DirectExchange(peers, group, policy, clock=clock)
-    if collective == "ring":
+    if collective == Collective.RING:
         return RingAllReduce(peers, group, policy, clock=clock, order=order or None)
-    raise PolicyError(f"no exact exchange is called {collective!r}; known: {', '.join(EXACT)}")
+    known = ", ".join(EXACT_COLLECTIVES)
+    raise PolicyError(f"no exact exchange is called {collective!r}; known: {known}")

@@ -39,6 +39,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from innet.vocabulary import Collective
 from topo.siteplan import LEADER_HOST, WORKER_PORT, gateway_ip, host_ip
 from workers import train
 from workers.aggregate import GroupSpec, sleep_until
@@ -222,7 +223,7 @@ class Leader:
         if k == 1 or command.policy is None:
             mean = self.proposal
             done_at = command.start_at
-        elif command.collective == "gloo":
+        elif command.collective == Collective.GLOO:
             mean, done_at = self._gloo_mean(command)
         else:
             cfg = self.config

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
 from innet.jsontypes import JSONObject
+from innet.vocabulary import Collective
 from workers.exceptions import ProtocolError
 from workers.group import AggregatorStats, SendPolicy
 
@@ -68,17 +69,15 @@ class Go:
     members: tuple[int, ...]
     start_at: float
     policy: SendPolicy | None = None
-    # how the group exchanges (docs/protocol.md): "inna" (the edges merge), "multicast"
-    # (the edges replicate, the hosts sum), "ring" or "direct" (a plain WAN), or "gloo"
-    collective: str = "inna"
+    # how the group exchanges (docs/protocol.md): inna (the edges merge), multicast (the
+    # edges replicate, the hosts sum), ring or direct (a plain WAN), or gloo
+    collective: Collective = Collective.INNA
     order: tuple[int, ...] = ()  # the ring's order of the members
 
     def __post_init__(self) -> None:
-        if self.collective not in COLLECTIVES:
-            raise ValueError(
-                f"unknown collective {self.collective!r}; known: {', '.join(COLLECTIVES)}"
-            )
-        if self.collective == "ring" and sorted(self.order) != sorted(self.members):
+        collective = Collective.parse(self.collective, among=COLLECTIVES)  # a member, or refused
+        object.__setattr__(self, "collective", collective)
+        if collective == Collective.RING and sorted(self.order) != sorted(self.members):
             raise ValueError(f"ring order {self.order} is not an order of {self.members}")
 
     tag: ClassVar[str] = "go"
@@ -99,7 +98,7 @@ class Stop:
 
 
 Command: TypeAlias = Reset | Prepare | Go | Join | Stop
-COLLECTIVES = ("inna", "multicast", "ring", "direct", "gloo")
+COLLECTIVES = tuple(c for c in Collective if c != Collective.LOCAL)  # what a Go may name
 
 # --- events -------------------------------------------------------------------------------------
 

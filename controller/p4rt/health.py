@@ -14,15 +14,16 @@ from dataclasses import dataclass
 from controller.p4rt.connection import SwitchConnection
 from controller.p4rt.exceptions import P4RuntimeError
 from controller.p4rt.fabric import Fabric
+from innet.vocabulary import EntityState, PrimaryState, WriteState
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class ControlHealth:
-    primary: str  # "ok", or "lost": the controller is not the switch's primary
-    state: str  # "ok", or "diverged": its entities may differ from the desired state
-    write: str  # "ok", or "timed out": a write ended with an unknown outcome
+    primary: PrimaryState
+    state: EntityState
+    write: WriteState
     reasons: tuple[str, ...]  # what is wrong (empty when all is ok)
 
 
@@ -45,9 +46,9 @@ def control_health(fabric: Fabric, name: str) -> ControlHealth:
     if status.diverged:
         reasons.append(f"state diverged: {status.reason}")
     return ControlHealth(
-        primary="ok" if conn.primary else "lost",
-        state="diverged" if status.diverged else "ok",
-        write="timed out" if status.write_timed_out else "ok",
+        primary=PrimaryState.OK if conn.primary else PrimaryState.LOST,
+        state=EntityState.DIVERGED if status.diverged else EntityState.OK,
+        write=WriteState.TIMED_OUT if status.write_timed_out else WriteState.OK,
         reasons=tuple(reasons),
     )
 

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from innet.vocabulary import Collective
 from topo.wan import Wan
 
-NETWORKS = ("plain", "multicast", "inna")
 EXACT_RING_LIMIT = 7  # members up to which every ring order is tried (6! = 720 orders)
 RING_ON_LISTS = 32  # members up to which the order is found on lists, beyond on arrays
 
@@ -41,10 +41,10 @@ Edge = tuple[int, int]
 
 
 @dataclass(frozen=True)
-class Collective:
+class CollectiveCost:
     """One way for a group to exchange its updates: its link loads, access share and timing."""
 
-    name: str  # "ring", "direct", "multicast" or "inna"
+    name: Collective  # ring, direct, multicast or inna
     loads: Counter[Edge]  # streams on each directed WAN link
     access_share: int  # streams on a member's busiest access direction: R <= B / access_share
     steps: int  # transfers of the update's 1 / pieces each, back to back on a member's link
@@ -184,7 +184,7 @@ def _first_gain(
     return None
 
 
-def ring(wan: Wan, members: Sequence[int]) -> Collective:
+def ring(wan: Wan, members: Sequence[int]) -> CollectiveCost:
     late = latest_delay(wan)
     order = ring_order(late, members)
     k = len(order)
@@ -196,30 +196,30 @@ def ring(wan: Wan, members: Sequence[int]) -> Collective:
     # 2 (k - 1) consecutive hops go twice round the ring but for the two before the start
     pairs = min(delays[i - 2] + delays[i - 1] for i in range(k)) if k > 2 else 0.0
     chain = 2 * sum(delays) - pairs
-    return Collective("ring", loads, 1, 2 * (k - 1), k, max(delays), order, chain)
+    return CollectiveCost(Collective.RING, loads, 1, 2 * (k - 1), k, max(delays), order, chain)
 
 
 def _every_stream_in(
-    name: str, wan: Wan, members: Sequence[int], loads: Counter[Edge]
-) -> Collective:
+    name: Collective, wan: Wan, members: Sequence[int], loads: Counter[Edge]
+) -> CollectiveCost:
     """Each member receives the k - 1 others' whole updates, at once, and sums them."""
     late = latest_delay(wan)
     span = max(float(late[i, j]) for i in members for j in members if i != j)
-    return Collective(name, loads, len(members) - 1, 1, 1, span, tuple(members))
+    return CollectiveCost(name, loads, len(members) - 1, 1, 1, span, tuple(members))
 
 
-def direct(wan: Wan, members: Sequence[int]) -> Collective:
+def direct(wan: Wan, members: Sequence[int]) -> CollectiveCost:
     loads: Counter[Edge] = Counter()
     for i, j in itertools.permutations(members, 2):
         loads.update(_path_edges(wan, i, j))
-    return _every_stream_in("direct", wan, members, loads)
+    return _every_stream_in(Collective.DIRECT, wan, members, loads)
 
 
-def multicast(wan: Wan, members: Sequence[int], tree_loads: Counter[Edge]) -> Collective:
-    return _every_stream_in("multicast", wan, members, tree_loads)
+def multicast(wan: Wan, members: Sequence[int], tree_loads: Counter[Edge]) -> CollectiveCost:
+    return _every_stream_in(Collective.MULTICAST, wan, members, tree_loads)
 
 
-def alone_rate(wan: Wan, collective: Collective, access_bps: float) -> float:
+def alone_rate(wan: Wan, collective: CollectiveCost, access_bps: float) -> float:
     """The collective's rate with the WAN to itself: access share or its busiest link."""
     rate = access_bps / collective.access_share
     for edge, count in collective.loads.items():

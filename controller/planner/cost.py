@@ -34,11 +34,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from controller.planner.collectives import Collective, direct, multicast, ring
+from controller.planner.collectives import CollectiveCost, direct, multicast, ring
 from controller.planner.filling import progressive_filling
 from controller.planner.offsets import Alignment, aligned, unaligned
 from controller.planner.params import CostParams as CostParams  # re-exported: its home for callers
 from controller.planner.schedule import Group, Round, Schedule
+from innet.vocabulary import Collective, NetworkMode, Pacing
 from topo.wan import Wan
 
 Edge = tuple[int, int]
@@ -54,7 +55,7 @@ class GroupCost:
     time_s: float
     memory_bytes: float  # aggregator memory this group needs at its busiest member
     limit: str  # what bounds the rate: "memory", "access", "link A->B", or "local"
-    collective: str = "inna"  # how it exchanges: "inna", "multicast", "ring" or "direct"
+    collective: Collective = Collective.INNA  # how it exchanges: inna, multicast, ring, direct
     order: tuple[int, ...] = ()  # the ring's order of the members (else empty)
     wan_bytes: float = 0.0  # bytes the group's exchange puts on WAN links, summed over links
     sent_bytes: float = 0.0  # bytes each member sends into its edge (its access link, up)
@@ -98,7 +99,7 @@ class Geometry:
     _loads: dict[Group, Counter[Edge]] = field(default_factory=dict)
     _zero: dict[Group, Alignment] = field(default_factory=dict)
     _least: dict[Group, Alignment] = field(default_factory=dict)
-    _unicast: dict[Group, tuple[Collective, Collective]] = field(default_factory=dict)
+    _unicast: dict[Group, tuple[CollectiveCost, CollectiveCost]] = field(default_factory=dict)
     # every directed link numbered (both ways of each WAN link), with its capacity
     _edges: list[Edge] = field(default_factory=list, repr=False, compare=False)
     _edge_ids: dict[Edge, int] = field(default_factory=dict, repr=False, compare=False)
@@ -134,7 +135,7 @@ class Geometry:
             self._arrays[id(load)] = known
         return known[1], known[2]
 
-    def alone_rate(self, collective: Collective, access_bps: float) -> float:
+    def alone_rate(self, collective: CollectiveCost, access_bps: float) -> float:
         """collectives.alone_rate, on the numbered links: its access share or its busiest link."""
         ids, counts = self.edge_arrays(collective.loads)
         rate = access_bps / collective.access_share
@@ -174,7 +175,7 @@ class Geometry:
                 v = edge[0]
         return frozenset(edges)
 
-    def unicast(self, members: Group) -> tuple[Collective, Collective]:
+    def unicast(self, members: Group) -> tuple[CollectiveCost, CollectiveCost]:
         """(ring all-reduce, direct exchange) for the group over a plain WAN."""
         pair = self._unicast.get(members)
         if pair is None:
@@ -208,7 +209,7 @@ class CostModel:
         self.params = params
         self.geometry = geometry if geometry is not None else Geometry(wan)
         self._alignment: dict[Group, tuple[Alignment, float]] = {}  # _choose_alignment's
-        self._exchange: dict[Group, Collective] = {}  # _collective's
+        self._exchange: dict[Group, CollectiveCost] = {}  # _collective's
         self._alone: dict[Group, float] = {}  # _alone_time's
         self._times: dict[Round, float] = {}  # round_time's
 
@@ -221,7 +222,7 @@ class CostModel:
             self._alignment[members] = self._choose_alignment(members)
         return self._alignment[members]
 
-    def _chosen_collective(self, members: Group) -> Collective:
+    def _chosen_collective(self, members: Group) -> CollectiveCost:
         if members not in self._exchange:
             self._exchange[members] = self._collective(members)
         return self._exchange[members]
@@ -232,7 +233,7 @@ class CostModel:
         bits = p.update_bytes * 8.0
         zero = self.geometry.zero_offsets(members)
         best = zero
-        if p.pacing == "window":  # each leader waits for its own results: offsets do not help
+        if p.pacing == Pacing.WINDOW:  # each leader waits for its own results: offsets do not help
             return zero, min(p.access_bps, p.window_rate_cap(zero.span))
         best_cap = min(p.access_bps, p.memory_rate_cap(zero.skew))
         # offsets are never negative, so they never shorten the span: at the access rate
@@ -244,18 +245,18 @@ class CostModel:
                 best, best_cap = least, cap
         return best, best_cap
 
-    def _collective(self, members: Group) -> Collective:
+    def _collective(self, members: Group) -> CollectiveCost:
         """The exchange the hosts run without in-line aggregation: multicast streams, or the
         faster of ring and direct exchange for the group alone."""
         p = self.params
-        if p.network == "multicast":
+        if p.network == NetworkMode.MULTICAST:
             return multicast(self.wan, members, self.geometry.link_loads(members))
         bits = p.update_bytes * 8.0
         return min(  # a tie (a pair) goes to direct exchange: one transfer, not two halves
             self.geometry.unicast(members),
             key=lambda c: (
                 c.time_s(bits, self.geometry.alone_rate(c, p.access_bps)),
-                c.name == "ring",
+                c.name == Collective.RING,
             ),
         )
 
@@ -269,15 +270,16 @@ class CostModel:
         for g in rnd.groups:
             zeros = tuple(0.0 for _ in g)
             if g not in chosen:
-                costs.append(GroupCost(g, math.inf, zeros, 0.0, 0.0, 0.0, 0.0, "local", "local"))
+                costs.append(GroupCost(g, math.inf, zeros, 0.0, 0.0, 0.0, 0.0, "local",
+                                       Collective.LOCAL))  # fmt: skip
                 continue
             c, rate = chosen[g], rates[g]
             limit = "access" if limits[g] == "cap" else limits[g]
             time_s = c.time_s(bits, rate)
-            order = c.order if c.name == "ring" else ()
+            order = c.order if c.name == Collective.RING else ()
             per_stream = p.update_bytes * c.steps / c.pieces
-            sent = per_stream * (len(g) - 1 if c.name == "direct" else 1)
-            received = per_stream * (1 if c.name == "ring" else len(g) - 1)
+            sent = per_stream * (len(g) - 1 if c.name == Collective.DIRECT else 1)
+            received = per_stream * (1 if c.name == Collective.RING else len(g) - 1)
             costs.append(GroupCost(g, rate, zeros, 0.0, c.latency_s, time_s, 0.0, limit, c.name,
                                    order, per_stream * sum(c.loads.values()), sent,
                                    received))  # fmt: skip
@@ -285,7 +287,7 @@ class CostModel:
 
     def round_cost(self, rnd: Round) -> RoundCost:
         p = self.params
-        if p.network != "inna":
+        if p.network != NetworkMode.INNA:
             return self._host_round_cost(rnd)
         bits = p.update_bytes * 8.0
         active: dict[Group, tuple[Alignment, float]] = {}
@@ -305,7 +307,7 @@ class CostModel:
             if limit == "cap":
                 limit = "memory" if cap < p.access_bps else "access"
             headroom = math.inf
-            if p.pacing == "window":  # two banks of the window a leader keeps in flight
+            if p.pacing == Pacing.WINDOW:  # two banks of the window a leader keeps in flight
                 memory = 2 * rate / 8.0 * al.span + p.slot_bytes
             else:
                 memory = rate / 8.0 * al.skew + p.slot_bytes
@@ -344,7 +346,7 @@ class CostModel:
         bits = self.params.update_bytes * 8.0
         if len(members) < 2:
             return 0.0
-        if self.params.network != "inna":
+        if self.params.network != NetworkMode.INNA:
             c = self._chosen_collective(members)
             return c.time_s(bits, self.params.access_bps / c.access_share)
         al, cap = self._chosen_alignment(members)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from controller.planner.collectives import NETWORKS
 from controller.planner.exceptions import PlanError
 from innet.packetformat import PacketFormat
+from innet.vocabulary import PLANNED_NETWORKS, NetworkMode, Pacing, VocabularyError
 from topo.siteplan import SlotPool
 
 DEFAULT_SLOT_BYTES = PacketFormat().slot_bytes  # one chunk of innet's default format: 128 B
@@ -24,8 +24,10 @@ class CostParams:
     # "rate": members send at the planned rate and a slot is busy for the arrival skew (the model
     # below). "window": each leader keeps at most one bank of slots (half the memory) unanswered,
     # as the worker library does, so R <= (M / 2) / (time from sending a chunk to its result).
-    pacing: str = "rate"
-    network: str = "inna"  # one of collectives.NETWORKS: what the edges do for an exchange
+    pacing: Pacing = Pacing.RATE
+    network: NetworkMode = (
+        NetworkMode.INNA
+    )  # one of PLANNED_NETWORKS: what the edges do for an exchange
 
     def __post_init__(self) -> None:
         if self.update_bytes <= 0:
@@ -34,10 +36,13 @@ class CostParams:
             raise PlanError(f"bandwidth must be positive, got {self.access_bps} b/s")
         if self.slot_bytes <= 0:
             raise PlanError(f"slot size must be positive, got {self.slot_bytes} bytes")
-        if self.pacing not in ("rate", "window"):
+        if self.pacing not in tuple(Pacing):
             raise PlanError(f"pacing must be 'rate' or 'window', got {self.pacing!r}")
-        if self.network not in NETWORKS:
-            raise PlanError(f"unknown network {self.network!r}; known: {', '.join(NETWORKS)}")
+        try:  # members, whether given as members or as their values
+            object.__setattr__(self, "pacing", Pacing.parse(self.pacing))
+            object.__setattr__(self, "network", NetworkMode.parse(self.network, PLANNED_NETWORKS))
+        except VocabularyError as err:
+            raise PlanError(str(err)) from None
         if self.memory_bytes < 2 * self.slot_bytes:  # rate pacing merges into one, keeps one
             raise PlanError(
                 f"aggregator memory {self.memory_bytes} B is below one slot per bank "

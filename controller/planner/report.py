@@ -12,6 +12,7 @@ from controller.planner.margin import Choice
 from controller.planner.optimise import FamilyPlan, Plan
 from innet.jsontypes import JSONObject, JSONValue
 from innet.units import format_duration, format_rate, format_size
+from innet.vocabulary import Collective, NetworkMode
 from topo.wan import Wan
 
 if TYPE_CHECKING:  # utilisation.py prints with this module's tables
@@ -103,7 +104,7 @@ def _gain(plain: Plan | None, fam: FamilyPlan) -> float | None:
 
 
 def _plain(plans: Sequence[Plan]) -> Plan | None:
-    return next((p for p in plans if p.params.network == "plain"), None)
+    return next((p for p in plans if p.params.network == NetworkMode.PLAIN), None)
 
 
 def _fastest(plans: Sequence[Plan]) -> Plan:
@@ -124,7 +125,7 @@ def networks_text(
     plain, fastest = _plain(plans), _fastest(plans)
     rows = []
     if compute is not None:
-        rows.append(_family_row("one-dc", compute.one_dc, None, False, compute))
+        rows.append(_family_row(NetworkMode.ONE_DC, compute.one_dc, None, False, compute))
     for plan in plans:
         for f in plan.families:
             label = f.family if len(plans) == 1 else f"{plan.params.network} {f.family}"
@@ -154,7 +155,11 @@ def networks_text(
 
 
 def _family_row(
-    network: str, f: FamilyPlan, gain: float | None, star: bool, compute: RoundCompute | None
+    network: NetworkMode,
+    f: FamilyPlan,
+    gain: float | None,
+    star: bool,
+    compute: RoundCompute | None,
 ) -> list[str]:
     row = [
         network,
@@ -172,7 +177,7 @@ def _family_row(
 
 def _utilisation_line(plans: Sequence[Plan], compute: RoundCompute) -> str:
     """The utilisation of each network's fastest family, and of the one-building reference."""
-    parts = [(q.params.network, q.best) for q in plans] + [("one-dc", compute.one_dc)]
+    parts = [(q.params.network, q.best) for q in plans] + [(NetworkMode.ONE_DC, compute.one_dc)]
     figures = [
         f"{network} {fam.family} " + " / ".join(percent(u) for u in compute.utilisation(fam))
         for network, fam in parts
@@ -226,7 +231,7 @@ def _utilised(wan: Wan, fam: FamilyPlan, compute: RoundCompute) -> JSONObject:
     return family_json(wan, fam) | {"utilisation": without, "utilisation_overlap": overlap}
 
 
-def family_text(wan: Wan, fam: FamilyPlan, network: str | None = None) -> str:
+def family_text(wan: Wan, fam: FamilyPlan, network: NetworkMode | None = None) -> str:
     used = fam.rounds or 0
     head = (
         f"chosen: {fam.family}, {used} round(s) to "
@@ -254,7 +259,9 @@ def _round_figures(cost: RoundCost) -> list[str]:
         "-" if math.isinf(rate) else format_rate(rate),
         format_size(cost.memory_bytes),
         "-" if math.isinf(cost.headroom_s) else format_duration(cost.headroom_s),
-        slow.limit if slow.collective in ("inna", "local") else f"{slow.limit} ({slow.collective})",
+        slow.limit
+        if slow.collective in (Collective.INNA, Collective.LOCAL)
+        else f"{slow.limit} ({slow.collective})",
     ]
 
 

@@ -18,6 +18,7 @@ from controller.planner.cost import CostParams
 from controller.planner.exceptions import PlanError
 from controller.planner.margin import Band, Choice, plans_choice
 from controller.planner.optimise import DEFAULT_EPSILON, Plan, Planner
+from innet.vocabulary import NetworkMode
 
 # Each point is a full plan (tens of ms for nine cities, more for 32): 256 log-spaced points
 # already resolve a 1MB..8GB sweep to 7% steps, and bound the sweep to seconds, not hours.
@@ -44,12 +45,12 @@ class Sweep:
     # per memory point, what the jitter band allows (empty: not asked, see `with_choices`)
     choices: tuple[Choice, ...] = ()
 
-    def baseline(self, network: str) -> Plan | None:
+    def baseline(self, network: NetworkMode) -> Plan | None:
         return next((p for p in self.baselines if p.params.network == network), None)
 
     @property
     def beats_plain_everywhere(self) -> bool:
-        plain = self.baseline("plain")
+        plain = self.baseline(NetworkMode.PLAIN)
         return plain is not None and self.plans[0].best.time_s < plain.best.time_s
 
     @property
@@ -77,12 +78,12 @@ def sweep(
     epsilon: float = DEFAULT_EPSILON,
     families: Sequence[str] | None = None,
     refine_steps: int = 12,
-    baselines: Sequence[str] = ("plain", "multicast"),
+    baselines: Sequence[NetworkMode] = (NetworkMode.PLAIN, NetworkMode.MULTICAST),
     progress: Callable[[int, int], None] | None = None,
 ) -> Sweep:
     """Plan at every memory point (`progress(done, total)` after each), then the baselines,
     then refine where the best family changes."""
-    base = replace(base, network="inna")
+    base = replace(base, network=NetworkMode.INNA)
     plans_made = []
     for done, m in enumerate(memories, 1):
         plans_made.append(planner.plan(replace(base, memory_bytes=m), epsilon, families))
@@ -109,7 +110,7 @@ def sweep(
                 b = mid
         crossovers.append(Crossover((a * b) ** 0.5, below, above))
     result = Sweep(plans, tuple(crossovers), others)
-    plain = result.baseline("plain")
+    plain = result.baseline(NetworkMode.PLAIN)
     if plain is None or result.beats_plain_everywhere:
         return result
     target = plain.best.time_s

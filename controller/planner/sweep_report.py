@@ -9,6 +9,7 @@ from controller.planner.report import choice_json, jitter_text, table, time_text
 from controller.planner.sweep import Sweep
 from innet.jsontypes import JSONObject
 from innet.units import format_duration, format_rate, format_size
+from innet.vocabulary import NetworkMode
 from topo.wan import Wan
 
 
@@ -94,7 +95,7 @@ def _baseline_lines(result: Sweep) -> list[str]:
     for plan in result.baselines:
         times = ", ".join(f"{f.family} {time_text(f.time_s)}" for f in plan.families)
         lines.append(f"  {plan.params.network}: {times}; fastest {plan.best.family}")
-    plain = result.baseline("plain")
+    plain = result.baseline(NetworkMode.PLAIN)
     if plain is None:
         return lines
     best = f"{plain.best.family} {time_text(plain.best.time_s)}"

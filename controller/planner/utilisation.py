@@ -24,19 +24,18 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from controller.planner.collectives import NETWORKS
 from controller.planner.compute import Compute, steady_utilisation
 from controller.planner.cost import CostParams
 from controller.planner.optimise import FamilyPlan, Planner
 from controller.planner.report import jitter_text, percent, table
 from innet.jsontypes import JSONObject, JSONValue
 from innet.units import format_duration, format_rate, format_size
+from innet.vocabulary import PLANNED_NETWORKS, NetworkMode
 from topo.wan import BUILDING_DELAY_S, Wan
 
 LOW_BPS = 1e6  # 1 Mb/s: the search's lower end
 HIGH_BPS = 1e13  # 10 Tb/s: its upper end, where only delays (and memory) still cost
 TOLERANCE = 0.01  # the bisection stops when its bracket is within 1%
-ONE_DC = "one-dc"  # the reference's name in tables and JSON
 REFERENCE_FAMILY = "all-to-all"  # one building exchanges among all its islands at once
 DEFAULT_TARGETS = (0.5, 0.9, 0.99)
 PAIRS = ("ring-pairs", "exponential-pairs")  # families whose rounds average two islands
@@ -49,7 +48,8 @@ def one_building(wan: Wan, access_bps: float) -> Wan:
 
 def one_dc_family(building: Wan, params: CostParams, epsilon: float) -> FamilyPlan:
     """Plain all-to-all (ring all-reduce) among the islands of `building`."""
-    plan = Planner(building).plan(replace(params, network="plain"), epsilon, [REFERENCE_FAMILY])
+    plain = replace(params, network=NetworkMode.PLAIN)
+    plan = Planner(building).plan(plain, epsilon, [REFERENCE_FAMILY])
     return plan.best
 
 
@@ -108,7 +108,11 @@ class RoundCompute:
     def building_json(self) -> JSONObject:
         """How the reference is built: plain ring all-reduce over the building's fabric."""
         link = self.building.links[0]
-        return {"network": "plain", "delay_s": link.delay_s, "fabric_bps": link.capacity_bps}
+        return {
+            "network": NetworkMode.PLAIN,
+            "delay_s": link.delay_s,
+            "fabric_bps": link.capacity_bps,
+        }
 
 
 def utilisations(compute_s: float, exchanges: Sequence[float]) -> tuple[float, float]:
@@ -137,14 +141,14 @@ class RatePlans:
     _planners: dict[float, Planner] = field(default_factory=dict)
     _times: dict[tuple[str, float], dict[str, list[float]]] = field(default_factory=dict)
 
-    def round_times(self, network: str, bps: float) -> dict[str, list[float]]:
-        """Each family's round times over `network` (or the one-building reference, ONE_DC)
-        when every island has `bps` into the WAN."""
+    def round_times(self, network: NetworkMode, bps: float) -> dict[str, list[float]]:
+        """Each family's round times over `network` (or the one-building reference, ONE_DC) when
+        every island has `bps` into the WAN."""
         key = (network, bps)
         if key not in self._times:
-            if network == ONE_DC:
+            if network == NetworkMode.ONE_DC:
                 planner = Planner(one_building(self.wan, bps))
-                params = replace(self.base, access_bps=bps, network="plain")
+                params = replace(self.base, access_bps=bps, network=NetworkMode.PLAIN)
                 names = [REFERENCE_FAMILY]
             else:
                 params = replace(self.base, access_bps=bps, network=network)
@@ -158,7 +162,7 @@ class RatePlans:
             }
         return self._times[key]
 
-    def best(self, network: str, bps: float, overlap: bool) -> tuple[float, str]:
+    def best(self, network: NetworkMode, bps: float, overlap: bool) -> tuple[float, str]:
         """The highest steady-state utilisation of any family at `bps`, and that family (the
         first asked for, on a tie)."""
         times = self.round_times(network, bps)
@@ -218,7 +222,7 @@ class Line:
     """One network (or the reference) without or with overlap: the utilisation at the rate
     given, and each target's least rate."""
 
-    network: str
+    network: NetworkMode
     overlap: bool
     given: tuple[float, str]  # utilisation and family at the --bandwidth given
     reached: tuple[Reached, ...]
@@ -249,10 +253,12 @@ def search_bandwidth(
     names = tuple(families or [f for f in Planner(wan).default_families() if f not in PAIRS])
     rates = RatePlans(wan, base, compute.round_s, names)
     lines = []
-    todo = [(n, o) for n in (ONE_DC, *NETWORKS) for o in (False, True)]
+    todo = [(n, o) for n in (NetworkMode.ONE_DC, *PLANNED_NETWORKS) for o in (False, True)]
     for done, (network, overlap) in enumerate(todo, 1):
 
-        def curve(bps: float, network: str = network, overlap: bool = overlap) -> tuple[float, str]:
+        def curve(
+            bps: float, network: NetworkMode = network, overlap: bool = overlap
+        ) -> tuple[float, str]:
             return rates.best(network, bps, overlap)
 
         given = curve(base.access_bps)
@@ -330,11 +336,11 @@ def bandwidth_json(result: BandwidthSearch) -> JSONObject:
     for line in result.lines:
         key = "with_overlap" if line.overlap else "without_overlap"
         by_network.setdefault(line.network, {})[key] = _line_json(line, p.access_bps)
-    one_dc: JSONObject = {"network": "plain", "family": REFERENCE_FAMILY}
+    one_dc: JSONObject = {"network": NetworkMode.PLAIN, "family": REFERENCE_FAMILY}
     one_dc |= {"delay_s": BUILDING_DELAY_S, "fabric_per_access": result.wan.n}
     networks: list[JSONValue] = []
     for network, doc in by_network.items():
-        if network != ONE_DC:
+        if network != NetworkMode.ONE_DC:
             entry: JSONObject = {"network": network}
             networks.append(entry | doc)
     return {
@@ -352,6 +358,6 @@ def bandwidth_json(result: BandwidthSearch) -> JSONObject:
         "search": {"low_bps": LOW_BPS, "high_bps": HIGH_BPS, "tolerance": TOLERANCE},
         "families": list(result.families),
         "targets": list(result.targets),
-        "one_dc": one_dc | by_network[ONE_DC],
+        "one_dc": one_dc | by_network[NetworkMode.ONE_DC],
         "networks": networks,
     }

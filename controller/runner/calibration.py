@@ -77,6 +77,7 @@ from innet.exceptions import InnetError, InputError, one_line
 from innet.jsontypes import JSONObject
 from innet.packetformat import PacketFormat
 from innet.paths import INNET_P4
+from innet.vocabulary import Backend, P4Target
 from topo import siteplan as site
 from topo.local_switch import LocalSwitch, udp_frame
 from workers.packets import Flag, InnetPacket, PacketType
@@ -290,7 +291,7 @@ def check_mode(mode: str) -> None:
 # --- what the machine gives (impure) -----------------------------------------------------------
 
 
-def member_switch(em: Emulation, island: int = 0, backend: str | None = None,
+def member_switch(em: Emulation, island: int = 0, backend: Backend | None = None,
                   like: LocalSwitch | None = None) -> LocalSwitch:  # fmt: skip
     """innet.p4 compiled as the run's switches are (first memory point's pool, their back end),
     with the entries the controller installs at `island`'s edge for an all-to-all round; a
@@ -332,7 +333,7 @@ def chunk_frames(em: Emulation, chunk: int, island: int = 0) -> list[tuple[int, 
     return frames
 
 
-def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S, backend: str | None = None,
+def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S, backend: Backend | None = None,
                   like: LocalSwitch | None = None) -> tuple[float, str]:  # fmt: skip
     """Frames per CPU second through innet.p4 on p4switch's pipeline, in this thread, and the
     back end that ran it (native: called through ctypes, docs/experiment.md); on a fresh
@@ -358,8 +359,8 @@ def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S, backend: str |
     return frames / cpu, pipe.backend
 
 
-def measure(em: Emulation, backend: str | None = None, leader_fps: float = 0.0,
-            target: str = "p4switch") -> Machine:  # fmt: skip
+def measure(em: Emulation, backend: Backend | None = None, leader_fps: float = 0.0,
+            target: P4Target = P4Target.P4SWITCH) -> Machine:  # fmt: skip
     """Timer lateness, CPU share and innet.p4's frame rate now, on the switches' back end (or
     on BMv2, for `target` "bmv2": controller/runner/bmv2rate.py), a leader's handling
     `leader_fps` frames a second (none measured for 0), and the cores other work kept busy
@@ -369,7 +370,7 @@ def measure(em: Emulation, backend: str | None = None, leader_fps: float = 0.0,
     share = cpu_share()
     # the best of a few short runs: this machine's figure when nothing else got in the way
     # (the CPU share says how much gets in the way now)
-    if target == "bmv2":
+    if target == P4Target.BMV2:
         rate, ran_on = bmv2_rate(em, lambda c: chunk_frames(em, c), BMV2_SPAN_S, REPEATS), "bmv2"
     else:
         like = member_switch(em, backend=backend)  # innet.p4 compiled once: a fresh copy each
@@ -383,7 +384,9 @@ def measure(em: Emulation, backend: str | None = None, leader_fps: float = 0.0,
     return Machine(p50, p99, top, share, rate, cores(), ran_on, leader, others)
 
 
-def calibrate(em: Emulation, backend: str | None = None, target: str = "p4switch") -> Calibration:
+def calibrate(
+    em: Emulation, backend: Backend | None = None, target: P4Target = P4Target.P4SWITCH
+) -> Calibration:
     """The machine check of a run of `em` on `target` (about a second on p4switch, measured on
     the switches' back end; a few on BMv2)."""
     need = plan_need(em)
@@ -403,7 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="The machine check innet run makes first.",
     )
     parser.add_argument("scenario", type=Path, help="scenario YAML")
-    parser.add_argument("--target", choices=("p4switch", "bmv2"), default="p4switch")
+    parser.add_argument("--target", type=P4Target.argument, choices=tuple(P4Target),
+                        default=P4Target.P4SWITCH)  # fmt: skip
     args = parser.parse_args(argv)
     try:
         em = resolve(load_scenario(args.scenario))

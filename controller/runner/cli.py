@@ -31,7 +31,8 @@ from controller.rundir import RunDir
 from innet.exceptions import InputError
 from innet.paths import DEFAULT_SCENARIO, RESULTS, check_destination
 from innet.stopping import StopSignals
-from topo.shaping import SHAPING_HELP, SHAPING_REQUESTS
+from innet.vocabulary import Backend, P4Target, Shaping
+from topo.shaping import SHAPING_HELP
 from topo.siteplan import GRPC_BASE_PORT
 
 if TYPE_CHECKING:  # the runner itself is imported by `run` (it loads torch)
@@ -62,16 +63,19 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         action="store_true",
         help="validate the scenario and print the predictions; build nothing",
     )
-    p.add_argument("--shaping", choices=SHAPING_REQUESTS, default="auto", help=SHAPING_HELP)
+    p.add_argument("--shaping", type=Shaping.argument, choices=tuple(Shaping),
+                   default=Shaping.AUTO, help=SHAPING_HELP)  # fmt: skip
     p.add_argument(
         "--target",
-        choices=["p4switch", "bmv2"],
-        default="p4switch",
+        type=P4Target.argument,
+        choices=tuple(P4Target),
+        default=P4Target.P4SWITCH,
         help="edge switches: p4switch (default) or bmv2 (simple_switch_grpc)",
     )
     p.add_argument(
         "--backend",
-        choices=["native", "python"],
+        type=Backend.argument,
+        choices=tuple(Backend),
         help="what runs the program in each p4switch: native (C) or python; default native "
         "where a C compiler is available (p4switch --backend)",
     )

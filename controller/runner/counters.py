@@ -16,18 +16,17 @@ from typing import TypeVar
 
 from controller.exceptions import TestbedError
 from controller.testbed import Testbed
-from innet.jsontypes import JSONValue
 from topo.exceptions import SwitchControlError
 from topo.siteplan import host_ports, wan_ports
 
 log = logging.getLogger(__name__)
 
 K = TypeVar("K")
-# A port's lag peak that marks a round CPU-bound: a shaped frame sent after its due time. The
-# receive lag (rx_lag_max_s: a frame read from the kernel after it arrived) is reported per port
-# but not counted: its peak reached 30-110 ms in 1.6 GB all-to-all rounds that ran within 1.4%
-# of the planner (round installs and counter reads hold the switch's interpreter for a moment)
-LAG_PEAKS = ("lateness_max_s",)
+# A port's lag peak that marks a round CPU-bound is its lateness (lateness_max_s: a shaped frame
+# sent after its due time). The receive lag (rx_lag_max_s: a frame read from the kernel after it
+# arrived) is reported per port but not counted: its peak reached 30-110 ms in 1.6 GB all-to-all
+# rounds that ran within 1.4% of the planner (round installs and counter reads hold the switch's
+# interpreter for a moment).
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +68,13 @@ def snapshot(testbed: Testbed) -> Snapshot:
             unread.append(u)
             continue
         tx[u] = {
-            v: int(_number((ports.get(port) or {}).get("tx_bytes")))
+            v: ports[port].tx_bytes if port in ports else 0
             for v, port in wan_ports(testbed.wan, u, hosts).items()
         }
-        leader_port = ports.get(host_ports(hosts)[0]) or {}
-        leaders[u] = int(_number(leader_port.get("rx_bytes")))
-        leaders_rx[u] = int(_number(leader_port.get("tx_bytes")))
-        lateness = [_number(p.get(peak)) for p in ports.values() for peak in LAG_PEAKS]
-        lag = max([lag, *lateness])
+        leader_port = ports.get(host_ports(hosts)[0])
+        leaders[u] = 0 if leader_port is None else leader_port.rx_bytes
+        leaders_rx[u] = 0 if leader_port is None else leader_port.tx_bytes
+        lag = max([lag, *(p.lateness_max_s for p in ports.values())])
         stats[u] = counters
     try:
         links = testbed.network.link_counters(reset_peaks=True)
@@ -84,13 +82,8 @@ def snapshot(testbed: Testbed) -> Snapshot:
         log.warning("link emulators unreadable: %s", err)
         links = {}
     for ports in links.values():
-        lag = max([lag, *(_number(p.get(peak)) for p in ports.values() for peak in LAG_PEAKS)])
+        lag = max([lag, *(p.lateness_max_s for p in ports.values())])
     return Snapshot(tx, stats, lag, tuple(unread), leaders, leaders_rx)
-
-
-def _number(value: JSONValue) -> float:
-    """A counter a switch reported (0 when it did not report it)."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 def _delta(before: Mapping[K, int] | None, after: Mapping[K, int]) -> dict[K, int]:

@@ -34,10 +34,11 @@ from controller.planner.cost import CostParams
 from controller.planner.exceptions import PlanError
 from controller.planner.optimise import DEFAULT_EPSILON, FamilyPlan, Planner
 from controller.planner.schedule import Schedule
-from controller.planner.utilisation import ONE_DC, REFERENCE_FAMILY, one_building
+from controller.planner.utilisation import REFERENCE_FAMILY, one_building
 from controller.runner.scenario import Scenario
 from innet.packetformat import PacketFormat
 from innet.units import format_size
+from innet.vocabulary import NetworkMode
 from topo.siteplan import JOB, SlotPool
 from topo.wan import Wan
 from workers import train
@@ -50,7 +51,7 @@ BOUND_EXPONENT = 3  # leaders send |x - theta0| <= 8, clipped and counted beyond
 class Play:
     """One (network, schedule) to play at a memory point, and the planner's plan for it."""
 
-    network: str  # one of scenario.NETWORKS
+    network: NetworkMode  # one of the scenario's networks, or ONE_DC
     plan: FamilyPlan
 
     @property
@@ -58,16 +59,16 @@ class Play:
         return f"{self.network} {self.plan.family}"
 
     @property
-    def edges(self) -> str:
+    def edges(self) -> NetworkMode:
         """What the switches are told to do (gloo runs over the plain network's edges)."""
         return planner_network(self.network)
 
 
-def planner_network(network: str) -> str:
+def planner_network(network: NetworkMode) -> NetworkMode:
     """The planner's network for a scenario's: gloo is predicted as innet's own plain-WAN
     collectives (its measurement is put beside them, not modelled); one building runs what
     one building runs, ring all-reduce over routed edges."""
-    return "plain" if network in ("gloo", ONE_DC) else network
+    return NetworkMode.PLAIN if network in (NetworkMode.GLOO, NetworkMode.ONE_DC) else network
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +158,7 @@ class Emulation:
         """With gloo in the run: where TCP at this scale is not TCP at full scale (docs/gloo.md),
         naming the scale and the largest faithful one for the WAN's round-trip times."""
         sc = self.scenario
-        if "gloo" not in sc.networks:
+        if NetworkMode.GLOO not in sc.networks:
             return None
         from workers.gloo import faithful_scale, tcp_fidelity  # torch: only with gloo
 
@@ -196,9 +197,9 @@ class Emulation:
                 plan = play.plan
                 rounds = [f"{c.time_s:.3f}" for c in plan.costs]
                 where = f"memory {point.label} -> pool {point.pool}"
-                if play.network == ONE_DC:
+                if play.network == NetworkMode.ONE_DC:
                     where = "one building (reference)"
-                elif play.network != "inna":
+                elif play.network != NetworkMode.INNA:
                     where = f"{play.network}, any memory"
                 elif len(sc.networks) > 1:
                     where = f"inna, {where}"
@@ -251,7 +252,7 @@ def resolve(sc: Scenario, schedule: Schedule | None = None) -> Emulation:
         cost = CostParams.for_pool(pool, update_bytes, sc.bandwidth_bps)
         plays = []
         for network in sc.networks:
-            if network != "inna" and i > 0:
+            if network != NetworkMode.INNA and i > 0:
                 continue  # nothing of it depends on the memory: played once, at the first
             params_n = dataclasses.replace(cost, network=planner_network(network))
             if schedule is not None:
@@ -273,12 +274,12 @@ def _one_building(sc: Scenario, first: MemoryPoint, schedule: Schedule | None) -
     carries all the islands' access rates), all-to-all or the given schedule, ring all-reduce."""
     building = one_building(sc.wan, sc.bandwidth_bps)
     planner = Planner(building)
-    params = dataclasses.replace(first.params, network=planner_network(ONE_DC))
+    params = dataclasses.replace(first.params, network=planner_network(NetworkMode.ONE_DC))
     model = planner.model(params)
     chosen = schedule or planner.schedule_for(REFERENCE_FAMILY, model)
     plan = planner.evaluate(model, chosen, DEFAULT_EPSILON)
-    return MemoryPoint(first.memory_bytes, first.pool, first.params, (Play(ONE_DC, plan),),
-                       building)  # fmt: skip
+    plays = (Play(NetworkMode.ONE_DC, plan),)
+    return MemoryPoint(first.memory_bytes, first.pool, first.params, plays, building)
 
 
 def _full_scale_bytes(floats: int, scale: float) -> int:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from controller.planner.collectives import direct, ring
 from controller.planner.cost import GroupCost, RoundCost
 from controller.runner.emulation import Emulation
+from innet.vocabulary import Collective
 from topo.wan import Wan
 
 
@@ -41,18 +42,18 @@ def group_streams(wan: Wan, group: GroupCost) -> tuple[Counter[int], Counter[tup
     members = tuple(group.members)
     sent: Counter[int] = Counter()
     links: Counter[tuple[int, int]] = Counter()
-    if len(members) < 2 or group.collective == "local":
+    if len(members) < 2 or group.collective == Collective.LOCAL:
         return sent, links
-    if group.collective == "ring":
+    if group.collective == Collective.RING:
         links.update(ring(wan, members).loads)
         sent.update(members)
-    elif group.collective == "direct":
+    elif group.collective == Collective.DIRECT:
         links.update(direct(wan, members).loads)
         sent.update({m: len(members) - 1 for m in members})
     else:  # inna, multicast: one stream per member down its multicast tree
         for src in members:
             links.update(wan.tree(src, [d for d in members if d != src]))
-        copies = 2 if group.collective == "inna" else 1  # inna: WAN|REMOTE, then LOCAL
+        copies = 2 if group.collective == Collective.INNA else 1  # inna: WAN|REMOTE, then LOCAL
         sent.update({m: copies for m in members})
     return sent, links
 
@@ -62,11 +63,11 @@ def leader_rates(em: Emulation, wan: Wan, cost: RoundCost) -> dict[int, float]:
     rates: dict[int, float] = {}
     for group in cost.groups:
         k = len(group.members)
-        if not math.isfinite(group.rate_bps) or k < 2 or group.collective == "local":
+        if not math.isfinite(group.rate_bps) or k < 2 or group.collective == Collective.LOCAL:
             continue
         fps = em.frame_rate_bps(group.rate_bps) / em.packet_format.frame_bits
         sent, _ = group_streams(wan, group)
-        received = 1 if group.collective in ("inna", "ring") else k - 1
+        received = 1 if group.collective in (Collective.INNA, Collective.RING) else k - 1
         for m in group.members:
             rates[m] = rates.get(m, 0.0) + (sent[m] + received) * fps
     return rates

@@ -31,6 +31,7 @@ from controller.runner.islands import Islands
 from controller.runner.leaders import local_lag, send_policy
 from controller.runner.records import RoundRecord
 from controller.testbed import InstalledRound, Testbed
+from innet.vocabulary import Collective, NetworkMode
 from workers.protocol import Done, Failed, Go, Prepare, Prepared
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class RoundContext:
     testbed: Testbed
     islands: Islands
     began: float  # on the islands' clock (Unix seconds)
-    network: str = "inna"  # the scenario's network of this play
+    network: str = NetworkMode.INNA  # the scenario's network of this play
 
     def planned(self, r: int, wall_s: float, reason: str) -> RoundRecord:
         """The record of round r when it did not finish: what was planned, and why."""
@@ -127,13 +128,14 @@ def _go(ctx: RoundContext, r: int, number: int, start_at: float) -> None:
     em, wan = ctx.emulation, ctx.testbed.wan
     for g, gc in enumerate(ctx.cost(r).groups):
         members = tuple(gc.members)
-        collective = "gloo" if ctx.network == "gloo" else gc.collective
+        collective = Collective.GLOO if ctx.network == NetworkMode.GLOO else gc.collective
         if len(members) == 1:
-            collective = "inna"  # nothing to exchange
+            collective = Collective.INNA  # nothing to exchange
         for m, offset in zip(members, gc.offsets, strict=True):
             policy = None
             if len(members) > 1:
-                lag = local_lag(wan.delay, members, gc.offsets, m) if collective == "inna" else None
+                inna = collective == Collective.INNA
+                lag = local_lag(wan.delay, members, gc.offsets, m) if inna else None
                 policy = send_policy(
                     em.frame_rate_bps(gc.rate_bps), em.packet_format.frame_bits, offset, lag,
                     gc.span_s, em.chunks, em.scenario.round_deadline_s,

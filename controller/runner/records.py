@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from innet.jsontypes import JSONObject, JSONValue
+from innet.vocabulary import NetworkMode
 
 Groups = tuple[tuple[str, ...], ...]
 # fields records written before the network modes do not have (they were all inna)
@@ -53,7 +54,7 @@ class RoundRecord:
     cpu_lag_ms: float | None = None  # worst switch or leader processing lag seen in the round
     cpu_bound: bool | None = None  # the CPU, not the network, limited the round
     status: str = "ok"  # "ok" or "failed: <reason>"
-    network: str = "inna"  # the scenario's network: plain, multicast, inna or gloo
+    network: str = NetworkMode.INNA  # the scenario's network: plain, multicast, inna or gloo
     sent_bytes: Mapping[str, int] = field(default_factory=dict)  # city: bytes its leader sent
     received_bytes: Mapping[str, int] = field(default_factory=dict)  # city: ... was delivered
     predicted_wan_bytes: float | None = None  # the planner's, on the wire at emulation scale

@@ -56,6 +56,7 @@ from controller.runner.results import (
 )
 from controller.runner.results.gap import GapRow, TrainingTarget, gap_rows
 from innet.stopping import held, interrupted
+from innet.vocabulary import Backend, NetworkMode, P4Target, Shaping
 from topo.mininet_hosts import shape_uplink
 from topo.mininet_net import NetworkSpec
 from topo.shaping import switch_shape
@@ -85,8 +86,8 @@ class Run:
         progress: Progress = _quiet,
         stop_event: threading.Event | None = None,
         calibration: str = "off",
-        backend: str | None = None,
-        target: str = "p4switch",
+        backend: Backend | None = None,
+        target: P4Target = P4Target.P4SWITCH,
     ) -> None:
         machine_check.check_mode(calibration)
         self.backend = backend  # the switches' back end (None: their own choice), for the check
@@ -241,11 +242,11 @@ class Run:
         up.testbed.set_schedule(plan.schedule)
         islands.broadcast(Reset())
         islands.expect(ResetDone, islands.clock() + PREPARE_TIMEOUT_S, "reset")
-        if play.network == "gloo":
+        if play.network == NetworkMode.GLOO:
             _join_gloo(islands, plan.schedule)
         ctx = RoundContext(self.emulation, point, plan, up.testbed, islands, islands.clock(),
                            play.network)  # fmt: skip
-        with _access_shaped(up, self.emulation, play.network == "gloo"):
+        with _access_shaped(up, self.emulation, play.network == NetworkMode.GLOO):
             self._rounds(ctx, point, play)
 
     def _rounds(self, ctx: RoundContext, point: MemoryPoint, play: Play) -> None:
@@ -315,9 +316,9 @@ def built_testbeds(
     em: Emulation,
     run_dir: RunDir,
     *,
-    shaping: str = "auto",
-    target: str = "p4switch",
-    backend: str | None = None,
+    shaping: Shaping = Shaping.AUTO,
+    target: P4Target = P4Target.P4SWITCH,
+    backend: Backend | None = None,
     grpc_base_port: int = GRPC_BASE_PORT,
 ) -> Testbeds:
     """The testbed of each memory point built for the run in `run_dir` (claimed while it is

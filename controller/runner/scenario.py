@@ -73,6 +73,7 @@ from controller.runner.yamlnodes import NodeReader
 from innet.jsontypes import JSONObject
 from innet.packetformat import DEFAULT_LANES, PacketFormat, PacketFormatError
 from innet.units import format_size, parse_duration, parse_rate, parse_size
+from innet.vocabulary import SCENARIO_NETWORKS, NetworkMode, VocabularyError
 from topo.exceptions import SlotPoolError, TopologyError, YamlLimitError
 from topo.loader import load_wan, parse_wan
 from topo.siteplan import SlotPool
@@ -90,7 +91,6 @@ _KEYS = (
     "update_size", "schedules", "training", "round_deadline", "seed", "wan_loss", "networks",
     "wan_jitter", "lanes", "compute", "one_dc",
 )  # fmt: skip
-NETWORKS = ("plain", "multicast", "inna", "gloo")  # the planner's three, and the gloo baseline
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class Scenario:
     wan: Wan = field(compare=False, repr=False)
     path: Path | None = field(default=None, compare=False)  # the file it was loaded from
     wan_loss: float = 0.0  # each WAN link loses this share of frames, each way (the planner not)
-    networks: tuple[str, ...] = ("inna",)  # in the order they are played
+    networks: tuple[NetworkMode, ...] = (NetworkMode.INNA,)  # in the order they are played
     # key path ("update_size", "schedules[1]", ...) -> its line in the file, for later checks
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
     wan_jitter_s: float | None = None  # every WAN link's jitter; None: the WAN file's own
@@ -167,7 +167,7 @@ class Scenario:
             "round_deadline": f"{self.round_deadline_s:.15g}s",
             "seed": self.seed,
             "wan_loss": self.wan_loss,
-            "networks": list(self.networks),
+            "networks": [network.value for network in self.networks],
             "wan_jitter": None if self.wan_jitter_s is None else f"{self.wan_jitter_s:.15g}s",
             "lanes": self.packet_format.lanes,
             "compute": None if self.compute is None else self.compute.to_dict(),
@@ -337,20 +337,21 @@ def _schedules(doc: NodeReader, node: yaml.Node | None, wan: Wan) -> tuple[str, 
     return tuple(names)
 
 
-def _networks(doc: NodeReader, node: yaml.Node | None) -> tuple[str, ...]:
+def _networks(doc: NodeReader, node: yaml.Node | None) -> tuple[NetworkMode, ...]:
     if node is None:
-        return ("inna",)
+        return (NetworkMode.INNA,)
     if not isinstance(node, yaml.SequenceNode) or not node.value:
-        raise doc.fail(node, "networks", f"must be a non-empty list of {', '.join(NETWORKS)}")
-    names: list[str] = []
+        known = ", ".join(SCENARIO_NETWORKS)
+        raise doc.fail(node, "networks", f"must be a non-empty list of {known}")
+    names: list[NetworkMode] = []
     for i, item in enumerate(node.value):
-        network = doc.text(item, f"networks[{i}]")
-        if network not in NETWORKS:
-            why = f"unknown network {network!r}; known: {', '.join(NETWORKS)}"
-            raise doc.fail(item, f"networks[{i}]", why)
+        try:
+            network = NetworkMode.parse(doc.text(item, f"networks[{i}]"), among=SCENARIO_NETWORKS)
+        except VocabularyError as err:
+            raise doc.fail(item, f"networks[{i}]", str(err)) from None
         if network in names:
             raise doc.fail(item, f"networks[{i}]", f"{network!r} is listed twice")
-        if network == "gloo" and (missing := _gloo_missing()) is not None:
+        if network == NetworkMode.GLOO and (missing := _gloo_missing()) is not None:
             raise doc.fail(item, f"networks[{i}]", f"gloo cannot run here: {missing}")
         names.append(network)
     return tuple(names)

@@ -7,7 +7,7 @@ states each bound, so what it allows is what is checked."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -17,6 +17,7 @@ from controller.planner.schedule import Round, Schedule
 from controller.service import limits
 from controller.testbed import Testbed
 from innet.names import NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE, name_problem
+from innet.vocabulary import Pacing
 from topo.exceptions import UnknownCityError
 
 STRICT = ConfigDict(extra="forbid", strict=True)
@@ -77,7 +78,7 @@ class PlanBody(BaseModel):
         None
     )
     epsilon: Finite = Field(DEFAULT_EPSILON, ge=0, lt=1)
-    pacing: Literal["rate", "window"] = "rate"
+    pacing: Pacing = Pacing.RATE
 
     # Before the type's own check, so that each field has one error that says what is wanted.
     @field_validator("memory", mode="before")

@@ -31,6 +31,7 @@ from controller.service.exceptions import NotRunning, ServiceFailure
 from controller.service.options import SERVICE_ERROR, ServiceConfig, service_options
 from innet.paths import CHECKOUT
 from innet.stopping import StopSignals, held
+from innet.vocabulary import Pacing
 
 UP_TIMEOUT_S = 300.0
 SERVICE_STOP_S = 8.0  # a service stopped while it builds tears down within this (then killed)
@@ -79,7 +80,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     splan.add_argument("--family", action="append", dest="families", metavar="NAME")
     splan.add_argument("--epsilon", type=number(0, 1, below=True), default=1e-3,
                        help="consensus error to reach, in [0, 1) (default 0.001)")  # fmt: skip
-    splan.add_argument("--pacing", choices=["rate", "window"], default="rate")
+    splan.add_argument("--pacing", type=Pacing.argument, choices=tuple(Pacing),
+                       default=Pacing.RATE)  # fmt: skip
     _run_dir_option(splan)
     rnd = sub.add_parser("round", help="advance to the next round")
     rnd_sub = rnd.add_subparsers(dest="round_command", required=True)

@@ -23,10 +23,11 @@ from controller.planner.cost import CostParams
 from innet.exceptions import InputError
 from innet.packetformat import DEFAULT_LANES, LANE_CHOICES, PacketFormat
 from innet.units import parse_size
+from innet.vocabulary import P4Target, Shaping
 from topo.loader import default_wan, load_wan
 from topo.mininet_net import NetworkSpec
-from topo.shaping import SHAPING_HELP, SHAPING_REQUESTS
-from topo.siteplan import GRPC_BASE_PORT, MAX_HOSTS_PER_ISLAND, MAX_SLOTS, TARGETS, SlotPool
+from topo.shaping import SHAPING_HELP
+from topo.siteplan import GRPC_BASE_PORT, MAX_HOSTS_PER_ISLAND, MAX_SLOTS, SlotPool
 from topo.wan import Wan
 
 DEFAULT_PORT = 8700
@@ -52,11 +53,13 @@ def service_options(p: argparse.ArgumentParser) -> None:
         help=f"slots per bank on the switches, a power of two up to {MAX_SLOTS} (default: the "
         "largest whose two banks of 128 B slots fit in memory / scale)",
     )
-    p.add_argument("--shaping", choices=SHAPING_REQUESTS, default="auto", help=SHAPING_HELP)
+    p.add_argument("--shaping", type=Shaping.argument, choices=tuple(Shaping),
+                   default=Shaping.AUTO, help=SHAPING_HELP)  # fmt: skip
     p.add_argument(
         "--target",
-        choices=TARGETS,
-        default="p4switch",
+        type=P4Target.argument,
+        choices=tuple(P4Target),
+        default=P4Target.P4SWITCH,
         help="edge switches: p4switch (default) or bmv2 (simple_switch_grpc)",
     )
     p.add_argument("--log-console", action="store_true",

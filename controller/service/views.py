@@ -104,7 +104,7 @@ def history(entries: tuple[HistoryEntry, ...]) -> list[JSONValue]:
 def counters(edge: EdgeCounters) -> JSONObject:
     ports: JSONValue = None
     if edge.ports is not None:
-        ports = {str(port): dict(values) for port, values in sorted(edge.ports.items())}
+        ports = {str(port): values.to_json() for port, values in sorted(edge.ports.items())}
     return {"city": edge.city, "switch": edge.switch, "stats": dict(edge.stats), "ports": ports}
 
 

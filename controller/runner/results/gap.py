@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from matplotlib.figure import Figure
 
 from controller.planner.compute import first_reaching, timeline
-from controller.planner.utilisation import ONE_DC
 from controller.runner.records import RoundRecord
 from innet.units import format_duration, format_size
+from innet.vocabulary import NetworkMode
 
 MAX_LOSS = 700.0  # exp() of a larger test loss overflows a float: a diverged model
 
@@ -91,8 +91,8 @@ def gap_rows(
     """One row per (network, memory, schedule) in the order first played; the one-building
     reference's row first, and every row's `vs_one_dc` against it."""
     rows = [_row(recs, compute_s, overlap, target) for recs in _by_row(records).values()]
-    rows.sort(key=lambda row: row.network != ONE_DC)  # stable: the reference first
-    ref = next((row for row in rows if row.network == ONE_DC), None)
+    rows.sort(key=lambda row: row.network != NetworkMode.ONE_DC)  # stable: the reference first
+    ref = next((row for row in rows if row.network == NetworkMode.ONE_DC), None)
     return [dataclasses.replace(row, vs_one_dc=_against(row, ref)) for row in rows]
 
 
@@ -114,7 +114,7 @@ def _row(
         network=first.network,
         memory=first.memory,
         schedule=first.schedule,
-        per_memory=first.network == "inna",
+        per_memory=first.network == NetworkMode.INNA,
         rounds=len(recs),
         compute_s=compute_s,
         overlap=overlap,
@@ -151,7 +151,7 @@ def gap_table(rows: Sequence[GapRow]) -> str:
     lines = [header]
     for row in rows:
         lines.append((
-            "one building" if row.network == ONE_DC else row.network,
+            "one building" if row.network == NetworkMode.ONE_DC else row.network,
             format_size(row.memory) if row.per_memory else "any memory",
             row.schedule,
             _pct(row.utilisation),
@@ -196,12 +196,12 @@ def plot_accuracy_time(records: Iterable[RoundRecord], compute_s: float, overlap
     ax = fig.add_subplot()
     for (network, memory, schedule), recs in runs.items():
         line = timeline(compute_s, [r.time_s or 0.0 for r in recs], overlap)
-        label = "one building" if network == ONE_DC else f"{network} {schedule}"
-        if network == "inna":
+        label = "one building" if network == NetworkMode.ONE_DC else f"{network} {schedule}"
+        if network == NetworkMode.INNA:
             label += f" @ {format_size(memory)}"
         ax.plot(line.ends_s, [100 * (r.accuracy or 0.0) for r in recs], marker="o",
-                markersize=3, label=label, color="black" if network == ONE_DC else None,
-                linewidth=2.5 if network == ONE_DC else 1.5)  # fmt: skip
+                markersize=3, label=label, color="black" if network == NetworkMode.ONE_DC else None,
+                linewidth=2.5 if network == NetworkMode.ONE_DC else 1.5)  # fmt: skip
     ax.set_xlabel("full-scale wall-clock (s): compute and exchange")
     ax.set_ylabel("test accuracy (%)")
     ax.set_title("Accuracy against wall-clock" + (" (overlap)" if overlap else ""))

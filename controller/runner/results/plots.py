@@ -21,6 +21,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from controller.runner.records import Baseline, RoundRecord
 from innet.units import format_size
+from innet.vocabulary import NetworkMode
 
 BAND = 0.2  # the predicted-vs-measured plot shades +-20% around y = x
 PANELS_PER_ROW = 3  # round-time.png
@@ -30,7 +31,7 @@ LINE_STYLES = ("-", "--", "-.", ":")  # loss.png: one per memory point, colours 
 def plot_round_times(records: list[RoundRecord]) -> Figure:
     """Time per round per (network, schedule), one panel per memory point; predicted dashed.
     A network that does not depend on memory (all but inna) is drawn in every panel."""
-    memories = sorted({r.memory for r in records if r.network == "inna"}) or sorted(
+    memories = sorted({r.memory for r in records if r.network == NetworkMode.INNA}) or sorted(
         {r.memory for r in records}
     )
     fig, axes = _figure(max(1, len(memories)))
@@ -75,7 +76,9 @@ def plot_loss(records: list[RoundRecord], baseline: Baseline | None) -> Figure:
                 for r in sorted(recs, key=lambda r: r.round)
                 if r.train_loss is not None
             ]
-            where = f", {format_size(memory)}" if recs and recs[0].network == "inna" else ""
+            where = (
+                f", {format_size(memory)}" if recs and recs[0].network == NetworkMode.INNA else ""
+            )
             if points:
                 ax.plot(*zip(*points, strict=True), marker=".", color=colour, linestyle=style,
                         label=f"{schedule}{where}")  # fmt: skip
@@ -162,4 +165,5 @@ def _colours(records: list[RoundRecord]) -> list[tuple[str, str]]:
 def _of(records: list[RoundRecord], memory: int, series: str) -> list[RoundRecord]:
     """The rounds of one (network, schedule) at this memory (any memory but inna's)."""
     return [r for r in records
-            if r.series == series and (r.memory == memory or r.network != "inna")]  # fmt: skip
+            if r.series == series
+            and (r.memory == memory or r.network != NetworkMode.INNA)]  # fmt: skip

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from controller.runner.flags import count_flags, flag_text
 from controller.runner.records import RoundRecord
 from innet.jsontypes import JSONObject
+from innet.vocabulary import NetworkMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +126,7 @@ def _row(recs: list[RoundRecord], cycle: Cycle, baseline_accuracy: float | None)
         slot_conflicts=sum(r.slot_conflicts or 0 for r in recs),
         cpu_bound_rounds=sum(1 for r in recs if r.cpu_bound),
         status=_run_status(recs, failed),
-        per_memory=recs[0].network == "inna",
+        per_memory=recs[0].network == NetworkMode.INNA,
         flagged_rounds=sum(1 for r in ok if r.flagged),
         flags=flag_text(count_flags(r.flagged for r in ok)),
         consensus_unflagged_s=_cycle_time(

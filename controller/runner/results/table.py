@@ -8,6 +8,7 @@ from typing import TypeVar
 from controller.runner.flags import FLAGS, TIMING_TOLERANCE, flag_text
 from controller.runner.results.summary import SummaryRow
 from innet.units import format_duration, format_size
+from innet.vocabulary import NetworkMode
 
 T = TypeVar("T")
 
@@ -33,7 +34,7 @@ def format_table(rows: Iterable[SummaryRow]) -> str:
         for m, row in fastest.items()
         if row.measures_network and not any(_may_beat(other, row) for other in rows)
     }
-    plain = _fastest(r for r in rows if r.network == "plain")
+    plain = _fastest(r for r in rows if r.network == NetworkMode.PLAIN)
     header = ["memory", "schedule", "consensus", "predicted", "ratio"]
     right = {2, 3, 4}
     if len(networks) > 1:
@@ -96,7 +97,7 @@ def _footnotes(rows: list[SummaryRow], networks: list[str], plain: SummaryRow | 
         )
         gains = []
         for network in networks:
-            if network == "plain":
+            if network == NetworkMode.PLAIN:
                 continue
             best = _fastest(r for r in rows if r.network == network)
             if best is not None:

@@ -11,13 +11,13 @@ from controller.planner.cost import CostParams
 from controller.planner.utilisation import (
     HIGH_BPS,
     LOW_BPS,
-    ONE_DC,
     TOLERANCE,
     RatePlans,
     RoundCompute,
     least_rate,
     scaled,
 )
+from innet.vocabulary import NetworkMode
 
 GB = 10**9
 BASE = CostParams(update_bytes=GB, memory_bytes=int(1.6 * GB), access_bps=10e9)
@@ -77,7 +77,7 @@ def test_utilisation_does_not_fall_as_bandwidth_grows_on_the_nine_cities(nine, m
     families = ["all-to-all", "cliques-3", "ring-pairs", "exponential-pairs"]
     rates = RatePlans(nine, CostParams(GB, memory, 10e9), 9.0, families)
     grid = np.logspace(math.log10(LOW_BPS), math.log10(HIGH_BPS), 29)
-    for network in (ONE_DC, "plain", "multicast", "inna"):
+    for network in (NetworkMode.ONE_DC, "plain", "multicast", "inna"):
         for family in rates.round_times(network, grid[0]):
             means = [np.mean(rates.round_times(network, b)[family]) for b in grid]
             assert np.all(np.diff(means) <= 1e-12 * np.array(means[:-1])), (network, family)
@@ -96,7 +96,7 @@ def test_one_building_outruns_a_plain_wan_of_the_same_family_only(nine) -> None:
     assert {link.capacity_bps for link in compute.building.links} == {90e9}
     rates = RatePlans(nine, BASE, compute.round_s, ["all-to-all"])
     one_dc = compute.utilisation(compute.one_dc)
-    times = rates.round_times(ONE_DC, BASE.access_bps)["all-to-all"]
+    times = rates.round_times(NetworkMode.ONE_DC, BASE.access_bps)["all-to-all"]
     assert one_dc == pytest.approx(tuple(steady_utilisation(9.0, times, o) for o in (False, True)))
     plain = rates.best("plain", BASE.access_bps, overlap=False)[0]
     inna = rates.best("inna", BASE.access_bps, overlap=False)[0]

@@ -19,6 +19,7 @@ from controller.service.exceptions import LimitError
 from controller.service.guards import validation_failed
 from controller.testbed import Testbed
 from innet.exceptions import InnetError
+from innet.vocabulary import Pacing
 
 HOSTILE = ["a\x00b", "a\nb", "evil\u202etxt.exe", "tab\there", " lead", "x" * 65, "", "é"]
 
@@ -234,7 +235,8 @@ def test_the_schema_states_the_bounds_it_enforces(testbed: Testbed) -> None:
     }
     assert memory_text["pattern"] == limits.SIZE_TEXT_PATTERN
     assert plan["bandwidth"]["anyOf"][0]["maximum"] == limits.MAX_BANDWIDTH_BPS
-    assert plan["pacing"]["enum"] == ["rate", "window"]
+    pacing = models[plan["pacing"]["$ref"].rsplit("/", 1)[1]]  # the vocabulary's, one place
+    assert pacing["enum"] == [p.value for p in Pacing] == ["rate", "window"]
     assert models["ExperimentBody"]["properties"]["seed"]["maximum"] == limits.MAX_SEED
 
 
