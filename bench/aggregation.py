@@ -143,8 +143,9 @@ class BenchLeader:
 
 def start_leader(host: Host, argv: list[str], log_path: Path, island: int) -> BenchLeader:
     with log_path.open("wb") as err:
-        proc = host.popen(argv, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=err, bufsize=0)  # fmt: skip
+        proc = host.popen(
+            argv, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, bufsize=0
+        )
     return BenchLeader(island, proc, log_path)
 
 
@@ -177,9 +178,16 @@ def run_leaders(hosts: list[Host], workdir: Path, args: list[str]) -> list[Repor
 
 def run_pool(wan: Wan, slots: int, floats: int, pace_bps: float, workdir: Path) -> list[Report]:
     """Build the testbed with `slots` slots per bank, install the round, run the leaders."""
-    spec = NetworkSpec(wan, hosts_per_city=1, slots=slots, scale=1.0, shaping="switch",
-                       grpc_base_port=GRPC_BASE_PORT, packet_format=PACKET_FORMAT,
-                       name_prefix=NAME_PREFIX)  # fmt: skip
+    spec = NetworkSpec(
+        wan,
+        hosts_per_city=1,
+        slots=slots,
+        scale=1.0,
+        shaping="switch",
+        grpc_base_port=GRPC_BASE_PORT,
+        packet_format=PACKET_FORMAT,
+        name_prefix=NAME_PREFIX,
+    )
     net = build_network(spec, workdir / "switches")
     testbed: Testbed | None = None
     try:
@@ -188,9 +196,20 @@ def run_pool(wan: Wan, slots: int, floats: int, pace_bps: float, workdir: Path) 
         pool, params = SlotPool(slots, 1, PACKET_FORMAT), cost_params(chunks, slots, "window")
         testbed = Testbed.start(wan, MininetNetwork(net), params, pool=pool, schedule=schedule)
         installed = testbed.advance()
-        args = ["--members", ",".join(map(str, ISLANDS)), "--round",
-                str(installed.number & 0xFFFF), "--floats", str(floats), "--window", str(slots),
-                "--rate-bps", repr(pace_bps), "--lanes", str(PACKET_FORMAT.lanes)]  # fmt: skip
+        args = [
+            "--members",
+            ",".join(map(str, ISLANDS)),
+            "--round",
+            str(installed.number & 0xFFFF),
+            "--floats",
+            str(floats),
+            "--window",
+            str(slots),
+            "--rate-bps",
+            repr(pace_bps),
+            "--lanes",
+            str(PACKET_FORMAT.lanes),
+        ]
         leaders = [net.hosts[u][0] for u in ISLANDS]
         return run_leaders(leaders, workdir, args)
     finally:
@@ -199,8 +218,15 @@ def run_pool(wan: Wan, slots: int, floats: int, pace_bps: float, workdir: Path) 
         net.stop()  # idempotent: the network goes even when the controller never came up
 
 
-def report(slots: int, window: float, wan: Wan, reports: list[Report], chunks: int,
-           floats: int, rate_bps: float) -> None:  # fmt: skip
+def report(
+    slots: int,
+    window: float,
+    wan: Wan,
+    reports: list[Report],
+    chunks: int,
+    floats: int,
+    rate_bps: float,
+) -> None:
     by_rate = predicted(wan, chunks, slots, "rate")
     by_window = predicted(wan, chunks, slots, "window")
     cover = "covers" if slots >= window else "below"

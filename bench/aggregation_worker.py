@@ -67,8 +67,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--window", type=int, required=True, help="chunks unanswered (slots)")
     parser.add_argument("--rate-bps", type=float, default=0.0, help="pacing rate (0: none)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
-                        help="int32 values in one packet: the switches' -D LANES")  # fmt: skip
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        choices=LANE_CHOICES,
+        default=DEFAULT_LANES,
+        help="int32 values in one packet: the switches' -D LANES",
+    )
     return parser.parse_args(argv)
 
 

@@ -83,12 +83,17 @@ def program_switch(conn: SwitchConnection, program: str, build_dir: Path) -> Non
     schema = conn.schema
     assert schema is not None  # set with the pipeline
     table, field, action, param, which = ENTRIES[program]
-    conn.write([insert(entry(schema, table, field, action, param, port, addresses[which]))
-                for port, addresses in HOSTS.items()])  # fmt: skip
+    conn.write(
+        [
+            insert(entry(schema, table, field, action, param, port, addresses[which]))
+            for port, addresses in HOSTS.items()
+        ]
+    )
 
 
-def entry(schema: Schema, table: str, field: str, action: str, param: str, port: int,
-          key: str) -> p4runtime_pb2.Entity:  # fmt: skip
+def entry(
+    schema: Schema, table: str, field: str, action: str, param: str, port: int, key: str
+) -> p4runtime_pb2.Entity:
     return schema.table_entry(table, {field: _key(key)}, action, {param: port})
 
 
@@ -105,8 +110,9 @@ def serve(program: str, build: str, if1: str, if2: str) -> None:
         argv[0] = str(binary)
         log = Path(tmp) / "switch.log"
         with log.open("wb") as out:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT)  # fmt: skip
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+            )
         try:
             conn = connect_started(proc, address, DEVICE_ID, log, STARTUP_S)
             try:

@@ -30,16 +30,31 @@ TOLERANCE = 0.20
 
 def run_beside(hogs: int, scenario: Path, out: Path, port: int) -> dict[str, object]:
     """One `innet run` beside `hogs` busy loops; what its results say."""
-    argv = [sys.executable, "-c", MAIN, "run", str(scenario), "--out", str(out),
-            "--no-progress", "--grpc-base-port", str(port), "--calibration", "warn"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        MAIN,
+        "run",
+        str(scenario),
+        "--out",
+        str(out),
+        "--no-progress",
+        "--grpc-base-port",
+        str(port),
+        "--calibration",
+        "warn",
+    ]
     with CpuHogs(hogs):
         done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"innet run beside {hogs} busy loop(s) failed: {done.stderr.strip()}")
     rounds = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
     finished = [r for r in rounds if r["status"] == "ok"]
-    on_time = [r for r in finished if not r["flags"]
-               and abs(r["time_s"] / r["predicted_s"] - 1) < TOLERANCE]  # fmt: skip
+    on_time = [
+        r
+        for r in finished
+        if not r["flags"] and abs(r["time_s"] / r["predicted_s"] - 1) < TOLERANCE
+    ]
     flags = Counter(name for r in finished for name in r["flags"])
     table = done.stdout.split("network  memory", 1)[-1].splitlines()
     winners = [" ".join(line.split()[:6]) for line in table if " * " in line]
@@ -81,10 +96,13 @@ def main() -> int:
             parser.error(f"{out} exists: give another --out")
         results.append(run_beside(n, args.scenario, out, args.grpc_base_port))
         r = results[-1]
-        print(f"{n} busy loop(s): calibration {r['verdict']}; {r['on_time']} of {r['rounds']} "
-              f"rounds within {TOLERANCE:.0%} and unflagged, {r['flagged']} flagged "
-              f"{r['flags'] or ''}, {r['unflagged_off']} unflagged but off, {r['failed']} "
-              f"failed; worst {r['worst']:.2f}x", flush=True)  # fmt: skip
+        print(
+            f"{n} busy loop(s): calibration {r['verdict']}; {r['on_time']} of {r['rounds']} "
+            f"rounds within {TOLERANCE:.0%} and unflagged, {r['flagged']} flagged "
+            f"{r['flags'] or ''}, {r['unflagged_off']} unflagged but off, {r['failed']} "
+            f"failed; worst {r['worst']:.2f}x",
+            flush=True,
+        )
         print(f"  {r['calibration']}")
         for line in r["winners"] or ["(no winner starred)"]:
             print(f"  winner: {line}")

@@ -159,9 +159,12 @@ class Forwarder:
         # stderr to a file, not a pipe, so logging never blocks it; closed by stop()
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115
         self.proc = subprocess.Popen(
-            args, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            args,
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=self.errors,
-        )  # fmt: skip
+        )
         assert self.proc.stdout is not None
         deadline = time.monotonic() + 30
         while True:
@@ -266,16 +269,25 @@ def shaping_accuracy(net: Net, loop: rows.ShapingLoop, seconds: float) -> dict[s
     return {
         "loop": loop.label,
         "delay_rtt_ms": {
-            "goal": 100.0, "median": statistics.median(rtts), "mean": statistics.mean(rtts),
-            "min": min(rtts), "max": max(rtts), "replies": len(rtts), "sent": 40,
-            "worst_lateness_ms": late * 1e3, "unit": "ms",
+            "goal": 100.0,
+            "median": statistics.median(rtts),
+            "mean": statistics.mean(rtts),
+            "min": min(rtts),
+            "max": max(rtts),
+            "replies": len(rtts),
+            "sent": 40,
+            "worst_lateness_ms": late * 1e3,
+            "unit": "ms",
         },
         "rate_mbps": {
-            "goal": 10.0, "delivered": fps * frame_bits / 1e6, "offered": 20.0,
-            "frame_bytes": traffic.frame_bytes, "queue_full_drops": queue_full,
+            "goal": 10.0,
+            "delivered": fps * frame_bits / 1e6,
+            "offered": 20.0,
+            "frame_bytes": traffic.frame_bytes,
+            "queue_full_drops": queue_full,
             "unit": "Mb/s",
         },
-    }  # fmt: skip
+    }
 
 
 def bench(options: argparse.Namespace, table: TextIO) -> dict[str, Any]:
@@ -338,17 +350,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per measurement")
     parser.add_argument(
-        "--size", type=int, default=rows.AGG_PAYLOAD,
+        "--size",
+        type=int,
+        default=rows.AGG_PAYLOAD,
         help=f"UDP payload bytes ({rows.AGG_PAYLOAD}: agg32 frames of 174 B; 18: 60 B frames)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--program", action="append", choices=rows.PROGRAMS,
+        "--program",
+        action="append",
+        choices=rows.PROGRAMS,
         help="a program measured on each back end and loop (repeatable; default: all)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--processor", action="append",
+        "--processor",
+        action="append",
         help="module:callable returning a PacketProcessor: one more row (repeatable)",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--rate", type=float, help="cap the sender at RATE frames/s (default: as fast as it can)"
     )

@@ -101,12 +101,15 @@ def bmv2_rows(program: str) -> list[ForwardingRow]:
     """`program` on BMv2's simple_switch_grpc, its default build and its build for speed."""
     return [
         ForwardingRow(
-            f"{program}: BMv2 simple_switch_grpc, {build} build", program, "bmv2", "bmv2",
+            f"{program}: BMv2 simple_switch_grpc, {build} build",
+            program,
+            "bmv2",
+            "bmv2",
             (sys.executable, str(BMV2_FORWARDER), program, build, *PORTS),
             bmv2_forwarder.unavailable(build),
         )
         for build in bmv2_forwarder.BUILDS
-    ]  # fmt: skip
+    ]
 
 
 def planned(
@@ -117,40 +120,65 @@ def planned(
     planned_rows = [
         ForwardingRow("sender alone, into a sink that counts", None, None, "sink", None),
         ForwardingRow(
-            "minimal C forwarder, recvmmsg/sendmmsg", None, None, "C-recvmmsg",
+            "minimal C forwarder, recvmmsg/sendmmsg",
+            None,
+            None,
+            "C-recvmmsg",
             (str(forwarder), *PORTS),
         ),
         ForwardingRow(  # the reference of "of C fwd": the native loop's own I/O, no P4
-            "C port swap in the native I/O loop (no P4)", None, None, "C",
-            switch_command("native", "bench.p4_processors:portswap_c"), native_io,
+            "C port swap in the native I/O loop (no P4)",
+            None,
+            None,
+            "C",
+            switch_command("native", "bench.p4_processors:portswap_c"),
+            native_io,
         ),
         ForwardingRow(
-            "plain Python AF_PACKET forwarder", None, None, "python",
+            "plain Python AF_PACKET forwarder",
+            None,
+            None,
+            "python",
             (sys.executable, str(FORWARDING), "_plain", *PORTS),
         ),
-    ]  # fmt: skip
+    ]
     for program in programs:
         python = f"bench.p4_processors:{program}"
         native_factory = f"{python}_native"
         planned_rows += [
             ForwardingRow(
-                f"{program}: python back end, python I/O", program, "python", "python",
+                f"{program}: python back end, python I/O",
+                program,
+                "python",
+                "python",
                 switch_command("python", python),
             ),
             ForwardingRow(
-                f"{program}: python back end, native I/O", program, "python", "native",
-                switch_command("native", python), native_io,
+                f"{program}: python back end, native I/O",
+                program,
+                "python",
+                "native",
+                switch_command("native", python),
+                native_io,
             ),
             ForwardingRow(
-                f"{program}: native back end, python I/O", program, "native", "python",
-                switch_command("python", native_factory), native,
+                f"{program}: native back end, python I/O",
+                program,
+                "native",
+                "python",
+                switch_command("python", native_factory),
+                native,
             ),
             ForwardingRow(
-                f"{program}: native back end, native I/O", program, "native", "native",
-                switch_command("native", native_factory), native or native_io,
+                f"{program}: native back end, native I/O",
+                program,
+                "native",
+                "native",
+                switch_command("native", native_factory),
+                native or native_io,
             ),
             *bmv2_rows(program),
-        ]  # fmt: skip
+        ]
     for spec in processors:
         planned_rows.append(
             ForwardingRow(

@@ -93,8 +93,9 @@ def c_loop_rate(entry: tuple[int, int], frames: Frames, seconds: float) -> float
     fn, ctx = entry
     total = len(frames)
     while True:  # grow the run until it lasts long enough to time
-        elapsed = lib.p4s_bench_loop(fn, ctx, blob, lens, ports, stride, len(frames), total,
-                                     ctypes.byref(emitted))  # fmt: skip
+        elapsed = lib.p4s_bench_loop(
+            fn, ctx, blob, lens, ports, stride, len(frames), total, ctypes.byref(emitted)
+        )
         if elapsed < 0:
             raise native.NativeBuildError("the C loop could not allocate its output buffer")
         if elapsed >= seconds / 4:
@@ -192,16 +193,20 @@ def measure_innet_bmv2(seconds: float) -> list[dict[str, Any]]:
 
 
 def bmv2_table(rows: Sequence[dict[str, Any]], innet: dict[str, Any]) -> str:
-    lines = ["innet.p4 member edge on BMv2 (frames in per CPU second of simple_switch_grpc; "
-             "p4switch native's rate above, as a multiple):"]  # fmt: skip
+    lines = [
+        "innet.p4 member edge on BMv2 (frames in per CPU second of simple_switch_grpc; "
+        "p4switch native's rate above, as a multiple):"
+    ]
     for r in rows:
         if "not_run" in r:
             lines.append(f"  {r['target']:12} not run: {r['not_run']}")
             continue
         fps = r["fps_per_cpu_s"]
-        lines.append(f"  {r['target']:12}{fps:12,.0f}   p4switch native is "
-                     f"{innet['native_fps'] / fps:,.0f}x (process()), "
-                     f"{innet['native_c_loop_fps'] / fps:,.0f}x (C loop)")  # fmt: skip
+        lines.append(
+            f"  {r['target']:12}{fps:12,.0f}   p4switch native is "
+            f"{innet['native_fps'] / fps:,.0f}x (process()), "
+            f"{innet['native_c_loop_fps'] / fps:,.0f}x (C loop)"
+        )
     return "\n".join(lines)
 
 
@@ -211,8 +216,10 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     for r in rows:
         name = f"{r['program']} ({r['frame_bytes']} B)"
         gain = r["native_c_loop_fps"] / r["python_fps"]
-        lines.append(f"{name:34}{r['python_fps']:12,.0f}{r['native_fps']:12,.0f}"
-                     f"{r['native_c_loop_fps']:12,.0f}{gain:11,.0f}x")  # fmt: skip
+        lines.append(
+            f"{name:34}{r['python_fps']:12,.0f}{r['native_fps']:12,.0f}"
+            f"{r['native_c_loop_fps']:12,.0f}{gain:11,.0f}x"
+        )
     return "\n".join(lines)
 
 
@@ -226,14 +233,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pipeline benchmark: the native back end cannot run here: {reason}")
         return 1
     load = os.getloadavg()
-    rows = [measure_program("l2.p4", l2_case, args.seconds),
-            measure_program("agg32.p4", agg32_case, args.seconds),
-            measure_innet(args.seconds)]  # fmt: skip
+    rows = [
+        measure_program("l2.p4", l2_case, args.seconds),
+        measure_program("agg32.p4", agg32_case, args.seconds),
+        measure_innet(args.seconds),
+    ]
     bmv2 = measure_innet_bmv2(args.seconds)
     if args.json:
-        print(json.dumps({"unit": "frames/s", "load_before": load, "load_after": os.getloadavg(),
-                          "cores": os.cpu_count(), "rows": rows, "bmv2_rows": bmv2},
-                         indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "unit": "frames/s",
+                    "load_before": load,
+                    "load_after": os.getloadavg(),
+                    "cores": os.cpu_count(),
+                    "rows": rows,
+                    "bmv2_rows": bmv2,
+                },
+                indent=2,
+            )
+        )
     else:
         print(f"frames/s through the pipeline alone (load average before {load[0]:.2f})")
         print(table(rows))

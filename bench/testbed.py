@@ -26,8 +26,14 @@ MAIN = "import sys; from controller.cli import main; sys.exit(main())"
 
 def innet(run_dir: Path, *args: str) -> str:
     env = {**os.environ, "INNET_RUN_DIR": str(run_dir)}
-    done = subprocess.run([sys.executable, "-c", MAIN, *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", MAIN, *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"innet {' '.join(args)} failed: {done.stderr.strip()}")
     return done.stdout
@@ -46,8 +52,19 @@ def main() -> int:
         run_dir = Path(tmp)
         began = time.monotonic()
         try:
-            innet(run_dir, "net", "up", "--hosts", str(args.hosts), "--port", str(args.port),
-                  "--grpc-base-port", str(args.grpc_base_port), "--slots", "64")  # fmt: skip
+            innet(
+                run_dir,
+                "net",
+                "up",
+                "--hosts",
+                str(args.hosts),
+                "--port",
+                str(args.port),
+                "--grpc-base-port",
+                str(args.grpc_base_port),
+                "--slots",
+                "64",
+            )
             up_s = time.monotonic() - began
             api = f"http://127.0.0.1:{args.port}"
             server, wall = [], []
@@ -63,9 +80,11 @@ def main() -> int:
             innet(run_dir, "clean")
     print(f"nine cities x {args.hosts} host(s), p4switch, switch shaping")
     print(f"innet net up -> all 9 switches programmed, API answering: {up_s:.2f} s")
-    print(f"round advance on 9 switches (all-or-none), median of {args.advances}:")  # fmt: skip
-    print(f"  installing the round (service side): {statistics.median(server) * 1000:.1f} ms "
-          f"(min {min(server) * 1000:.1f}, max {max(server) * 1000:.1f})")  # fmt: skip
+    print(f"round advance on 9 switches (all-or-none), median of {args.advances}:")
+    print(
+        f"  installing the round (service side): {statistics.median(server) * 1000:.1f} ms "
+        f"(min {min(server) * 1000:.1f}, max {max(server) * 1000:.1f})"
+    )
     print(
         "  whole advance over REST (install + retire the round before the previous): "
         f"{statistics.median(wall) * 1000:.1f} ms"

@@ -157,8 +157,13 @@ def throughput(net: Net) -> dict[str, Any]:
     if len(at) < 2:
         raise ForwardingBenchError("fewer than two frames came through the rate-limited port")
     delivered = (len(at) - 1) * bits / (at[-1] - at[0])
-    return {"goal_mbps": RATE_BPS / 1e6, "offered_mbps": 2 * RATE_BPS / 1e6,
-            "delivered_mbps": delivered / 1e6, "frames": len(at), "sent": count}  # fmt: skip
+    return {
+        "goal_mbps": RATE_BPS / 1e6,
+        "offered_mbps": 2 * RATE_BPS / 1e6,
+        "delivered_mbps": delivered / 1e6,
+        "frames": len(at),
+        "sent": count,
+    }
 
 
 class Shaper(Protocol):
@@ -183,12 +188,22 @@ class EmulatorShaper:
     def __init__(self, net: Net, shapes: Sequence[str]) -> None:
         self.dir = tempfile.TemporaryDirectory(prefix="timing-")
         self.control = Path(self.dir.name) / "linkemu.sock"
-        argv = [*("ip", "netns", "exec", net.sw, sys.executable, "-m", "p4switch.linkemu"),
-                *(f"-i{n}@{name}" for n, name in enumerate(rows.PORTS, 1)),
-                *(f"--shape={shape}" for shape in shapes), "--control", str(self.control),
-                "--log-level", "warning"]  # fmt: skip
-        self.proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+        argv = [
+            *("ip", "netns", "exec", net.sw, sys.executable, "-m", "p4switch.linkemu"),
+            *(f"-i{n}@{name}" for n, name in enumerate(rows.PORTS, 1)),
+            *(f"--shape={shape}" for shape in shapes),
+            "--control",
+            str(self.control),
+            "--log-level",
+            "warning",
+        ]
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 30
         while not self._answers():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -255,8 +270,13 @@ def targets() -> list[tuple[str, str | None, Callable[[Net, Sequence[str]], Shap
     """(label, why it cannot run or None, how to start it on a net with shapes)."""
     found: list[tuple[str, str | None, Callable[[Net, Sequence[str]], Shaper]]] = []
     for loop in rows.shaping_loops():
-        found.append((loop.label, loop.unavailable,
-                      lambda net, shapes, loop=loop: SwitchShaper(net, loop, shapes)))  # fmt: skip
+        found.append(
+            (
+                loop.label,
+                loop.unavailable,
+                lambda net, shapes, loop=loop: SwitchShaper(net, loop, shapes),
+            )
+        )
     found.append(("link emulator (p4switch.linkemu)", None, EmulatorShaper))
     return found
 
@@ -297,8 +317,12 @@ def target_lines(row: dict[str, Any]) -> str:
 def bench(sleeps: int, table: TextIO) -> dict[str, Any]:
     report: dict[str, Any] = {"machine": rows.machine()}
     m = report["machine"]
-    print(f"{m['cores']} cores ({m['cpu']}), Linux {m['kernel']}, load average before: "
-          f"{rows.load_text(m['load_before'])}", file=table, flush=True)  # fmt: skip
+    print(
+        f"{m['cores']} cores ({m['cpu']}), Linux {m['kernel']}, load average before: "
+        f"{rows.load_text(m['load_before'])}",
+        file=table,
+        flush=True,
+    )
     report["reference_before"] = sleep_lateness(sleeps)
     print(reference_line("before", report["reference_before"]), file=table, flush=True)
     report["targets"] = []

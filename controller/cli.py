@@ -196,9 +196,12 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
         "chunk and compare with the cost model",
     )
     _plan_options(sim, "64MB")
-    sim.add_argument("--chunks", type=whole(1, MAX_CHUNKS, why="each chunk is simulated"),
-                     default=2000,
-                     help=f"chunks per stream, 1..{MAX_CHUNKS} (default 2000)")  # fmt: skip
+    sim.add_argument(
+        "--chunks",
+        type=whole(1, MAX_CHUNKS, why="each chunk is simulated"),
+        default=2000,
+        help=f"chunks per stream, 1..{MAX_CHUNKS} (default 2000)",
+    )
     sim.add_argument(
         "--rate-factor",
         type=number(MIN_RATE_FACTOR, MAX_RATE_FACTOR, why=RATE_FACTOR_WHY),
@@ -206,8 +209,9 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
         help="send faster (>1) or slower than the planned rate, "
         f"{MIN_RATE_FACTOR:g}..{MAX_RATE_FACTOR:g} (default 1)",
     )
-    sim.add_argument("--seed", type=whole(0, 2**32 - 1), default=0,
-                     help="seed of the jitter draws (default 0)")  # fmt: skip
+    sim.add_argument(
+        "--seed", type=whole(0, 2**32 - 1), default=0, help="seed of the jitter draws (default 0)"
+    )
     bandwidth = OneLineParser(
         prog="innet plan bandwidth",
         description="the least bandwidth at which each network keeps the compute busy 50, 90 "
@@ -333,8 +337,9 @@ def _bandwidth(args: argparse.Namespace) -> None:
     compute = _round_compute(args, wan, base)
     assert compute is not None  # the parser requires both flags
     with _progress("searching bandwidths") as progress:
-        found = utilisation.search_bandwidth(wan, base, compute, args.targets, args.families,
-                                             progress=progress)  # fmt: skip
+        found = utilisation.search_bandwidth(
+            wan, base, compute, args.targets, args.families, progress=progress
+        )
     if args.json:
         print(json.dumps(utilisation.bandwidth_json(found), indent=2))
     else:
@@ -362,8 +367,9 @@ def _sweep(args: argparse.Namespace) -> None:
     except InputError as err:
         raise CommandLineError(f"--memory: {err}") from None
     if high > MAX_SIZE_BYTES:
-        raise CommandLineError(f"--memory: {args.memory!r} goes above the largest innet plans "
-                               "for (1 PB)")  # fmt: skip
+        raise CommandLineError(
+            f"--memory: {args.memory!r} goes above the largest innet plans for (1 PB)"
+        )
     plot = DEFAULT_PLOT if args.plot is None else args.plot
     check_plot_path(plot)  # before minutes of planning
     wan, params = _setup(args, low)

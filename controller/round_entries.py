@@ -100,8 +100,11 @@ def group_entry(wan: Wan, u: int, gid: int, hosts_per_island: int) -> GroupWrite
     """The replicas a group id stands for at u's edge (WAN ports first, ascending)."""
     neighbours = wan.neighbours(u)
     mask, with_hosts = gid >> 1, gid & 1
-    wan_ports = [(wan_port(wan, u, v, hosts_per_island), WAN_RID)
-                 for k, v in enumerate(neighbours) if mask >> k & 1]  # fmt: skip
+    wan_ports = [
+        (wan_port(wan, u, v, hosts_per_island), WAN_RID)
+        for k, v in enumerate(neighbours)
+        if mask >> k & 1
+    ]
     hosts = [(p, HOST_RID) for p in host_ports(hosts_per_island)] if with_hosts else []
     return GroupWrite(gid, tuple(wan_ports + hosts))
 
@@ -154,16 +157,21 @@ class _Plan:
 
     def entries(self) -> dict[int, SwitchEntries]:
         return {
-            u: SwitchEntries(tuple(self.tables[u]), tuple(sorted(self.groups.get(u, {}).values(),
-                                                                 key=lambda e: e.group_id)))
+            u: SwitchEntries(
+                tuple(self.tables[u]),
+                tuple(sorted(self.groups.get(u, {}).values(), key=lambda e: e.group_id)),
+            )
             for u in sorted(self.tables)
-        }  # fmt: skip
+        }
 
 
 def _sources(
-    wan: Wan, members: Sequence[int], trees: Sequence[tuple[int, frozenset[tuple[int, int]]]],
-    w: int, merging: bool,
-) -> dict[int, dict[int, tuple[int, int]]]:  # fmt: skip
+    wan: Wan,
+    members: Sequence[int],
+    trees: Sequence[tuple[int, frozenset[tuple[int, int]]]],
+    w: int,
+    merging: bool,
+) -> dict[int, dict[int, tuple[int, int]]]:
     """Per switch and ingress port: (streams, replays) bitmaps. A member's stream enters at its
     own edge from its host ports and at every other switch of its tree from the tree parent; at
     a merging member's host ports the leader may also replay the other members' contributions."""
@@ -220,9 +228,11 @@ def round_entries(
         stale = stale_bound_us(wan, members, stale_spans, stale_floor_s)
         for u in members:
             params: tuple[tuple[str, int | str], ...] = (
-                ("expected", expected), ("my_bit", 1 << u), ("local_grp", LOCAL_GRP),
+                ("expected", expected),
+                ("my_bit", 1 << u),
+                ("local_grp", LOCAL_GRP),
                 *((("stale_us", stale),) if merging else ()),
-            )  # fmt: skip
+            )
             plan.table(u, TableWrite(MEMBERSHIP, key, action, params))
             plan.group(u, LOCAL_GRP)
         for u in sorted(on_tree - set(members)):
@@ -242,6 +252,10 @@ def round_entries(
                 for gid in {wan_grp, local}:
                     plan.group(u, gid)
                 replicate = (("wan_grp", wan_grp), ("wan_local_grp", local))
-                plan.table(u, TableWrite(TREE, (*key, ("hdr.innet.src", src)),
-                                         "InnetIngress.replicate", replicate))  # fmt: skip
+                plan.table(
+                    u,
+                    TableWrite(
+                        TREE, (*key, ("hdr.innet.src", src)), "InnetIngress.replicate", replicate
+                    ),
+                )
     return plan.entries()

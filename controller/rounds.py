@@ -132,10 +132,11 @@ class Addressing:
         if not 1 <= hosts_per_island <= MAX_HOSTS_PER_ISLAND or not 1 <= n <= MAX_SITES:
             raise RoundEntriesError(f"no default addressing for {n} islands of {hosts_per_island}")
         hosts = tuple(
-            tuple(HostAddress(host_mac(i, k), host_ip(i, k))
-                  for k in range(1, hosts_per_island + 1))
+            tuple(
+                HostAddress(host_mac(i, k), host_ip(i, k)) for k in range(1, hosts_per_island + 1)
+            )
             for i in range(n)
-        )  # fmt: skip
+        )
         return cls(
             hosts=hosts,
             gateways=tuple(gateway_ip(i) for i in range(n)),
@@ -164,10 +165,14 @@ def base_entries(wan: Wan, addressing: Addressing) -> dict[int, SwitchEntries]:
     entries = {}
     for u in range(wan.n):
         tables = [
-            TableWrite(HOST_PORT, (("standard_metadata.egress_port", port),), "InnetEgress.to_host",
-                       (("mac", h.mac), ("ip", h.ip), ("gateway", addressing.gateways[u])))
+            TableWrite(
+                HOST_PORT,
+                (("standard_metadata.egress_port", port),),
+                "InnetEgress.to_host",
+                (("mac", h.mac), ("ip", h.ip), ("gateway", addressing.gateways[u])),
+            )
             for port, h in zip(host_ports(w), addressing.hosts[u], strict=True)
-        ]  # fmt: skip
+        ]
         for port, h in zip(host_ports(w), addressing.hosts[u], strict=True):
             tables.append(_route(Lpm(h.ip, 32), port, h.mac))
         for v in range(wan.n):
@@ -182,8 +187,12 @@ def base_entries(wan: Wan, addressing: Addressing) -> dict[int, SwitchEntries]:
 
 
 def _route(prefix: Lpm, port: int, dmac: str) -> TableWrite:
-    return TableWrite(IPV4_LPM, (("hdr.ipv4.dstAddr", prefix),), "InnetIngress.forward",
-                      (("port", port), ("dmac", dmac)))  # fmt: skip
+    return TableWrite(
+        IPV4_LPM,
+        (("hdr.ipv4.dstAddr", prefix),),
+        "InnetIngress.forward",
+        (("port", port), ("dmac", dmac)),
+    )
 
 
 def _groups_of(tables: Iterable[Entries], u: int) -> set[int]:
@@ -299,10 +308,16 @@ class RoundDriver:
                 f"round {number} would reuse the keys of installed round {clash}"
             )
         rnd = self.schedule.round_at(number)
-        entries = round_entries(self.wan, rnd, job=self.job, number=wire,
-                                hosts_per_island=self.addressing.hosts_per_island,
-                                network=self.network, stale_spans=self.stale_spans,
-                                stale_floor_s=self.stale_floor_s)  # fmt: skip
+        entries = round_entries(
+            self.wan,
+            rnd,
+            job=self.job,
+            number=wire,
+            hosts_per_island=self.addressing.hosts_per_island,
+            network=self.network,
+            stale_spans=self.stale_spans,
+            stale_floor_s=self.stale_floor_s,
+        )
         self._apply(install_changes(entries, [self._base, *self._installed.values()]))
         self._installed[number] = entries
         log.info("round %d installed: groups %s", number, rnd.groups)

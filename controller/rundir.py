@@ -79,14 +79,20 @@ class ProcessRecord:
         return now is not None and (self.cmdline is None or now == self.cmdline)
 
     def to_json(self) -> JSONObject:
-        return {"role": self.role, "pid": self.pid,
-                "cmdline": None if self.cmdline is None else list(self.cmdline)}  # fmt: skip
+        return {
+            "role": self.role,
+            "pid": self.pid,
+            "cmdline": None if self.cmdline is None else list(self.cmdline),
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> ProcessRecord:
         line = data.get("cmdline")
-        return cls(str(data.get("role", "process")), int(data["pid"]),
-                   None if line is None else tuple(str(a) for a in line))  # fmt: skip
+        return cls(
+            str(data.get("role", "process")),
+            int(data["pid"]),
+            None if line is None else tuple(str(a) for a in line),
+        )
 
 
 @dataclass(frozen=True, slots=True)

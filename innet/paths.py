@@ -33,8 +33,9 @@ def check_destination(folder: Path, what: str) -> None:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise InputError(f"{what} {folder}: {existing} is a file, not a folder; give a path in "
-                         "a folder")  # fmt: skip
+        raise InputError(
+            f"{what} {folder}: {existing} is a file, not a folder; give a path in a folder"
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(
             f"{what} {folder}: cannot write in {existing} (no permission, or a read-only or "

@@ -39,15 +39,22 @@ class SlotMoves:
         self.sent: list[tuple[Contribution, list[int]]] = []  # merged or claimed
         self.bounced: list[tuple[Contribution, list[int]]] = []
         self.draws: dict[str, Callable[[], bool]] = {
-            "member": self._member, "boundary": lambda: self._member(boundary=True),
-            "loss": self._loss, "stale": lambda: self._collide(Outcome.STALE_CLAIM, "stale"),
+            "member": self._member,
+            "boundary": lambda: self._member(boundary=True),
+            "loss": self._loss,
+            "stale": lambda: self._collide(Outcome.STALE_CLAIM, "stale"),
             "conflict": lambda: self._collide(Outcome.CONFLICT, "conflict"),
-            "late_copy": self._late_copy, "duplicate": self._duplicate,
-            "retransmit": self._retransmit, "replay": self._replay,
-            "non_member": self._non_member, "spoofed": self._spoofed, "transit": self._transit,
-            "unknown": self._unknown, "nack": lambda: self._signal("NACK"),
+            "late_copy": self._late_copy,
+            "duplicate": self._duplicate,
+            "retransmit": self._retransmit,
+            "replay": self._replay,
+            "non_member": self._non_member,
+            "spoofed": self._spoofed,
+            "transit": self._transit,
+            "unknown": self._unknown,
+            "nack": lambda: self._signal("NACK"),
             "recover": lambda: self._signal("RECOVER"),
-        }  # fmt: skip
+        }
         self.kinds = tuple(self.draws)
 
     def draw(self, kind: str) -> bool:
@@ -210,9 +217,10 @@ class SlotMoves:
         held = [
             cell
             for cell in self.model.cells.values()
-            if cell.chunk >= cells and cell.ctx in self.model.groups
+            if cell.chunk >= cells
+            and cell.ctx in self.model.groups
             and self.model.groups[cell.ctx].my_bit  # a member's group: its slots are ours
-        ]  # fmt: skip
+        ]
         if not held:
             return False
         cell = self.rng.choice(held)
@@ -344,8 +352,13 @@ class SlotMoves:
         port = (self.port_of(group, src) if group else None) or self.script.port()
         ctx = group.ctx if group else (self.script.edge.job, self.script.first_round or 0, 0)
         name = self.script.frame(src)
-        innet = {"round": ctx[1], "group": ctx[2], "chunk": self.rng.randrange(64),
-                 "flags": ["WAN", "LOCAL"], "values": self.script.values()}  # fmt: skip
+        innet = {
+            "round": ctx[1],
+            "group": ctx[2],
+            "chunk": self.rng.randrange(64),
+            "flags": ["WAN", "LOCAL"],
+            "values": self.script.values(),
+        }
         if ctx[0] != self.script.edge.job:
             innet["job"] = ctx[0]
         return Sent(port, name, self.script.frames[name]["layers"], innet)

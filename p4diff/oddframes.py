@@ -62,8 +62,9 @@ def broken(
     step's body and a note."""
     if kind == "truncated":
         values_at = packet_format.frame_bytes - packet_format.slot_bytes  # the headers end
-        keep = rng.choice([rng.randint(14, values_at - 1),
-                           rng.randint(values_at, packet_format.frame_bytes - 1)])  # fmt: skip
+        keep = rng.choice(
+            [rng.randint(14, values_at - 1), rng.randint(values_at, packet_format.frame_bytes - 1)]
+        )
         return base.body(truncate=keep), f"cut to {keep} bytes (malformed or not innet)"
     if kind == "wrong_udp_port":
         port = rng.choice([INNET_UDP_PORT - 1, INNET_UDP_PORT + 1, 53, rng.randrange(1, 65536)])

@@ -245,8 +245,11 @@ class EdgeTables:
         entry["action"] = f"InnetIngress.{action}"
         if action == "relay":
             expected = rng.randrange(1, 2**self.edge.wan.n)
-            entry["params"] = {"expected": expected, "my_bit": 1 << self.edge.island,
-                               "local_grp": 1}  # fmt: skip
+            entry["params"] = {
+                "expected": expected,
+                "my_bit": 1 << self.edge.island,
+                "local_grp": 1,
+            }
         self.membership_miss = (action, expected)
         return "modify", [entry], f"membership's default: {action}"
 
@@ -287,15 +290,27 @@ class EdgeTables:
             ("delete", [_group(absent)], f"no multicast group {absent} to delete"),
             ("modify", [_route(missing, *self._next_hop(rng))], f"no route {missing} to modify"),
             ("modify", [_group(absent, self._replicas(rng))], f"no multicast group {absent}"),
-            ("write", [_group(rng.choice(BEYOND_GROUPS), self._replicas(rng))],
-             "a multicast group id above 16 bits"),
-            ("write", [_group(absent, [(self.ports[0], 1), (self.ports[0], 1)])],
-             "a multicast group with a replica twice"),
-            ("write", [{"table": MEMBERSHIP, "match": unused, "action": "InnetIngress.unknown"}],
-             "membership's unknown is a default-only action"),
-            ("write", [{"table": SOURCES, "match": {**unused, INGRESS: 1}, "action": "NoAction"}],
-             "port_sources' NoAction is a default-only action"),
-        ]  # fmt: skip
+            (
+                "write",
+                [_group(rng.choice(BEYOND_GROUPS), self._replicas(rng))],
+                "a multicast group id above 16 bits",
+            ),
+            (
+                "write",
+                [_group(absent, [(self.ports[0], 1), (self.ports[0], 1)])],
+                "a multicast group with a replica twice",
+            ),
+            (
+                "write",
+                [{"table": MEMBERSHIP, "match": unused, "action": "InnetIngress.unknown"}],
+                "membership's unknown is a default-only action",
+            ),
+            (
+                "write",
+                [{"table": SOURCES, "match": {**unused, INGRESS: 1}, "action": "NoAction"}],
+                "port_sources' NoAction is a default-only action",
+            ),
+        ]
         if installed:
             entry = {"table": MEMBERSHIP, "match": key, "action": "InnetIngress.transit"}
             choices.append(("write", [entry], f"round {number} group {group} is installed"))

@@ -37,13 +37,37 @@ from topo.siteplan import gateway_ip, gateway_mac, host_ip, host_mac
 STATS = "InnetIngress.stats"
 # Every kind of step a family covers, and how often each is drawn (when it can be).
 WEIGHTS = {
-    "member": 26, "boundary": 4, "loss": 4, "stale": 3, "conflict": 5, "late_copy": 2,
-    "duplicate": 4, "retransmit": 3, "replay": 3, "non_member": 2, "spoofed": 3, "transit": 2,
-    "unknown": 2, "nack": 2, "recover": 2,
-    "truncated": 2, "wrong_udp_port": 1, "wrong_length": 2, "bad_header": 2,
-    "random_bytes": 1, "non_ip": 1, "vlan": 1, "ipv4": 4,
-    "write": 2, "refused": 2, "read_counters": 2,
-}  # fmt: skip
+    # contributions, and what moves a slot
+    "member": 26,
+    "boundary": 4,
+    "loss": 4,
+    "stale": 3,
+    "conflict": 5,
+    "late_copy": 2,
+    "duplicate": 4,
+    "retransmit": 3,
+    "replay": 3,
+    "non_member": 2,
+    "spoofed": 3,
+    "transit": 2,
+    "unknown": 2,
+    "nack": 2,
+    "recover": 2,
+    # innet frames broken one way or another
+    "truncated": 2,
+    "wrong_udp_port": 1,
+    "wrong_length": 2,
+    "bad_header": 2,
+    # frames that are no innet frame
+    "random_bytes": 1,
+    "non_ip": 1,
+    "vlan": 1,
+    "ipv4": 4,
+    # the control plane
+    "write": 2,
+    "refused": 2,
+    "read_counters": 2,
+}
 KINDS = (*WEIGHTS, "install_round", "retire_round")
 Step = dict[str, Any]
 

@@ -98,8 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--seed", type=int, default=0, help="seed of the loss and jitter draws (default 0)"
     )
-    p.add_argument("--log-level", default="info",
-                   choices=["debug", "info", "warning", "error", "critical"])  # fmt: skip
+    p.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"]
+    )
     return p
 
 

@@ -74,8 +74,12 @@ def summary(info: p4info_pb2.P4Info) -> dict[str, dict[str, Any]]:
 
 def ids(info: p4info_pb2.P4Info) -> dict[tuple[str, str], int]:
     out = {}
-    for kind, items in (("table", info.tables), ("action", info.actions),
-                        ("register", info.registers), ("counter", info.counters)):  # fmt: skip
+    for kind, items in (
+        ("table", info.tables),
+        ("action", info.actions),
+        ("register", info.registers),
+        ("counter", info.counters),
+    ):
         for item in items:
             out[(kind, item.preamble.name)] = item.preamble.id
     return out

@@ -107,9 +107,13 @@ class SwitchStats:
             cpu_port = _count(fields.pop("port", None), "cpu.port")
             cpu = PortStats.from_json({"interface": "cpu", **fields}, "cpu")
         backend, io = reply.get("backend"), reply.get("io")
-        return cls(ports, cpu, cpu_port,
-                   None if backend is None else _text(backend, "backend"),
-                   None if io is None else _text(io, "io"))  # fmt: skip
+        return cls(
+            ports,
+            cpu,
+            cpu_port,
+            None if backend is None else _text(backend, "backend"),
+            None if io is None else _text(io, "io"),
+        )
 
     @property
     def engine(self) -> str:

@@ -161,8 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problems:
         return 1
     rows = sum(expected_rows(emulation).values())
-    print(f"check_demo: {args.scenario}: the table and summary.csv have its {rows} rows; "
-          f"summary.csv, {len(RUN_PLOTS)} plots and the sweep's are written")  # fmt: skip
+    print(
+        f"check_demo: {args.scenario}: the table and summary.csv have its {rows} rows; "
+        f"summary.csv, {len(RUN_PLOTS)} plots and the sweep's are written"
+    )
     return 0
 
 

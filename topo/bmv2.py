@@ -95,8 +95,9 @@ def _script_interpreter(script: Path) -> str | None:
 
 def _imports(interpreter: str, module: str) -> bool:
     try:
-        done = subprocess.run([interpreter, "-c", f"import {module}"], capture_output=True,
-                              timeout=30, check=False)  # fmt: skip
+        done = subprocess.run(
+            [interpreter, "-c", f"import {module}"], capture_output=True, timeout=30, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0
@@ -139,12 +140,22 @@ def compile_bmv2(program: Path, out_dir: Path, defines: dict[str, str] | None = 
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"{Path(program).stem}-{tag}"
     compiled = Compiled(stem.with_suffix(".json"), stem.with_suffix(".p4info.txtpb"))
-    argv = [p4c, "--arch", "v1model", "--std", "p4-16", "-o", str(compiled.json),
-            "--p4runtime-files", str(compiled.p4info)]  # fmt: skip
+    argv = [
+        p4c,
+        "--arch",
+        "v1model",
+        "--std",
+        "p4-16",
+        "-o",
+        str(compiled.json),
+        "--p4runtime-files",
+        str(compiled.p4info),
+    ]
     for name, value in sorted(defines.items()):
         argv += ["-D", f"{name}={value}"]
-    done = subprocess.run([*argv, str(program)], capture_output=True, text=True, check=False,
-                          env=p4c_environment(p4c))  # fmt: skip
+    done = subprocess.run(
+        [*argv, str(program)], capture_output=True, text=True, check=False, env=p4c_environment(p4c)
+    )
     if done.returncode != 0:
         raise Bmv2Error(f"{P4C} refused {program}: {done.stderr.strip()}")
     return compiled
@@ -227,8 +238,14 @@ class Bmv2Switch(P4Switch):
         return "bmv2"
 
     def command(self) -> list[str]:
-        return bmv2_command(self.port_interfaces(), self.grpc_addr, self.device_id,
-                            self.thrift_port, self.cpu_port, self.log_console)  # fmt: skip
+        return bmv2_command(
+            self.port_interfaces(),
+            self.grpc_addr,
+            self.device_id,
+            self.thrift_port,
+            self.cpu_port,
+            self.log_console,
+        )
 
     def ready(self) -> bool:
         """True once the P4Runtime server accepts connections; raises if the process exited."""
@@ -236,8 +253,9 @@ class Bmv2Switch(P4Switch):
             raise SwitchStartError(f"{self.name}: {SIMPLE_SWITCH} was never started")
         code = self.process.poll()
         if code is not None:
-            raise SwitchStartError(f"{self.name}: {SIMPLE_SWITCH} exited with status {code} "
-                                f"(log {self.log_path})")  # fmt: skip
+            raise SwitchStartError(
+                f"{self.name}: {SIMPLE_SWITCH} exited with status {code} (log {self.log_path})"
+            )
         host, port = self.grpc_addr.rsplit(":", 1)
         try:
             with socket.create_connection((host, int(port)), timeout=0.5):

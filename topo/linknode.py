@@ -126,8 +126,18 @@ def add_link_emulator(
     for k, (u, v) in enumerate(emulated_links(wan)):
         toward_u, toward_v = link_ports(k)
         with held():
-            net.addLink(switches[u], node, cls=Link,
-                        port1=wan_ports(wan, u, hosts_per_city)[v], port2=toward_u)  # fmt: skip
-            net.addLink(node, switches[v], cls=Link,
-                        port1=toward_v, port2=wan_ports(wan, v, hosts_per_city)[u])  # fmt: skip
+            net.addLink(
+                switches[u],
+                node,
+                cls=Link,
+                port1=wan_ports(wan, u, hosts_per_city)[v],
+                port2=toward_u,
+            )
+            net.addLink(
+                node,
+                switches[v],
+                cls=Link,
+                port1=toward_v,
+                port2=wan_ports(wan, v, hosts_per_city)[u],
+            )
     return node

@@ -70,8 +70,9 @@ class LocalSwitch:
         self._program, self._backend = program, backend
         self.p4info: p4info_pb2.P4Info = program.p4info
         self._state = program.new_state()
-        self._installed = InstalledPipeline(P4InfoIndex.bind(program.p4info, self._state),
-                                            self._state)  # fmt: skip
+        self._installed = InstalledPipeline(
+            P4InfoIndex.bind(program.p4info, self._state), self._state
+        )
         built = build_pipeline(
             program, self._state, backend, cpu_port=None, parser_reject="ingress"
         )
@@ -104,8 +105,9 @@ def udp_frame(payload: bytes, src: Endpoint, dst: Endpoint, port: int) -> bytes:
     """An Ethernet frame carrying `payload` over UDP from `src` to `dst`, both ports `port`."""
     udp = _UDP.pack(port, port, _UDP.size + len(payload), 0)
     addresses = IPv4Address(src[0]).packed, IPv4Address(dst[0]).packed
-    head = _IPV4.pack(0x45, 0, _IPV4.size + len(udp) + len(payload), 0, 0, TTL, UDP_PROTOCOL, 0,
-                      *addresses)  # fmt: skip
+    head = _IPV4.pack(
+        0x45, 0, _IPV4.size + len(udp) + len(payload), 0, 0, TTL, UDP_PROTOCOL, 0, *addresses
+    )
     head = head[:10] + struct.pack("!H", csum16(head)) + head[12:]
     macs = bytes.fromhex(dst[1].replace(":", "")) + bytes.fromhex(src[1].replace(":", ""))
     return macs + IPV4_ETHERTYPE + head + udp + payload

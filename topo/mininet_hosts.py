@@ -136,5 +136,21 @@ def shape_uplink(host: Host, rate_bps: float | None) -> None:
         host.pexec(["tc", "qdisc", "del", "dev", dev, "root"])  # absent already: nothing to do
         return
     burst = max(UPLINK_BURST_BYTES, round(rate_bps / 8 * 0.005))  # 5 ms, at least two frames
-    _run_in(host, ["tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
-                   f"{round(rate_bps)}bit", "burst", str(burst), "latency", "10s"])  # fmt: skip
+    _run_in(
+        host,
+        [
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            dev,
+            "root",
+            "tbf",
+            "rate",
+            f"{round(rate_bps)}bit",
+            "burst",
+            str(burst),
+            "latency",
+            "10s",
+        ],
+    )

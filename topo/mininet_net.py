@@ -148,10 +148,16 @@ class TestbedNet:
     def processes(self) -> list[tuple[str, int]]:
         """(role, PID) of every process this network started: switches, link emulators, then
         host shells."""
-        started = [(f"{self.target} {sw.name}", pid)
-                   for sw in self.switches if (pid := sw.switch_pid) is not None]  # fmt: skip
-        started += [(f"link emulator {node.name}", pid)
-                    for node in self.links if (pid := node.switch_pid) is not None]  # fmt: skip
+        started = [
+            (f"{self.target} {sw.name}", pid)
+            for sw in self.switches
+            if (pid := sw.switch_pid) is not None
+        ]
+        started += [
+            (f"link emulator {node.name}", pid)
+            for node in self.links
+            if (pid := node.switch_pid) is not None
+        ]
         started += [(f"host {h.name}", h.pid) for hosts in self.hosts for h in hosts]
         return started
 
@@ -277,17 +283,35 @@ def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     shapes = spec.switch_shapes(mode)
-    net = Mininet(topo=None, controller=None, switch=P4Switch, host=Host, link=Link,
-                  build=False, autoSetMacs=False, autoStaticArp=False)  # fmt: skip
+    net = Mininet(
+        topo=None,
+        controller=None,
+        switch=P4Switch,
+        host=Host,
+        link=Link,
+        build=False,
+        autoSetMacs=False,
+        autoStaticArp=False,
+    )
     started = time.monotonic()
     try:
         switches = [_add_switch(net, spec, u, workdir, shapes[u]) for u in range(wan.n)]
         hosts = [_add_hosts(net, spec, u, switches[u]) for u in range(wan.n)]
         links: tuple[LinkEmulator, ...] = ()
         if mode == Shaping.LINKS:
-            links = (add_link_emulator(net, wan, spec.hosts_per_city, switches, scale=spec.scale,
-                                       loss=spec.loss, rundir=workdir, prefix=spec.name_prefix,
-                                       startup_timeout=spec.startup_timeout),)  # fmt: skip
+            links = (
+                add_link_emulator(
+                    net,
+                    wan,
+                    spec.hosts_per_city,
+                    switches,
+                    scale=spec.scale,
+                    loss=spec.loss,
+                    rundir=workdir,
+                    prefix=spec.name_prefix,
+                    startup_timeout=spec.startup_timeout,
+                ),
+            )
         else:
             _add_wan_links(net, spec, mode, switches)
         net.build()
@@ -301,10 +325,17 @@ def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
             node.stop_process()
         net.stop()
         raise
-    testbed = TestbedNet(wan, net, tuple(hosts), tuple(switches), mode, spec.scale, workdir,
-                         spec.target, links)  # fmt: skip
-    log.info("testbed up in %.1f s: %d cities x %d hosts, %s shaping, scale %g",
-             time.monotonic() - started, wan.n, spec.hosts_per_city, mode, spec.scale)  # fmt: skip
+    testbed = TestbedNet(
+        wan, net, tuple(hosts), tuple(switches), mode, spec.scale, workdir, spec.target, links
+    )
+    log.info(
+        "testbed up in %.1f s: %d cities x %d hosts, %s shaping, scale %g",
+        time.monotonic() - started,
+        wan.n,
+        spec.hosts_per_city,
+        mode,
+        spec.scale,
+    )
     return testbed
 
 
@@ -321,11 +352,18 @@ def _add_switch(
     defines = program_defines(spec.packet_format, spec.slots)
     with held():  # Mininet starts the node's shell: held, so that it is never left unrecorded
         switch: P4Switch = net.addSwitch(
-            switch_name(u, spec.name_prefix), cls=cls, dpid=f"{u + 1:x}",
-            program=Path(spec.program).resolve(), rundir=workdir,
-            grpc_addr=grpc_address(u, spec.grpc_base_port), device_id=device_id(u),
-            defines=defines, shapes=shapes, startup_timeout=spec.startup_timeout, **extra,
-        )  # fmt: skip
+            switch_name(u, spec.name_prefix),
+            cls=cls,
+            dpid=f"{u + 1:x}",
+            program=Path(spec.program).resolve(),
+            rundir=workdir,
+            grpc_addr=grpc_address(u, spec.grpc_base_port),
+            device_id=device_id(u),
+            defines=defines,
+            shapes=shapes,
+            startup_timeout=spec.startup_timeout,
+            **extra,
+        )
     return switch
 
 
@@ -352,9 +390,14 @@ def _add_wan_links(
             link = wan.link(u, v)
             params = kernel_link_params(link, spec.scale, spec.loss) if kernel else {}
             with held():  # the veth pair is recorded in `net` before a stop signal counts
-                net.addLink(switches[u], switches[v], cls=TCLink if kernel else Link,
-                            port1=wan_ports(wan, u, w)[v], port2=wan_ports(wan, v, w)[u],
-                            **params)  # fmt: skip
+                net.addLink(
+                    switches[u],
+                    switches[v],
+                    cls=TCLink if kernel else Link,
+                    port1=wan_ports(wan, u, w)[v],
+                    port2=wan_ports(wan, v, w)[u],
+                    **params,
+                )
 
 
 # --- the script --------------------------------------------------------------------------------
@@ -367,17 +410,33 @@ def _parser() -> argparse.ArgumentParser:
         "innet.p4) and open Mininet's CLI. The switches start with empty tables: program "
         f"them over P4Runtime ({grpc_address(0)} + city index) from another terminal.",
     )
-    parser.add_argument("topology", nargs="?", type=Path, default=None,
-                        help="WAN model YAML (default: the nine-city WAN)")  # fmt: skip
+    parser.add_argument(
+        "topology",
+        nargs="?",
+        type=Path,
+        default=None,
+        help="WAN model YAML (default: the nine-city WAN)",
+    )
     parser.add_argument("--hosts", type=int, default=1, metavar="W", help="hosts per city")
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="emulation scale: link rates are divided by it")  # fmt: skip
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="emulation scale: link rates are divided by it"
+    )
     parser.add_argument("--slots", type=int, default=None, help="SLOTS for innet.p4")
-    parser.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
-                        help="int32 values in one innet packet: innet.p4's LANES")  # fmt: skip
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        choices=LANE_CHOICES,
+        default=DEFAULT_LANES,
+        help="int32 values in one innet packet: innet.p4's LANES",
+    )
     parser.add_argument("--program", type=Path, default=INNET_P4, help="P4 program")
-    parser.add_argument("--shaping", type=Shaping.argument, choices=tuple(Shaping),
-                        default=Shaping.AUTO, help=SHAPING_HELP)  # fmt: skip
+    parser.add_argument(
+        "--shaping",
+        type=Shaping.argument,
+        choices=tuple(Shaping),
+        default=Shaping.AUTO,
+        help=SHAPING_HELP,
+    )
     parser.add_argument(
         "--target",
         type=P4Target.argument,
@@ -390,8 +449,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="bmv2 only: BMv2's per-packet log on its console (slow)",
     )
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/innet-testbed"),
-                        help="control sockets and p4switch logs (default %(default)s)")  # fmt: skip
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("/tmp/innet-testbed"),
+        help="control sockets and p4switch logs (default %(default)s)",
+    )
     return parser
 
 
@@ -401,10 +464,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     setLogLevel("info")
     try:
         wan = default_wan() if args.topology is None else load_wan(args.topology)
-        spec = NetworkSpec(wan, args.hosts, slots=args.slots, scale=args.scale,
-                           shaping=args.shaping, program=args.program, target=args.target,
-                           packet_format=PacketFormat(args.lanes),
-                           log_console=args.log_console)  # fmt: skip
+        spec = NetworkSpec(
+            wan,
+            args.hosts,
+            slots=args.slots,
+            scale=args.scale,
+            shaping=args.shaping,
+            program=args.program,
+            target=args.target,
+            packet_format=PacketFormat(args.lanes),
+            log_console=args.log_console,
+        )
         net = build_network(spec, args.workdir)
     except InnetError as err:
         print(f"topo.mininet_net: error: {one_line(err)}", file=sys.stderr)
@@ -415,8 +485,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with net:
         for u, sw in enumerate(net.switches):
             ports = ", ".join(f"{p}={i}" for p, i in sorted(sw.port_interfaces().items()))
-            print(f"{wan.names[u]:>12} {sw.name}: P4Runtime {sw.grpc_addr} device {sw.device_id}"
-                  f" [{ports}]")  # fmt: skip
+            print(
+                f"{wan.names[u]:>12} {sw.name}: P4Runtime {sw.grpc_addr} device {sw.device_id}"
+                f" [{ports}]"
+            )
         print(f"shaping: {net.shaping}, scale {net.scale:g}; logs in {net.workdir}")
         CLI(net.mininet)
     return 0

@@ -197,8 +197,13 @@ class SwitchProcess(Switch):  # type: ignore[misc]  # Mininet has no type inform
             try:
                 proc.wait(grace)
             except subprocess.TimeoutExpired:
-                log.warning("%s: %s %d ignored SIGTERM for %g s, killing it",
-                            self.name, self.kind, proc.pid, grace)  # fmt: skip
+                log.warning(
+                    "%s: %s %d ignored SIGTERM for %g s, killing it",
+                    self.name,
+                    self.kind,
+                    proc.pid,
+                    grace,
+                )
                 proc.kill()
                 proc.wait()
         return proc.returncode

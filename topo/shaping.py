@@ -68,10 +68,24 @@ def netem_available() -> bool:
             )
         try:
             tried = subprocess.run(
-                ["ip", "netns", "exec", probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
-                 "delay", "1ms"],
-                capture_output=True, text=True,
-            )  # fmt: skip
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    probe,
+                    "tc",
+                    "qdisc",
+                    "add",
+                    "dev",
+                    "lo",
+                    "root",
+                    "netem",
+                    "delay",
+                    "1ms",
+                ],
+                capture_output=True,
+                text=True,
+            )
         finally:
             subprocess.run(["ip", "netns", "del", probe], capture_output=True, check=False)
     if tried.returncode != 0:

@@ -193,8 +193,13 @@ class Aggregator:
         while not self.step(self.wait_hint()):
             pass
         self.stats.elapsed_s = self.clock() - start
-        log.debug("island %d: %d values summed in %.3f s, %s", self.group.me, values.size,
-                  self.stats.elapsed_s, self.stats)  # fmt: skip
+        log.debug(
+            "island %d: %d values summed in %.3f s, %s",
+            self.group.me,
+            values.size,
+            self.stats.elapsed_s,
+            self.stats,
+        )
         return self.result()
 
     def serve(self, quiet_s: float | None = None) -> None:
@@ -250,8 +255,18 @@ class Aggregator:
         if own is None:  # not sent yet: the NACKing member will get it with the stream
             return
         g = self.group
-        recover = InnetPacket.of(PacketType.RECOVER, Flag.WAN, g.job, g.round, g.group, g.me,
-                                 nack.chunk, 0, own, g.packet_format)  # fmt: skip
+        recover = InnetPacket.of(
+            PacketType.RECOVER,
+            Flag.WAN,
+            g.job,
+            g.round,
+            g.group,
+            g.me,
+            nack.chunk,
+            0,
+            own,
+            g.packet_format,
+        )
         self.transport.send(recover.encode())
         self.stats.recovers_sent += 1
 

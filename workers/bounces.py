@@ -52,8 +52,9 @@ class Bounces:
 
     def next_due(self) -> float:
         """When the next replay is due (inf: none waits)."""
-        return min((h.due for held in self._held.values() for h in held.values()),
-                   default=float("inf"))  # fmt: skip
+        return min(
+            (h.due for held in self._held.values() for h in held.values()), default=float("inf")
+        )
 
     def due(self, now: float) -> Iterator[tuple[int, int, bytes]]:
         """(chunk, src, lanes) of each replay due by `now`, each given once."""

@@ -60,11 +60,18 @@ Outgoing = tuple[int, InnetPacket]  # the island to send to (the own: its edge) 
 Answer = tuple[Hashable, Outgoing]  # an answer to a NACK, named so it is queued once
 
 
-def make_packet(g: GroupSpec, kind: PacketType, flags: Flag, chunk: int, bitmap: int = 0,
-                values: np.ndarray | None = None) -> InnetPacket:  # fmt: skip
+def make_packet(
+    g: GroupSpec,
+    kind: PacketType,
+    flags: Flag,
+    chunk: int,
+    bitmap: int = 0,
+    values: np.ndarray | None = None,
+) -> InnetPacket:
     """A packet of the group from this member (a NACK's values are 0)."""
-    return InnetPacket.of(kind, flags, g.job, g.round, g.group, g.me, chunk, bitmap, values,
-                          g.packet_format)  # fmt: skip
+    return InnetPacket.of(
+        kind, flags, g.job, g.round, g.group, g.me, chunk, bitmap, values, g.packet_format
+    )
 
 
 class CollectiveRun(Protocol):
@@ -195,8 +202,13 @@ class HostCollective(ABC):
         self.stats.elapsed_s = self.clock() - start
         while self._sending():
             self.step(self.wait_hint())
-        log.debug("island %d: %d values summed in %.3f s, %s", self.group.me, values.size,
-                  self.stats.elapsed_s, self.stats)  # fmt: skip
+        log.debug(
+            "island %d: %d values summed in %.3f s, %s",
+            self.group.me,
+            values.size,
+            self.stats.elapsed_s,
+            self.stats,
+        )
         return self.result()
 
     def serve(self, quiet_s: float | None = None) -> None:
@@ -226,8 +238,9 @@ class HostCollective(ABC):
         self._dispatch(packet, self.clock())
 
     def _dispatch(self, packet: InnetPacket, now: float) -> None:
-        run = next((r for r in reversed(self.runs) if r.first <= packet.chunk < r.first + r.size),
-                   None)  # fmt: skip
+        run = next(
+            (r for r in reversed(self.runs) if r.first <= packet.chunk < r.first + r.size), None
+        )
         if packet.type == PacketType.NACK:  # for a chunk not begun: it comes with the collective
             self._last_nack = now
             answer = run.on_nack(packet, self.stats) if run is not None else None
@@ -282,8 +295,15 @@ class HostCollective(ABC):
 class _Gathered:
     """One direct or multicast collective: the own chunks out, the others' in, summed."""
 
-    def __init__(self, group: GroupSpec, policy: SendPolicy, chunks: np.ndarray, first: int,
-                 now: float, multicast: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        group: GroupSpec,
+        policy: SendPolicy,
+        chunks: np.ndarray,
+        first: int,
+        now: float,
+        multicast: bool,
+    ) -> None:
         self.group, self.chunks, self.first, self.started = group, chunks, first, now
         self.size = n = int(chunks.shape[0])
         self.multicast = multicast
@@ -316,11 +336,13 @@ class _Gathered:
         f, g = self.cursor, self.group
         self.cursor += 1
         if self.multicast:  # once, to the own edge: it replicates along the tree
-            return g.me, make_packet(g, PacketType.CONTRIBUTION, Flag.WAN, self.first + f, 0,
-                                     self.chunks[f])  # fmt: skip
+            return g.me, make_packet(
+                g, PacketType.CONTRIBUTION, Flag.WAN, self.first + f, 0, self.chunks[f]
+            )
         i, d = divmod(f, len(self.dests))  # chunk by chunk, to every other member in turn
-        return self.dests[d], make_packet(g, PacketType.CONTRIBUTION, Flag(0), self.first + i, 0,
-                                          self.chunks[i])  # fmt: skip
+        return self.dests[d], make_packet(
+            g, PacketType.CONTRIBUTION, Flag(0), self.first + i, 0, self.chunks[i]
+        )
 
     def on_data(self, packet: InnetPacket, now: float, stats: AggregatorStats) -> None:
         i, r = packet.chunk - self.first, self.row[packet.src]
@@ -341,8 +363,10 @@ class _Gathered:
         if self.multicast:  # answer if named, with the own contribution to every other member
             if not packet.bitmap >> g.me & 1 or i >= self.cursor:
                 return None
-            return ("recover", c), (g.me, make_packet(g, PacketType.RECOVER, Flag.WAN, c, 0,
-                                                      self.chunks[i]))  # fmt: skip
+            return ("recover", c), (
+                g.me,
+                make_packet(g, PacketType.RECOVER, Flag.WAN, c, 0, self.chunks[i]),
+            )
         if i * len(self.dests) + self.dests.index(packet.src) >= self.cursor:
             return None  # not sent to it yet: it comes with the stream
         return (packet.src, c), (
@@ -380,8 +404,13 @@ class _Gathered:
 class DirectExchange(HostCollective):
     """Network `plain`, collective `direct`: every member unicasts its chunks to every other."""
 
-    def __init__(self, transport: UnicastTransport, group: GroupSpec, policy: SendPolicy,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        transport: UnicastTransport,
+        group: GroupSpec,
+        policy: SendPolicy,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         streams = len(group.members) - 1
         super().__init__(group, policy, clock, streams, transport.send_to, transport.recv)
         self.transport = transport
@@ -395,10 +424,16 @@ class MulticastExchange(HostCollective):
 
     accepts = frozenset({PacketType.CONTRIBUTION, PacketType.RECOVER})
 
-    def __init__(self, transport: Transport, group: GroupSpec, policy: SendPolicy,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
-        super().__init__(group, policy, clock, 1, lambda _own, data: transport.send(data),
-                         transport.recv)  # fmt: skip
+    def __init__(
+        self,
+        transport: Transport,
+        group: GroupSpec,
+        policy: SendPolicy,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(
+            group, policy, clock, 1, lambda _own, data: transport.send(data), transport.recv
+        )
         self.transport = transport  # every frame goes to the own edge
 
     def _start(self, chunks: np.ndarray, first: int, now: float) -> CollectiveRun:

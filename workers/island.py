@@ -232,10 +232,22 @@ class Leader:
             )
             values = np.zeros(cfg.update_floats, dtype=np.int32)
             values[: encoded.size] = encoded
-            spec = GroupSpec(cfg.job, command.number & 0xFFFF, command.group, self.island,
-                             command.members, cfg.packet_format)  # fmt: skip
-            exchange = exchange_for(command.collective, self.transport, self.peers, spec,
-                                    command.policy, order=command.order)  # fmt: skip
+            spec = GroupSpec(
+                cfg.job,
+                command.number & 0xFFFF,
+                command.group,
+                self.island,
+                command.members,
+                cfg.packet_format,
+            )
+            exchange = exchange_for(
+                command.collective,
+                self.transport,
+                self.peers,
+                spec,
+                command.policy,
+                order=command.order,
+            )
             self.last = None
             _drain(self.transport)
             _drain(self.peers)

@@ -127,8 +127,10 @@ class InnetPacket:
         """The packet in one UDP payload of `packet_format`; PacketError for any other size
         (another format's packet included), version or type."""
         if len(data) != packet_format.payload_bytes:
-            raise PacketError(f"{len(data)} bytes, an innet packet of {packet_format.lanes} "
-                              f"lanes has {packet_format.payload_bytes}")  # fmt: skip
+            raise PacketError(
+                f"{len(data)} bytes, an innet packet of {packet_format.lanes} "
+                f"lanes has {packet_format.payload_bytes}"
+            )
         vt, flags, job, rnd, group, src, chunk, bitmap = HEADER.unpack_from(data)
         if vt >> 4 != VERSION:
             raise PacketError(f"version {vt >> 4}, expected {VERSION}")

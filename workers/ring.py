@@ -54,8 +54,15 @@ from workers.unicast import UnicastTransport
 class _RingRun:
     """One ring all-reduce of chunks first..first+n-1, as seen by one member."""
 
-    def __init__(self, group: GroupSpec, policy: SendPolicy, chunks: np.ndarray, first: int,
-                 now: float, order: tuple[int, ...]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        group: GroupSpec,
+        policy: SendPolicy,
+        chunks: np.ndarray,
+        first: int,
+        now: float,
+        order: tuple[int, ...],
+    ) -> None:
         self.group, self.chunks, self.first, self.started = group, chunks, first, now
         self.size = n = int(chunks.shape[0])
         self.order, self.k = order, len(order)
@@ -106,8 +113,9 @@ class _RingRun:
         step, i = self.queue.popleft()
         self.sent[self._phase(step), i] = True
         self.last_sent[step] = max(self.last_sent[step], i)
-        return self.succ, make_packet(self.group, PacketType.CONTRIBUTION, Flag(0),
-                                      self.first + i, step, self._value(step, i))  # fmt: skip
+        return self.succ, make_packet(
+            self.group, PacketType.CONTRIBUTION, Flag(0), self.first + i, step, self._value(step, i)
+        )
 
     def on_data(self, packet: InnetPacket, now: float, stats: AggregatorStats) -> None:
         step, i = packet.bitmap, packet.chunk - self.first
@@ -142,8 +150,14 @@ class _RingRun:
             return None
         if not self.sent[self._phase(step), i]:
             return None  # not sent yet: it goes out when ready
-        resend = make_packet(self.group, PacketType.CONTRIBUTION, Flag.RETRANSMIT, packet.chunk,
-                             step, self._value(step, i))  # fmt: skip
+        resend = make_packet(
+            self.group,
+            PacketType.CONTRIBUTION,
+            Flag.RETRANSMIT,
+            packet.chunk,
+            step,
+            self._value(step, i),
+        )
         return (step, packet.chunk), (self.succ, resend)
 
     def nack_groups(self, keys: list[Key]) -> list[tuple[Key, ...]]:
@@ -160,14 +174,18 @@ class _RingRun:
         # an item of step s carries the contributions of the s + 1 members before this one
         silent = tuple(self.order[(self.pos - d) % self.k] for d in range(top + 2, self.k))
         if silent:
-            cause = (f"nothing beyond step {top} came from predecessor island {self.pred}: the "
-                     f"contributions of island(s) {', '.join(map(str, silent))} (nearest "
-                     f"first) never reached island {self.group.me}")  # fmt: skip
+            cause = (
+                f"nothing beyond step {top} came from predecessor island {self.pred}: the "
+                f"contributions of island(s) {', '.join(map(str, silent))} (nearest "
+                f"first) never reached island {self.group.me}"
+            )
         else:
             cause = f"predecessor island {self.pred} did not resend what was lost"
-        text = (f"{len(chunks)} chunk(s) of {self.group.key} without their sum "
-                f"({describe_ranges(chunks)}) after step {top} of {self.steps}; {cause} "
-                f"(check that those islands run this round)")  # fmt: skip
+        text = (
+            f"{len(chunks)} chunk(s) of {self.group.key} without their sum "
+            f"({describe_ranges(chunks)}) after step {top} of {self.steps}; {cause} "
+            f"(check that those islands run this round)"
+        )
         return chunks, silent or (self.pred,), text
 
 

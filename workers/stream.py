@@ -128,8 +128,13 @@ class ChunkStream:
         self._earliest_due = float("inf")
         self._retries: deque[int] = deque()  # timed-out chunks, in order, for paced sends
         self._retry_at = now
-        self.latency = Latency(policy.timeout_s, policy.deadline_s / 4, policy.backoff, now,
-                                measures=bool(self._interval))  # fmt: skip
+        self.latency = Latency(
+            policy.timeout_s,
+            policy.deadline_s / 4,
+            policy.backoff,
+            now,
+            measures=bool(self._interval),
+        )
         self.pacing_lag_s = 0.0  # the most a fresh copy left after its paced time (a busy CPU)
         self.bounces = Bounces(self._interval or BOUNCE_WAIT_S, policy.timeout_s)
 
@@ -169,8 +174,18 @@ class ChunkStream:
         self, kind: PacketType, flags: Flag, src: int, index: int, values: np.ndarray | None
     ) -> InnetPacket:
         g = self.group
-        return InnetPacket.of(kind, flags, g.job, g.round, g.group, src, self.first + index, 0,
-                              values, g.packet_format)  # fmt: skip
+        return InnetPacket.of(
+            kind,
+            flags,
+            g.job,
+            g.round,
+            g.group,
+            src,
+            self.first + index,
+            0,
+            values,
+            g.packet_format,
+        )
 
     def pump(self, now: float) -> list[InnetPacket]:
         """Resends and NACKs that are due, then new chunks as the window and rate allow."""
@@ -190,8 +205,11 @@ class ChunkStream:
                 if now < self._local_at:
                     break
                 i = self.next_local
-                out.append(self._packet(PacketType.CONTRIBUTION, Flag.LOCAL, self.group.me, i,
-                                        self.chunks[i]))  # fmt: skip
+                out.append(
+                    self._packet(
+                        PacketType.CONTRIBUTION, Flag.LOCAL, self.group.me, i, self.chunks[i]
+                    )
+                )
                 self._sent_once(i, now)
                 self.next_local += 1
                 self._local_at += self._interval
@@ -291,9 +309,20 @@ class ChunkStream:
     def _replay_bounced(self, now: float) -> list[InnetPacket]:
         """Bounced contributions whose wait is over, to the own edge (off the WAN schedule)."""
         g = self.group
-        return [InnetPacket(PacketType.CONTRIBUTION, LOCAL_REPLAY, g.job, g.round, g.group, src,
-                            self.first + i, 0, lanes)
-                for i, src, lanes in self.bounces.due(now)]  # fmt: skip
+        return [
+            InnetPacket(
+                PacketType.CONTRIBUTION,
+                LOCAL_REPLAY,
+                g.job,
+                g.round,
+                g.group,
+                src,
+                self.first + i,
+                0,
+                lanes,
+            )
+            for i, src, lanes in self.bounces.due(now)
+        ]
 
     # --- packets in
 

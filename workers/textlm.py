@@ -48,14 +48,46 @@ HEAD_DIM = 32
 INIT_STD = 0.02  # GPT-2's: the initial loss is close to ln(len(VOCAB))
 
 CORPUS_MODULES: tuple[str, ...] = (
-    "argparse.py", "ast.py", "calendar.py", "collections/__init__.py", "configparser.py",
-    "contextlib.py", "csv.py", "dataclasses.py", "datetime.py", "difflib.py", "doctest.py",
-    "enum.py", "fractions.py", "functools.py", "gettext.py", "heapq.py", "inspect.py",
-    "ipaddress.py", "json/decoder.py", "json/encoder.py", "logging/__init__.py", "optparse.py",
-    "pathlib.py", "pickle.py", "pprint.py", "queue.py", "random.py", "shlex.py", "shutil.py",
-    "statistics.py", "string.py", "subprocess.py", "tarfile.py", "tempfile.py", "textwrap.py",
-    "threading.py", "tokenize.py", "typing.py", "zipfile.py",
-)  # fmt: skip
+    "argparse.py",
+    "ast.py",
+    "calendar.py",
+    "collections/__init__.py",
+    "configparser.py",
+    "contextlib.py",
+    "csv.py",
+    "dataclasses.py",
+    "datetime.py",
+    "difflib.py",
+    "doctest.py",
+    "enum.py",
+    "fractions.py",
+    "functools.py",
+    "gettext.py",
+    "heapq.py",
+    "inspect.py",
+    "ipaddress.py",
+    "json/decoder.py",
+    "json/encoder.py",
+    "logging/__init__.py",
+    "optparse.py",
+    "pathlib.py",
+    "pickle.py",
+    "pprint.py",
+    "queue.py",
+    "random.py",
+    "shlex.py",
+    "shutil.py",
+    "statistics.py",
+    "string.py",
+    "subprocess.py",
+    "tarfile.py",
+    "tempfile.py",
+    "textwrap.py",
+    "threading.py",
+    "tokenize.py",
+    "typing.py",
+    "zipfile.py",
+)
 
 REPLACEMENT = "\x1a"  # ASCII SUB: stands for every character outside the vocabulary
 VOCAB: str = "\t\n" + "".join(chr(c) for c in range(32, 127)) + REPLACEMENT
@@ -263,12 +295,16 @@ def transformer_params(width: int, layers: int, context: int) -> int:
     vocab = len(VOCAB)
     block = (
         2 * width  # LayerNorm before attention
-        + 3 * width * width + 3 * width  # query, key and value projections
-        + width * width + width  # output projection
+        + 3 * width * width
+        + 3 * width  # query, key and value projections
+        + width * width
+        + width  # output projection
         + 2 * width  # LayerNorm before the MLP
-        + 4 * width * width + 4 * width  # MLP up
-        + 4 * width * width + width  # MLP down
-    )  # fmt: skip
+        + 4 * width * width
+        + 4 * width  # MLP up
+        + 4 * width * width
+        + width  # MLP down
+    )
     embeddings = vocab * width + context * width
     return embeddings + layers * block + 2 * width + width * vocab + vocab
 

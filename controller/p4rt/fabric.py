@@ -264,8 +264,11 @@ class Fabric:
             if (exists and f.code == code_pb2.ALREADY_EXISTS) or (
                 gone and f.code == code_pb2.NOT_FOUND
             ):
-                self._mark(name, f"it refused update #{f.index} with {f.code_name}: its state "
-                                 "differs from the controller's")  # fmt: skip
+                self._mark(
+                    name,
+                    f"it refused update #{f.index} with {f.code_name}: its state "
+                    "differs from the controller's",
+                )
                 return
 
     def _previous(
@@ -305,8 +308,9 @@ class Fabric:
                 log.error("switch %s: rollback failed: %s", name, err)
                 why = str(err).splitlines()[0]
                 unrestored[name] = why
-                self._mark(name, f"rollback failed: {why}",
-                           timed_out=isinstance(err, WriteOutcomeUnknown))  # fmt: skip
+                self._mark(
+                    name, f"rollback failed: {why}", timed_out=isinstance(err, WriteOutcomeUnknown)
+                )
         log.warning("installation refused by %s, rolled back on %s", switch, rolled_back)
         raise InstallError(switch, cause, failures, rolled_back, unrestored) from cause
 
@@ -346,8 +350,11 @@ class Fabric:
         groups = conn.read([query])
         if groups:
             conn.write([delete(entity) for entity in groups])
-            log.info("switch %s: deleted %d multicast groups before setting the pipeline again",
-                     conn.name, len(groups))  # fmt: skip
+            log.info(
+                "switch %s: deleted %d multicast groups before setting the pipeline again",
+                conn.name,
+                len(groups),
+            )
 
     def heal(self, deadline: float) -> tuple[str, ...]:
         """Reinstall every switch whose connection was lost; returns their names."""

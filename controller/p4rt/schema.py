@@ -303,8 +303,10 @@ def _field_match(table: str, spec: p4info_pb2.MatchField, value: Match) -> p4run
         fm.ternary.value = encode(to_int(value.value) & mask, spec.bitwidth, what)
         fm.ternary.mask = encode(mask, spec.bitwidth, what)
     else:
-        kinds = {p4info_pb2.MatchField.LPM: "Lpm(value, prefix_len)",
-                 p4info_pb2.MatchField.TERNARY: "Ternary(value, mask)"}  # fmt: skip
+        kinds = {
+            p4info_pb2.MatchField.LPM: "Lpm(value, prefix_len)",
+            p4info_pb2.MatchField.TERNARY: "Ternary(value, mask)",
+        }
         raise SchemaError(f"{what}: expects {kinds.get(kind, 'a plain value')}, got {value!r}")
     return fm
 

@@ -23,8 +23,9 @@ class SwitchStartFailed(P4RuntimeError):
     """The started switch exited, or did not answer over P4Runtime in time."""
 
 
-def connect_started(proc: subprocess.Popen[bytes], address: str, device_id: int,
-                    log_path: Path, startup_s: float) -> SwitchConnection:  # fmt: skip
+def connect_started(
+    proc: subprocess.Popen[bytes], address: str, device_id: int, log_path: Path, startup_s: float
+) -> SwitchConnection:
     """A connection to the switch `proc` serving P4Runtime at `address` (`unix:PATH`)."""
     deadline = time.monotonic() + startup_s
     socket_path = Path(address.removeprefix("unix:"))

@@ -24,15 +24,17 @@ from controller.p4rt.exceptions import (
 )
 
 # a Write refused with one of these applied nothing
-NOTHING_APPLIED = frozenset({
-    grpc.StatusCode.PERMISSION_DENIED,
-    grpc.StatusCode.INVALID_ARGUMENT,
-    grpc.StatusCode.NOT_FOUND,
-    grpc.StatusCode.FAILED_PRECONDITION,
-    grpc.StatusCode.UNIMPLEMENTED,
-    grpc.StatusCode.UNAUTHENTICATED,
-    grpc.StatusCode.OUT_OF_RANGE,
-})  # fmt: skip
+NOTHING_APPLIED = frozenset(
+    {
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.UNIMPLEMENTED,
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.OUT_OF_RANGE,
+    }
+)
 
 
 def detail_errors(err: grpc.RpcError) -> list[p4runtime_pb2.Error] | None:

@@ -69,8 +69,10 @@ class Compute:
             raise PlanError("parameters, tokens per step and accelerators must be positive")
         peak = ACCELERATORS[accelerator]
         flops = FLOPS_PER_PARAM_TOKEN * params * tokens
-        source = (f"6 x {params:.4g} params x {tokens:.4g} tokens / ({accelerators} x "
-                  f"{accelerator} {peak / 1e12:g} TFLOP/s x MFU {mfu:g})")  # fmt: skip
+        source = (
+            f"6 x {params:.4g} params x {tokens:.4g} tokens / ({accelerators} x "
+            f"{accelerator} {peak / 1e12:g} TFLOP/s x MFU {mfu:g})"
+        )
         return cls(flops / (accelerators * peak * mfu), source)
 
 

@@ -270,8 +270,9 @@ class CostModel:
         for g in rnd.groups:
             zeros = tuple(0.0 for _ in g)
             if g not in chosen:
-                costs.append(GroupCost(g, math.inf, zeros, 0.0, 0.0, 0.0, 0.0, "local",
-                                       Collective.LOCAL))  # fmt: skip
+                costs.append(
+                    GroupCost(g, math.inf, zeros, 0.0, 0.0, 0.0, 0.0, "local", Collective.LOCAL)
+                )
                 continue
             c, rate = chosen[g], rates[g]
             limit = "access" if limits[g] == "cap" else limits[g]
@@ -280,9 +281,23 @@ class CostModel:
             per_stream = p.update_bytes * c.steps / c.pieces
             sent = per_stream * (len(g) - 1 if c.name == Collective.DIRECT else 1)
             received = per_stream * (1 if c.name == Collective.RING else len(g) - 1)
-            costs.append(GroupCost(g, rate, zeros, 0.0, c.latency_s, time_s, 0.0, limit, c.name,
-                                   order, per_stream * sum(c.loads.values()), sent,
-                                   received))  # fmt: skip
+            costs.append(
+                GroupCost(
+                    g,
+                    rate,
+                    zeros,
+                    0.0,
+                    c.latency_s,
+                    time_s,
+                    0.0,
+                    limit,
+                    c.name,
+                    order,
+                    per_stream * sum(c.loads.values()),
+                    sent,
+                    received,
+                )
+            )
         return RoundCost(rnd, tuple(costs))
 
     def round_cost(self, rnd: Round) -> RoundCost:
@@ -314,10 +329,21 @@ class CostModel:
                 headroom = p.headroom(rate, al.skew)
             wan_bytes = p.update_bytes * sum(loads[g].values())
             costs.append(
-                GroupCost(g, rate, al.offsets, al.skew, al.span, bits / rate + al.span, memory,
-                          limit, wan_bytes=wan_bytes, sent_bytes=p.update_bytes,
-                          received_bytes=p.update_bytes, headroom_s=headroom)
-            )  # fmt: skip
+                GroupCost(
+                    g,
+                    rate,
+                    al.offsets,
+                    al.skew,
+                    al.span,
+                    bits / rate + al.span,
+                    memory,
+                    limit,
+                    wan_bytes=wan_bytes,
+                    sent_bytes=p.update_bytes,
+                    received_bytes=p.update_bytes,
+                    headroom_s=headroom,
+                )
+            )
         return RoundCost(rnd, tuple(costs))
 
     def schedule_costs(self, schedule: Schedule) -> tuple[RoundCost, ...]:

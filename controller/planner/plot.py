@@ -48,15 +48,21 @@ def plot_sweep(result: Sweep, path: Path, title: str) -> None:
         times = [p.family(family).time_s for p in result.plans]
         shown = [(m, t) for m, t in zip(memories, times, strict=True) if not math.isinf(t)]
         if shown:
-            (line,) = ax.plot(*zip(*shown, strict=True), marker="o", markersize=3,
-                              label=f"inna {family}")  # fmt: skip
+            (line,) = ax.plot(
+                *zip(*shown, strict=True), marker="o", markersize=3, label=f"inna {family}"
+            )
             colours[family] = line.get_color()
     for plan, style in zip(result.baselines, ("--", ":", "-."), strict=False):
         for f in plan.families:  # no memory used: the same time at every size
             if not math.isinf(f.time_s):
-                ax.plot([memories[0], memories[-1]], [f.time_s, f.time_s], linestyle=style,
-                        linewidth=1, color=colours.get(f.family),
-                        label=f"{plan.params.network} {f.family}")  # fmt: skip
+                ax.plot(
+                    [memories[0], memories[-1]],
+                    [f.time_s, f.time_s],
+                    linestyle=style,
+                    linewidth=1,
+                    color=colours.get(f.family),
+                    label=f"{plan.params.network} {f.family}",
+                )
     for c in result.crossovers:
         ax.axvline(c.memory_bytes / 1e6, color="grey", linestyle="--", linewidth=1)
         ax.annotate(
@@ -73,9 +79,15 @@ def plot_sweep(result: Sweep, path: Path, title: str) -> None:
     if result.inna_beats_plain_bytes is not None:
         mark = result.inna_beats_plain_bytes / 1e6
         ax.axvline(mark, color="black", linestyle=":", linewidth=1)
-        ax.annotate(f"inna beats plain from {mark:.3g} MB", (mark, 0.02),
-                    xycoords=("data", "axes fraction"), rotation=90, va="bottom", ha="right",
-                    fontsize=8)  # fmt: skip
+        ax.annotate(
+            f"inna beats plain from {mark:.3g} MB",
+            (mark, 0.02),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            va="bottom",
+            ha="right",
+            fontsize=8,
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("aggregator memory per site (MB)")

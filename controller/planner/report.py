@@ -131,8 +131,15 @@ def networks_text(
             label = f.family if len(plans) == 1 else f"{plan.params.network} {f.family}"
             star = _starred(plan, fastest, f, choice, label)
             rows.append(_family_row(plan.params.network, f, _gain(plain, f), star, compute))
-    header = ["network", "family", "rounds", "exact", "time to consensus", "memory needed",
-              "vs plain"]  # fmt: skip
+    header = [
+        "network",
+        "family",
+        "rounds",
+        "exact",
+        "time to consensus",
+        "memory needed",
+        "vs plain",
+    ]
     right = [False, False, True, False, True, True, True]
     if compute is not None:
         header += ["utilisation", "with overlap"]
@@ -220,8 +227,9 @@ def networks_json(
             entry = family_json(wan, f) if compute is None else _utilised(wan, f, compute)
             entry["gain_over_plain"] = _gain(plain, f)
             families.append(entry)
-        networks.append({"network": plan.params.network, "best": plan.best.family,
-                         "families": families})  # fmt: skip
+        networks.append(
+            {"network": plan.params.network, "best": plan.best.family, "families": families}
+        )
     doc["networks"] = networks
     return doc
 
@@ -239,8 +247,15 @@ def family_text(wan: Wan, fam: FamilyPlan, network: NetworkMode | None = None) -
         + ("" if network is None else f", network {network}")
     )
     width = max(len(c.round.groups) for c in fam.costs)
-    header = ["round", *[f"group {i + 1}" for i in range(width)], "time", "rate", "memory",
-              "headroom", "limit"]  # fmt: skip
+    header = [
+        "round",
+        *[f"group {i + 1}" for i in range(width)],
+        "time",
+        "rate",
+        "memory",
+        "headroom",
+        "limit",
+    ]
     rows = []
     for t, cost in enumerate(fam.costs):
         groups = [_group_names(wan, g) for g in cost.round.groups]

@@ -157,8 +157,15 @@ class _Simulation:
         incomplete = [j for j, k in self.expected.items() if self.done[j] != self.chunks]
         if incomplete:
             raise RuntimeError(f"simulation ended with islands {incomplete} missing chunks")
-        return SimResult(self.finish, self.peak * self.chunk_bytes, self.exhausted, self.resent,
-                         self.chunk_bytes, int(self.slots), handled)  # fmt: skip
+        return SimResult(
+            self.finish,
+            self.peak * self.chunk_bytes,
+            self.exhausted,
+            self.resent,
+            self.chunk_bytes,
+            int(self.slots),
+            handled,
+        )
 
     def arrive(self, t: float, data: Packet) -> None:
         """A chunk copy fully arrived at node `here`: forward it, merge it if `here` is a

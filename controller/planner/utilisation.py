@@ -272,8 +272,11 @@ def _ratio_text(wan: Wan, access_bps: float) -> str:
     low = min(link.capacity_bps for link in wan.links)
     high = max(link.capacity_bps for link in wan.links)
     links = format_rate(low) if low == high else f"{format_rate(low)} to {format_rate(high)}"
-    ratio = f"{low / access_bps:.3g}x" if low == high else (
-        f"{low / access_bps:.3g}x to {high / access_bps:.3g}x")  # fmt: skip
+    ratio = (
+        f"{low / access_bps:.3g}x"
+        if low == high
+        else (f"{low / access_bps:.3g}x to {high / access_bps:.3g}x")
+    )
     return f"{links} links at {format_rate(access_bps)} access, {ratio} the access rate"
 
 
@@ -296,10 +299,14 @@ def bandwidth_text(result: BandwidthSearch) -> str:
     ]
     header = ["network", "overlap", f"at {given}", *(f"{t:.0%}" for t in result.targets)]
     rows = [
-        [line.network, "yes" if line.overlap else "no", percent(line.given[0]),
-         *(r.text() for r in line.reached)]
+        [
+            line.network,
+            "yes" if line.overlap else "no",
+            percent(line.given[0]),
+            *(r.text() for r in line.reached),
+        ]
         for line in result.lines
-    ]  # fmt: skip
+    ]
     lines.append(table(header, rows, [False, False, True, *(False for _ in result.targets)]))
     pairs = sorted({r.family for line in result.lines for r in line.reached} & set(PAIRS))
     if pairs:

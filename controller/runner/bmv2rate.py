@@ -65,8 +65,13 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bmv2_rate(em: Emulation, frames: Callable[[int], list[tuple[int, bytes]]],
-              span_s: float, repeats: int, binary: Path | None = None) -> float:  # fmt: skip
+def bmv2_rate(
+    em: Emulation,
+    frames: Callable[[int], list[tuple[int, bytes]]],
+    span_s: float,
+    repeats: int,
+    binary: Path | None = None,
+) -> float:
     """innet.p4's frames per CPU second on simple_switch_grpc: the best of `repeats` spans of
     `span_s`, `frames(chunk)` giving each chunk's (ingress port, frame); `binary` is another
     simple_switch_grpc than the one a run starts (a benchmark's build for speed)."""
@@ -83,8 +88,13 @@ def bmv2_rate(em: Emulation, frames: Callable[[int], list[tuple[int, bytes]]],
             argv[0] = str(binary)
         log_path = Path(tmp) / "switch.log"
         with log_path.open("wb") as out:
-            proc = subprocess.Popen(ns.command(argv), stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                ns.command(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         try:
             try:
                 conn = connect_started(proc, address, DEVICE_ID, log_path, STARTUP_S)
@@ -115,8 +125,9 @@ def _install(conn: SwitchConnection, em: Emulation) -> None:
 class _Pump:
     """Windows of chunks in, their sums out on host port 1, the switch's CPU time counted."""
 
-    def __init__(self, peers: dict[int, PeerPort],
-                 frames: Callable[[int], list[tuple[int, bytes]]], pid: int) -> None:  # fmt: skip
+    def __init__(
+        self, peers: dict[int, PeerPort], frames: Callable[[int], list[tuple[int, bytes]]], pid: int
+    ) -> None:
         self.peers, self.frames, self.pid = peers, frames, pid
         self.chunk = 0
 

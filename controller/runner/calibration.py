@@ -181,11 +181,17 @@ class Calibration:
         machine = {k: None if v == math.inf else v for k, v in asdict(m).items()}
         machine.update(core_fps=m.core_fps, machine_fps=m.machine_fps)
         scale = fitting_scale(m, self.need)
-        return {"mode": mode, "verdict": self.verdict, "summary": self.summary,
-                "reasons": list(self.reasons), "cores_needed": cores_needed(m, self.need),
-                "fits_from_scale": scale if 0 < scale < math.inf else None,
-                "machine": machine, "need": need,
-                "thresholds": {"tight_share": TIGHT_SHARE}}  # fmt: skip
+        return {
+            "mode": mode,
+            "verdict": self.verdict,
+            "summary": self.summary,
+            "reasons": list(self.reasons),
+            "cores_needed": cores_needed(m, self.need),
+            "fits_from_scale": scale if 0 < scale < math.inf else None,
+            "machine": machine,
+            "need": need,
+            "thresholds": {"tight_share": TIGHT_SHARE},
+        }
 
 
 # --- the verdict (pure) ------------------------------------------------------------------------
@@ -194,8 +200,10 @@ class Calibration:
 def cores_needed(machine: Machine, need: Need) -> float:
     """The cores the switches' pipelines and the leaders need at the busiest round, at full
     speed (a core's CPU seconds per second)."""
-    return (need.total_fps / machine.frames_per_cpu_s
-            + LEADER_UNDER_LOAD * need.leader_fps / machine.leader_frames_per_cpu_s)  # fmt: skip
+    return (
+        need.total_fps / machine.frames_per_cpu_s
+        + LEADER_UNDER_LOAD * need.leader_fps / machine.leader_frames_per_cpu_s
+    )
 
 
 def fitting_scale(machine: Machine, need: Need) -> float:
@@ -205,8 +213,9 @@ def fitting_scale(machine: Machine, need: Need) -> float:
         return 0.0
     if machine.free_cores <= 0 or machine.core_fps <= 0:
         return math.inf
-    factor = max(need.switch_fps / machine.core_fps,
-                 cores_needed(machine, need) / machine.free_cores)  # fmt: skip
+    factor = max(
+        need.switch_fps / machine.core_fps, cores_needed(machine, need) / machine.free_cores
+    )
     wanted = need.scale * factor / TIGHT_SHARE
     step = 10.0 ** max(0, math.floor(math.log10(wanted)) - 1) if wanted > 0 else 1.0
     return math.ceil(wanted / step - 1e-9) * step
@@ -291,8 +300,9 @@ def check_mode(mode: str) -> None:
 # --- what the machine gives (impure) -----------------------------------------------------------
 
 
-def member_switch(em: Emulation, island: int = 0, backend: Backend | None = None,
-                  like: LocalSwitch | None = None) -> LocalSwitch:  # fmt: skip
+def member_switch(
+    em: Emulation, island: int = 0, backend: Backend | None = None, like: LocalSwitch | None = None
+) -> LocalSwitch:
     """innet.p4 compiled as the run's switches are (first memory point's pool, their back end),
     with the entries the controller installs at `island`'s edge for an all-to-all round; a
     fresh copy of `like` (the same program, not compiled again) when given."""
@@ -321,8 +331,9 @@ def chunk_frames(em: Emulation, chunk: int, island: int = 0) -> list[tuple[int, 
 
     def packet(src: int, flags: Flag) -> InnetPacket:
         kind = PacketType.CONTRIBUTION
-        return InnetPacket.of(kind, flags, site.JOB, ROUND_NUMBER, 0, src, chunk, 0, values,
-                              packet_format)  # fmt: skip
+        return InnetPacket.of(
+            kind, flags, site.JOB, ROUND_NUMBER, 0, src, chunk, 0, values, packet_format
+        )
 
     remote = Flag.WAN | Flag.REMOTE
     frames = [(1, contribution_frame(packet(island, remote), island, island))]
@@ -333,8 +344,12 @@ def chunk_frames(em: Emulation, chunk: int, island: int = 0) -> list[tuple[int, 
     return frames
 
 
-def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S, backend: Backend | None = None,
-                  like: LocalSwitch | None = None) -> tuple[float, str]:  # fmt: skip
+def pipeline_rate(
+    em: Emulation,
+    span_s: float = PIPELINE_SPAN_S,
+    backend: Backend | None = None,
+    like: LocalSwitch | None = None,
+) -> tuple[float, str]:
     """Frames per CPU second through innet.p4 on p4switch's pipeline, in this thread, and the
     back end that ran it (native: called through ctypes, docs/experiment.md); on a fresh
     copy of `like` when given."""
@@ -359,8 +374,12 @@ def pipeline_rate(em: Emulation, span_s: float = PIPELINE_SPAN_S, backend: Backe
     return frames / cpu, pipe.backend
 
 
-def measure(em: Emulation, backend: Backend | None = None, leader_fps: float = 0.0,
-            target: P4Target = P4Target.P4SWITCH) -> Machine:  # fmt: skip
+def measure(
+    em: Emulation,
+    backend: Backend | None = None,
+    leader_fps: float = 0.0,
+    target: P4Target = P4Target.P4SWITCH,
+) -> Machine:
     """Timer lateness, CPU share and innet.p4's frame rate now, on the switches' back end (or
     on BMv2, for `target` "bmv2": controller/runner/bmv2rate.py), a leader's handling
     `leader_fps` frames a second (none measured for 0), and the cores other work kept busy
@@ -406,8 +425,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="The machine check innet run makes first.",
     )
     parser.add_argument("scenario", type=Path, help="scenario YAML")
-    parser.add_argument("--target", type=P4Target.argument, choices=tuple(P4Target),
-                        default=P4Target.P4SWITCH)  # fmt: skip
+    parser.add_argument(
+        "--target", type=P4Target.argument, choices=tuple(P4Target), default=P4Target.P4SWITCH
+    )
     args = parser.parse_args(argv)
     try:
         em = resolve(load_scenario(args.scenario))

@@ -56,15 +56,24 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=DEFAULT_SCENARIO,
         help="scenario YAML (default scenarios/nine-cities.yaml)",
     )
-    p.add_argument("--out", type=Path, help="results folder, made with its parents when missing "
-                   "(default results/NAME-YYYYmmdd-HHMMSS)")  # fmt: skip
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="results folder, made with its parents when missing "
+        "(default results/NAME-YYYYmmdd-HHMMSS)",
+    )
     p.add_argument(
         "--check",
         action="store_true",
         help="validate the scenario and print the predictions; build nothing",
     )
-    p.add_argument("--shaping", type=Shaping.argument, choices=tuple(Shaping),
-                   default=Shaping.AUTO, help=SHAPING_HELP)  # fmt: skip
+    p.add_argument(
+        "--shaping",
+        type=Shaping.argument,
+        choices=tuple(Shaping),
+        default=Shaping.AUTO,
+        help=SHAPING_HELP,
+    )
     p.add_argument(
         "--target",
         type=P4Target.argument,
@@ -218,11 +227,24 @@ def _run(args: argparse.Namespace, where: HowFar) -> int:
     if busy is not None:
         raise RunDirError(busy)
     print("\n".join(plan), flush=True)
-    testbeds = built_testbeds(emulation, run_dir, shaping=args.shaping, target=args.target,
-                              backend=args.backend, grpc_base_port=args.grpc_base_port)  # fmt: skip
+    testbeds = built_testbeds(
+        emulation,
+        run_dir,
+        shaping=args.shaping,
+        target=args.target,
+        backend=args.backend,
+        grpc_base_port=args.grpc_base_port,
+    )
     progress = ProgressBar(args.no_progress)
-    experiment = Run(emulation, folder, testbeds, progress=progress, calibration=args.calibration,
-                     backend=args.backend, target=args.target)  # fmt: skip
+    experiment = Run(
+        emulation,
+        folder,
+        testbeds,
+        progress=progress,
+        calibration=args.calibration,
+        backend=args.backend,
+        target=args.target,
+    )
     where.experiment, where.folder = experiment, folder
     with progress:
         calibration = experiment.calibrate()  # before anything starts; refuses what does not fit

@@ -164,8 +164,11 @@ class Emulation:
 
         n = sc.wan.n
         rtts = sorted({2 * float(sc.wan.delay[i, j]) for i in range(n) for j in range(n) if i != j})
-        worst = [w for rtt in (rtts[0], rtts[-1]) for w in tcp_fidelity(
-            sc.scale, sc.bandwidth_bps, rtt, self.update_bytes)]  # fmt: skip
+        worst = [
+            w
+            for rtt in (rtts[0], rtts[-1])
+            for w in tcp_fidelity(sc.scale, sc.bandwidth_bps, rtt, self.update_bytes)
+        ]
         if not worst:
             return None
         faithful = faithful_scale(sc.bandwidth_bps, (rtts[0], rtts[-1]), self.update_bytes)
@@ -189,9 +192,11 @@ class Emulation:
         ]
         if self.compute is not None:
             c = self.round_compute_s
-            lines.append(f"  compute: {self.compute.step_time_s * 1e3:.4g} ms a step "
-                         f"({self.compute.source}), {c:.3f} s a round of "
-                         f"{sc.training.inner_steps}")  # fmt: skip
+            lines.append(
+                f"  compute: {self.compute.step_time_s * 1e3:.4g} ms a step "
+                f"({self.compute.source}), {c:.3f} s a round of "
+                f"{sc.training.inner_steps}"
+            )
         for point in self.played:
             for play in point.plays:
                 plan = play.plan
@@ -259,8 +264,9 @@ def resolve(sc: Scenario, schedule: Schedule | None = None) -> Emulation:
                 plan = planner.evaluate(planner.model(params_n), schedule, DEFAULT_EPSILON)
                 plays.append(Play(network, plan))
             else:
-                plays.extend(Play(network, _plan(sc, planner, params_n, j))
-                             for j in range(len(sc.schedules)))  # fmt: skip
+                plays.extend(
+                    Play(network, _plan(sc, planner, params_n, j)) for j in range(len(sc.schedules))
+                )
         points.append(MemoryPoint(memory, pool, cost, tuple(plays)))
     reference = _one_building(sc, points[0], schedule) if sc.one_dc else None
     compute = None

@@ -99,8 +99,16 @@ class Islands:
         self._files: list[IO[str]] = []
 
     def argv(self, island: int, host: int) -> list[str]:
-        return [sys.executable, "-m", "workers.island", str(self.config),
-                "--island", str(island), "--host", str(host)]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "workers.island",
+            str(self.config),
+            "--island",
+            str(island),
+            "--host",
+            str(host),
+        ]
 
     def start(self) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)

@@ -58,8 +58,9 @@ while True:
 def echo_edge() -> Iterator[int]:
     """The edge process, started and stopped (its PID only); yields its UDP port."""
     bitmap = BITMAP.to_bytes(4, "big").hex()
-    proc = subprocess.Popen([sys.executable, "-c", _EDGE, EDGE_IP, bitmap],
-                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _EDGE, EDGE_IP, bitmap], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
@@ -79,9 +80,14 @@ def leader_rate(fps: float, packet_format: PacketFormat, span_s: float = SPAN_S)
     interval = 2 / fps  # two copies a chunk
     group = GroupSpec(job=1, round=1, group=0, me=0, members=MEMBERS, packet_format=packet_format)
     frame_bits = packet_format.frame_bits
-    policy = SendPolicy(window=chunks, rate_bps=frame_bits / interval, local_lag_s=interval / 2,
-                        timeout_s=10 * span_s + 1, max_timeout_s=20 * span_s + 2,
-                        deadline_s=60 * span_s + 10)  # fmt: skip
+    policy = SendPolicy(
+        window=chunks,
+        rate_bps=frame_bits / interval,
+        local_lag_s=interval / 2,
+        timeout_s=10 * span_s + 1,
+        max_timeout_s=20 * span_s + 2,
+        deadline_s=60 * span_s + 10,
+    )
     with echo_edge() as port, UdpTransport(LEADER_IP, EDGE_IP, port) as transport:
         leader = Aggregator(transport, group, policy, time.monotonic)
         start = time.thread_time()
@@ -92,16 +98,29 @@ def leader_rate(fps: float, packet_format: PacketFormat, span_s: float = SPAN_S)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m controller.runner.leaderload",
-                                     description=__doc__.splitlines()[0])  # fmt: skip
-    parser.add_argument("fps", nargs="?", type=float, default=3000.0,
-                        help="frames a second the leader sends (default 3000)")  # fmt: skip
-    parser.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
-                        help="int32 values in one packet (default %(default)s)")  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m controller.runner.leaderload", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "fps",
+        nargs="?",
+        type=float,
+        default=3000.0,
+        help="frames a second the leader sends (default 3000)",
+    )
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        choices=LANE_CHOICES,
+        default=DEFAULT_LANES,
+        help="int32 values in one packet (default %(default)s)",
+    )
     args = parser.parse_args(argv)
     rate = leader_rate(args.fps, PacketFormat(args.lanes))
-    print(f"a leader sending {args.fps:,.0f} frames/s of {args.lanes} lanes: "
-          f"{rate:,.0f} frames per CPU second")  # fmt: skip
+    print(
+        f"a leader sending {args.fps:,.0f} frames/s of {args.lanes} lanes: "
+        f"{rate:,.0f} frames per CPU second"
+    )
     return 0
 
 

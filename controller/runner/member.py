@@ -18,6 +18,7 @@ def member_changes(em: Emulation, island: int) -> list[tuple[Change, ...]]:
     sc = em.scenario
     base = base_entries(sc.wan, Addressing.default(sc.wan.n, sc.hosts))
     everyone = Round.of([range(sc.wan.n)])
-    rnd = round_entries(sc.wan, everyone, job=site.JOB, number=ROUND_NUMBER,
-                        hosts_per_island=sc.hosts)  # fmt: skip
+    rnd = round_entries(
+        sc.wan, everyone, job=site.JOB, number=ROUND_NUMBER, hosts_per_island=sc.hosts
+    )
     return [changes[island] for changes in (install_changes(base), install_changes(rnd, [base]))]

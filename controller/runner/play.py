@@ -86,9 +86,15 @@ class RoundContext:
         """The record of round r when it did not finish: what was planned, and why."""
         rnd = self.plan.schedule.round_at(r)
         rec = RoundRecord.failed(
-            self.point.memory_bytes, self.point.pool.slots_per_bank, self.plan.family, r,
-            self.testbed.names_of(rnd), self.cost(r).time_s, wall_s, reason,
-        )  # fmt: skip
+            self.point.memory_bytes,
+            self.point.pool.slots_per_bank,
+            self.plan.family,
+            r,
+            self.testbed.names_of(rnd),
+            self.cost(r).time_s,
+            wall_s,
+            reason,
+        )
         return dataclasses.replace(rec, network=self.network)
 
     def cost(self, r: int) -> RoundCost:
@@ -116,8 +122,9 @@ def play_round(ctx: RoundContext, r: int) -> RoundRecord:
     done = islands.expect(Done, deadline, f"round {r}")
     after = snapshot(testbed)
     ready = [e for e in prepared.values() if isinstance(e, Prepared)]
-    rec = _record(ctx, r, start_at, sum(e.train_loss for e in ready) / len(ready), done, before,
-                  after)  # fmt: skip
+    rec = _record(
+        ctx, r, start_at, sum(e.train_loss for e in ready) / len(ready), done, before, after
+    )
     local = max(e.compute_s for e in ready)  # this machine's clock, not the emulated compute
     return dataclasses.replace(rec, compute_s=ctx.emulation.round_compute_s, local_s=local)
 
@@ -137,9 +144,14 @@ def _go(ctx: RoundContext, r: int, number: int, start_at: float) -> None:
                 inna = collective == Collective.INNA
                 lag = local_lag(wan.delay, members, gc.offsets, m) if inna else None
                 policy = send_policy(
-                    em.frame_rate_bps(gc.rate_bps), em.packet_format.frame_bits, offset, lag,
-                    gc.span_s, em.chunks, em.scenario.round_deadline_s,
-                )  # fmt: skip
+                    em.frame_rate_bps(gc.rate_bps),
+                    em.packet_format.frame_bits,
+                    offset,
+                    lag,
+                    gc.span_s,
+                    em.chunks,
+                    em.scenario.round_deadline_s,
+                )
             go = Go(r, number, g, members, start_at, policy, collective, gc.order)
             ctx.islands.leaders[m].send(go)
 

@@ -23,9 +23,20 @@ from innet.vocabulary import NetworkMode
 
 Groups = tuple[tuple[str, ...], ...]
 # fields records written before the network modes do not have (they were all inna)
-_LATER = ("network", "sent_bytes", "received_bytes", "predicted_wan_bytes",
-          "predicted_sent_bytes", "predicted_received_bytes", "flags", "lag_ms",
-          "leader_cpu_ms", "compute_s", "local_s", "sums")  # fmt: skip
+_LATER = (
+    "network",
+    "sent_bytes",
+    "received_bytes",
+    "predicted_wan_bytes",
+    "predicted_sent_bytes",
+    "predicted_received_bytes",
+    "flags",
+    "lag_ms",
+    "leader_cpu_ms",
+    "compute_s",
+    "local_s",
+    "sums",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +126,18 @@ class RoundRecord:
         reason: str,
     ) -> RoundRecord:
         """A round that did not finish: what was planned, and why it failed (on one line)."""
-        return cls(memory, slots, schedule, number, groups, None, None, predicted_s, wall_s,
-                   status=f"failed: {' '.join(reason.split())}")  # fmt: skip
+        return cls(
+            memory,
+            slots,
+            schedule,
+            number,
+            groups,
+            None,
+            None,
+            predicted_s,
+            wall_s,
+            status=f"failed: {' '.join(reason.split())}",
+        )
 
     def to_json(self) -> JSONObject:
         out: JSONObject = {}

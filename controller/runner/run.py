@@ -166,8 +166,11 @@ class Run:
         self._enter("the summary")
         self.summary = summarise(self.writer.records, self.cycles, self.baseline.accuracy)
         self.gap = self._gap()
-        gap = None if self.gap is None else (self.gap, em.round_compute_s or 0.0,
-                                             em.scenario.training.overlap)  # fmt: skip
+        gap = (
+            None
+            if self.gap is None
+            else (self.gap, em.round_compute_s or 0.0, em.scenario.training.overlap)
+        )
         self.writer.finish(self.summary, self.baseline, gap, plots=not interrupted())
 
     def _gap(self) -> list[GapRow] | None:
@@ -189,14 +192,21 @@ class Run:
             facts = up.testbed.network.facts()
             sc, wan = self.emulation.scenario, self.emulation.wan_of(point)
             loss = self.emulation.loss_of(point)
-            self.writer.record_network(point.label, {
-                "target": facts.target, "shaping": facts.shaping, "scale": facts.scale,
-                # per city: what ran the program and moved the frames ("native/native", ...)
-                "engines": dict(zip((c.name for c in wan.cities), facts.engines, strict=False)),
-                # each WAN link as its ports are shaped (delay, rate, jitter, loss), each way
-                "wan_links": {f"{link.a}-{link.b}": switch_shape(link, sc.scale, loss)
-                              for link in wan.links},
-            })  # fmt: skip
+            self.writer.record_network(
+                point.label,
+                {
+                    "target": facts.target,
+                    "shaping": facts.shaping,
+                    "scale": facts.scale,
+                    # per city: what ran the program and moved the frames ("native/native", ...)
+                    "engines": dict(zip((c.name for c in wan.cities), facts.engines, strict=False)),
+                    # each WAN link as its ports are shaped (delay, rate, jitter, loss), each way
+                    "wan_links": {
+                        f"{link.a}-{link.b}": switch_shape(link, sc.scale, loss)
+                        for link in wan.links
+                    },
+                },
+            )
             for play in point.plays:
                 plan = play.plan
                 self.cycles[play.network, plan.family] = Cycle(plan.rounds or 0, len(plan.costs))
@@ -244,8 +254,9 @@ class Run:
         islands.expect(ResetDone, islands.clock() + PREPARE_TIMEOUT_S, "reset")
         if play.network == NetworkMode.GLOO:
             _join_gloo(islands, plan.schedule)
-        ctx = RoundContext(self.emulation, point, plan, up.testbed, islands, islands.clock(),
-                           play.network)  # fmt: skip
+        ctx = RoundContext(
+            self.emulation, point, plan, up.testbed, islands, islands.clock(), play.network
+        )
         with _access_shaped(up, self.emulation, play.network == NetworkMode.GLOO):
             self._rounds(ctx, point, play)
 
@@ -308,8 +319,9 @@ def baseline(em: Emulation) -> Baseline:
     split = train.split_for(cfg, sc.wan.n, sc.hosts)
     rows = inprocess.baseline(split, cfg, sc.training.rounds, sc.hosts)
     last = rows[-1]
-    return Baseline(float(last["train_loss"]), float(last["test_loss"]),
-                    float(last["accuracy"]), tuple(rows))  # fmt: skip
+    return Baseline(
+        float(last["train_loss"]), float(last["test_loss"]), float(last["accuracy"]), tuple(rows)
+    )
 
 
 def built_testbeds(
@@ -327,11 +339,18 @@ def built_testbeds(
 
     @contextlib.contextmanager
     def testbed(point: MemoryPoint) -> Iterator[RunningTestbed]:
-        spec = NetworkSpec(em.wan_of(point), sc.hosts, slots=point.pool.slots_per_bank,
-                           scale=sc.scale,
-                           shaping=shaping, target=target, backend=backend,
-                           grpc_base_port=grpc_base_port, packet_format=em.packet_format,
-                           loss=em.loss_of(point))  # fmt: skip
+        spec = NetworkSpec(
+            em.wan_of(point),
+            sc.hosts,
+            slots=point.pool.slots_per_bank,
+            scale=sc.scale,
+            shaping=shaping,
+            target=target,
+            backend=backend,
+            grpc_base_port=grpc_base_port,
+            packet_format=em.packet_format,
+            loss=em.loss_of(point),
+        )
         run_dir.claim("innet run", "running")
         try:
             first = point.plays[0].plan.schedule

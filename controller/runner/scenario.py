@@ -87,10 +87,25 @@ NAME_PATTERN = re.compile(r"[a-z0-9-]+")
 DEFAULT_TOPOLOGY = "nine-cities"
 
 _KEYS = (
-    "name", "topology", "hosts", "scale", "bandwidth", "wan_bandwidth", "memory",
-    "update_size", "schedules", "training", "round_deadline", "seed", "wan_loss", "networks",
-    "wan_jitter", "lanes", "compute", "one_dc",
-)  # fmt: skip
+    "name",
+    "topology",
+    "hosts",
+    "scale",
+    "bandwidth",
+    "wan_bandwidth",
+    "memory",
+    "update_size",
+    "schedules",
+    "training",
+    "round_deadline",
+    "seed",
+    "wan_loss",
+    "networks",
+    "wan_jitter",
+    "lanes",
+    "compute",
+    "one_dc",
+)
 
 
 @dataclass(frozen=True)
@@ -235,10 +250,28 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     if jitter is not None:
         wan = wan.with_jitter(jitter)
     return Scenario(
-        name, topology, hosts, scale, bandwidth, wan_bandwidth, memory, update, schedules,
-        training, deadline, seed, wan, Path(path), loss, networks, _lines(top), jitter,
-        packet_format=packet_format, compute=compute, one_dc=one_dc,
-    )  # fmt: skip
+        name,
+        topology,
+        hosts,
+        scale,
+        bandwidth,
+        wan_bandwidth,
+        memory,
+        update,
+        schedules,
+        training,
+        deadline,
+        seed,
+        wan,
+        Path(path),
+        loss,
+        networks,
+        _lines(top),
+        jitter,
+        packet_format=packet_format,
+        compute=compute,
+        one_dc=one_dc,
+    )
 
 
 def _packet_format(doc: NodeReader, node: yaml.Node | None) -> PacketFormat:

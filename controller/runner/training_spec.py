@@ -88,8 +88,9 @@ class ComputeSpec:
             return Compute(self.step_time_s, "given")
         assert self.tokens_per_step is not None  # parse_compute asks for one or the other
         params = update_values if self.params is None else self.params
-        return Compute.from_flops(params, self.tokens_per_step, self.accelerator,
-                                  self.accelerators, self.mfu)  # fmt: skip
+        return Compute.from_flops(
+            params, self.tokens_per_step, self.accelerator, self.accelerators, self.mfu
+        )
 
     def to_dict(self) -> JSONObject:
         if self.step_time_s is not None:
@@ -112,26 +113,34 @@ def parse_training(doc: NodeReader, node: yaml.Node | None) -> Training:
     values: dict[str, Any] = {}
     for key in ("rounds", "inner_steps", "batch_size", "layers"):
         values[key] = doc.integer(items.get(key), f"training.{key}", getattr(default, key), low=1)
-    values["hidden"] = doc.integer(items.get("hidden"), "training.hidden", default.hidden, low=1,
-                                   high=MAX_WIDTH * 64)  # fmt: skip
-    values["context"] = doc.integer(items.get("context"), "training.context", default.context,
-                                    low=2, high=1024)  # fmt: skip
+    values["hidden"] = doc.integer(
+        items.get("hidden"), "training.hidden", default.hidden, low=1, high=MAX_WIDTH * 64
+    )
+    values["context"] = doc.integer(
+        items.get("context"), "training.context", default.context, low=2, high=1024
+    )
     for key in ("inner_lr", "outer_lr"):
         values[key] = doc.number(
             items.get(key), f"training.{key}", getattr(default, key), low=0.0, open_low=True
         )
-    momentum = doc.number(items.get("outer_momentum"), "training.outer_momentum",
-                          default.outer_momentum, low=0.0)  # fmt: skip
+    momentum = doc.number(
+        items.get("outer_momentum"), "training.outer_momentum", default.outer_momentum, low=0.0
+    )
     if momentum >= 1.0:
         raise doc.fail(items["outer_momentum"], "training.outer_momentum", "must be below 1")
     values["overlap"] = boolean(doc, items.get("overlap"), "training.overlap")
     if "target_accuracy" in items:
-        values["target_accuracy"] = _share(doc, items["target_accuracy"],
-                                           "training.target_accuracy", 0.0,
-                                           "an accuracy is a share of the test set")  # fmt: skip
+        values["target_accuracy"] = _share(
+            doc,
+            items["target_accuracy"],
+            "training.target_accuracy",
+            0.0,
+            "an accuracy is a share of the test set",
+        )
     if "target_loss" in items:
-        values["target_loss"] = doc.number(items["target_loss"], "training.target_loss", 0.0,
-                                           low=0.0, open_low=True)  # fmt: skip
+        values["target_loss"] = doc.number(
+            items["target_loss"], "training.target_loss", 0.0, low=0.0, open_low=True
+        )
     if "model" in items:
         model = doc.text(items["model"], "training.model")
         if model not in MODELS:
@@ -174,8 +183,9 @@ def parse_compute(doc: NodeReader, node: yaml.Node | None) -> ComputeSpec | None
     if "tokens_per_step" not in items:
         why = "give step_time (e.g. 450ms), or tokens_per_step with params, accelerator, mfu"
         raise doc.fail(node, "compute", why)
-    spec: dict[str, Any] = {"tokens_per_step": _count(doc, items["tokens_per_step"],
-                                                      "compute.tokens_per_step")}  # fmt: skip
+    spec: dict[str, Any] = {
+        "tokens_per_step": _count(doc, items["tokens_per_step"], "compute.tokens_per_step")
+    }
     if "params" in items and doc.scalar(items["params"]) != "update":
         spec["params"] = _count(doc, items["params"], "compute.params")
     if "accelerator" in items:

@@ -58,12 +58,20 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     net_sub = net.add_subparsers(dest="net_command", required=True)
     up = net_sub.add_parser("up", help="start the testbed service in the background")
     service_options(up)
-    up.add_argument("--timeout", type=_timeout, default=UP_TIMEOUT_S,
-                    help=f"seconds to wait for the API (default {UP_TIMEOUT_S:g})")  # fmt: skip
+    up.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=UP_TIMEOUT_S,
+        help=f"seconds to wait for the API (default {UP_TIMEOUT_S:g})",
+    )
     down = net_sub.add_parser("down", help="stop the service; it tears the testbed down")
     _run_dir_option(down)
-    down.add_argument("--timeout", type=_timeout, default=DOWN_TIMEOUT_S,
-                      help=f"seconds to wait (default {DOWN_TIMEOUT_S:g})")  # fmt: skip
+    down.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=DOWN_TIMEOUT_S,
+        help=f"seconds to wait (default {DOWN_TIMEOUT_S:g})",
+    )
     serve = sub.add_parser("serve", help="the testbed service and its REST API, in the foreground")
     service_options(serve)
     _run_dir_option(sub.add_parser("status", help="switches' health, schedule and current round"))
@@ -78,10 +86,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     splan.add_argument("--update-size", default="1GB")
     splan.add_argument("--bandwidth", default="10Gbps")
     splan.add_argument("--family", action="append", dest="families", metavar="NAME")
-    splan.add_argument("--epsilon", type=number(0, 1, below=True), default=1e-3,
-                       help="consensus error to reach, in [0, 1) (default 0.001)")  # fmt: skip
-    splan.add_argument("--pacing", type=Pacing.argument, choices=tuple(Pacing),
-                       default=Pacing.RATE)  # fmt: skip
+    splan.add_argument(
+        "--epsilon",
+        type=number(0, 1, below=True),
+        default=1e-3,
+        help="consensus error to reach, in [0, 1) (default 0.001)",
+    )
+    splan.add_argument("--pacing", type=Pacing.argument, choices=tuple(Pacing), default=Pacing.RATE)
     _run_dir_option(splan)
     rnd = sub.add_parser("round", help="advance to the next round")
     rnd_sub = rnd.add_subparsers(dest="round_command", required=True)
@@ -118,11 +129,19 @@ def service_argv(args: argparse.Namespace, run_dir: Path) -> list[str]:
     if args.topology is not None:
         argv.append(str(args.topology.resolve()))
     options = {
-        "--hosts": args.hosts, "--memory": args.memory, "--update-size": args.update_size,
-        "--bandwidth": args.bandwidth, "--scale": args.scale, "--shaping": args.shaping,
-        "--target": args.target, "--port": args.port, "--host": args.host,
-        "--run-dir": run_dir, "--grpc-base-port": args.grpc_base_port, "--lanes": args.lanes,
-    }  # fmt: skip
+        "--hosts": args.hosts,
+        "--memory": args.memory,
+        "--update-size": args.update_size,
+        "--bandwidth": args.bandwidth,
+        "--scale": args.scale,
+        "--shaping": args.shaping,
+        "--target": args.target,
+        "--port": args.port,
+        "--host": args.host,
+        "--run-dir": run_dir,
+        "--grpc-base-port": args.grpc_base_port,
+        "--lanes": args.lanes,
+    }
     if args.slots is not None:
         options["--slots"] = args.slots
     if args.token_file is not None:
@@ -148,9 +167,14 @@ def _net_up(args: argparse.Namespace) -> None:
     started = time.monotonic()
     with log_path.open("ab") as out:
         log_start = out.tell()  # this attempt's lines start here; earlier ones are not its
-        proc = subprocess.Popen(service_argv(args, run_dir.path), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                cwd=CHECKOUT)  # fmt: skip
+        proc = subprocess.Popen(
+            service_argv(args, run_dir.path),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=CHECKOUT,
+        )
     signals = StopSignals().install()
     try:
         reply = _wait_until_up(proc, config, args, started, (log_path, log_start))
@@ -202,8 +226,9 @@ def _wait_until_up(
     while True:
         code = proc.poll()
         if code is not None:
-            raise ServiceFailure(f"the service exited with status {code}: "
-                                 f"{_failure(*log)} (log {log_path})")  # fmt: skip
+            raise ServiceFailure(
+                f"the service exited with status {code}: {_failure(*log)} (log {log_path})"
+            )
         try:
             reply = httpx.get(api + "/health", headers=headers, timeout=2.0)
             if reply.status_code == 200:

@@ -64,8 +64,10 @@ class ServiceClient:
             error = RequestRefused if reply.status_code < 500 else ServiceFailure
             raise error(f"{method} {path}: {reply.status_code}: {printable(str(detail), 2000)}")
         if not is_json:
-            raise ServiceFailure(f"{method} {path}: the service answered {reply.status_code} "
-                                 f"without JSON: {printable(reply.text, 200)}")  # fmt: skip
+            raise ServiceFailure(
+                f"{method} {path}: the service answered {reply.status_code} "
+                f"without JSON: {printable(reply.text, 200)}"
+            )
         return answer
 
 

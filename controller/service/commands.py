@@ -17,8 +17,15 @@ from innet.jsontypes import JSONObject, JSONValue
 from innet.units import format_size
 from topo.loader import default_wan, load_wan
 
-SHORT_STATS = ("contribution", "completed", "duplicate", "slot_conflict", "unknown",
-               "ipv4_forwarded", "dropped_other")  # fmt: skip
+SHORT_STATS = (
+    "contribution",
+    "completed",
+    "duplicate",
+    "slot_conflict",
+    "unknown",
+    "ipv4_forwarded",
+    "dropped_other",
+)
 
 
 def run(command: str, args: argparse.Namespace, service: ServiceClient) -> None:
@@ -154,8 +161,17 @@ def shell(service: ServiceClient, city: str) -> None:
     if site is None:
         known = ", ".join(s["city"] for s in topo["switches"])
         raise RequestRefused(f"unknown city {city!r}; known: {known}")
-    argv = [sys.executable, "-m", "p4runtime_sh", "--grpc-addr", site["grpc_addr"],
-            "--device-id", str(site["device_id"]), "--election-id", "0,1"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "p4runtime_sh",
+        "--grpc-addr",
+        site["grpc_addr"],
+        "--device-id",
+        str(site["device_id"]),
+        "--election-id",
+        "0,1",
+    ]
     print(
         f"p4runtime-shell on {site['city']} ({site['grpc_addr']}), read-only: the testbed's "
         "controller stays primary",

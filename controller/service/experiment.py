@@ -95,8 +95,9 @@ class ServiceExperiment:
                 "started": time.time(),
                 "error": None,
             }
-            self._thread = threading.Thread(target=self._body, args=(scenario, folder),
-                                            name="innet-experiment", daemon=True)  # fmt: skip
+            self._thread = threading.Thread(
+                target=self._body, args=(scenario, folder), name="innet-experiment", daemon=True
+            )
             self._thread.start()
             return dict(self._status)
 
@@ -119,8 +120,13 @@ class ServiceExperiment:
         run = None
         try:
             emulation = resolve(scenario, schedule=self.testbed.schedule)
-            run = Run(emulation, folder, self._on_service_testbed, progress=self._progress,
-                      stop_event=self._stop)  # fmt: skip
+            run = Run(
+                emulation,
+                folder,
+                self._on_service_testbed,
+                progress=self._progress,
+                stop_event=self._stop,
+            )
             with self._lock:
                 self._run = run
             run.execute()

@@ -100,8 +100,10 @@ def validation_failed(_request: Request, err: Exception) -> JSONResponse:
 
 
 def _field(error: Any) -> dict[str, Any]:
-    loc = [x if isinstance(x, int) and not isinstance(x, bool) else printable(str(x))
-           for x in error.get("loc", ())]  # fmt: skip
+    loc = [
+        x if isinstance(x, int) and not isinstance(x, bool) else printable(str(x))
+        for x in error.get("loc", ())
+    ]
     msg = str(error.get("msg", "")).removeprefix("Value error, ")
     return {"loc": loc, "msg": printable(msg, 1000), "type": printable(str(error.get("type", "")))}
 
@@ -118,6 +120,7 @@ def detail(status: int) -> Callable[[Request, Exception], JSONResponse]:
 def unforeseen(request: Request, err: Exception) -> JSONResponse:
     """An innet error no route expects: 503 with its message (logged with its traceback),
     rather than a bare 500."""
-    log.error("%s %s: %s", request.method, printable(request.url.path), printable(str(err)),
-              exc_info=err)  # fmt: skip
+    log.error(
+        "%s %s: %s", request.method, printable(request.url.path), printable(str(err)), exc_info=err
+    )
     return detail(503)(request, err)

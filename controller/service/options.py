@@ -39,22 +39,34 @@ MAX_TOKEN_BYTES = 4096  # a bearer token is one line; a larger file is not one
 def service_options(p: argparse.ArgumentParser) -> None:
     """Options shared by `innet net up`, `innet serve` and this module."""
     p.add_argument("topology", nargs="?", type=Path, help="topology YAML (default: nine cities)")
-    p.add_argument("--hosts", type=whole(1, MAX_HOSTS_PER_ISLAND), default=1,
-                   help=f"hosts per city, 1..{MAX_HOSTS_PER_ISLAND} (default 1)")  # fmt: skip
+    p.add_argument(
+        "--hosts",
+        type=whole(1, MAX_HOSTS_PER_ISLAND),
+        default=1,
+        help=f"hosts per city, 1..{MAX_HOSTS_PER_ISLAND} (default 1)",
+    )
     p.add_argument("--memory", default="64MB", help="aggregator memory per site (default 64MB)")
     p.add_argument("--update-size", default="1GB", help="bytes each island sends per round")
     p.add_argument("--bandwidth", default="10Gbps", help="each island's access bandwidth")
-    p.add_argument("--scale", type=number(1, MAX_SCALE), default=1000.0,
-                   help=f"divide link rates and memory by this, 1..{MAX_SCALE:g} "
-                   "(default 1000)")  # fmt: skip
+    p.add_argument(
+        "--scale",
+        type=number(1, MAX_SCALE),
+        default=1000.0,
+        help=f"divide link rates and memory by this, 1..{MAX_SCALE:g} (default 1000)",
+    )
     p.add_argument(
         "--slots",
         type=power_of_two(MAX_SLOTS),
         help=f"slots per bank on the switches, a power of two up to {MAX_SLOTS} (default: the "
         "largest whose two banks of 128 B slots fit in memory / scale)",
     )
-    p.add_argument("--shaping", type=Shaping.argument, choices=tuple(Shaping),
-                   default=Shaping.AUTO, help=SHAPING_HELP)  # fmt: skip
+    p.add_argument(
+        "--shaping",
+        type=Shaping.argument,
+        choices=tuple(Shaping),
+        default=Shaping.AUTO,
+        help=SHAPING_HELP,
+    )
     p.add_argument(
         "--target",
         type=P4Target.argument,
@@ -62,11 +74,19 @@ def service_options(p: argparse.ArgumentParser) -> None:
         default=P4Target.P4SWITCH,
         help="edge switches: p4switch (default) or bmv2 (simple_switch_grpc)",
     )
-    p.add_argument("--log-console", action="store_true",
-                   help="bmv2 only: BMv2's per-packet log on its console (slow)")  # fmt: skip
-    p.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
-                   help="int32 values in one innet packet (default %(default)s): the switches' "
-                   "-D LANES and the slot size")  # fmt: skip
+    p.add_argument(
+        "--log-console",
+        action="store_true",
+        help="bmv2 only: BMv2's per-packet log on its console (slow)",
+    )
+    p.add_argument(
+        "--lanes",
+        type=int,
+        choices=LANE_CHOICES,
+        default=DEFAULT_LANES,
+        help="int32 values in one innet packet (default %(default)s): the switches' "
+        "-D LANES and the slot size",
+    )
     p.add_argument("--port", type=port(), default=DEFAULT_PORT, help="API port on 127.0.0.1")
     p.add_argument("--host", default="127.0.0.1", help="address the API binds (default loopback)")
     p.add_argument("--token-file", type=Path, help="file holding a bearer token the API requires")
@@ -104,10 +124,17 @@ class ServiceConfig:
         size_flag("--memory", args.memory)
         pool = slot_pool(args.memory, args.scale, args.slots, PacketFormat(args.lanes))
         params = CostParams.for_pool(pool, update, bandwidth)
-        spec = NetworkSpec(wan, args.hosts, slots=pool.slots_per_bank, scale=pool.scale,
-                           shaping=args.shaping, target=args.target,
-                           grpc_base_port=args.grpc_base_port, packet_format=pool.packet_format,
-                           log_console=args.log_console)  # fmt: skip
+        spec = NetworkSpec(
+            wan,
+            args.hosts,
+            slots=pool.slots_per_bank,
+            scale=pool.scale,
+            shaping=args.shaping,
+            target=args.target,
+            grpc_base_port=args.grpc_base_port,
+            packet_format=pool.packet_format,
+            log_console=args.log_console,
+        )
         return cls(wan, pool, params, spec, read_token(args.token_file))
 
 

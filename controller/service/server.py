@@ -86,8 +86,9 @@ def _serve(
             server.should_exit = True
 
     app = create_app(experiment.testbed, config.token, on_shutdown=stop, experiment=experiment)
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
-                                           log_level="warning"))  # fmt: skip
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+    )
     run_dir.update(status="serving")
     log.info("serving the API on http://%s:%d", args.host, args.port)
     server.run()

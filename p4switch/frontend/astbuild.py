@@ -19,11 +19,28 @@ _WORD = re.compile(r"\w+|&&&|\.\.|[^\s\w]")
 _INT = re.compile(r"(?:(\d+)([ws]))?(.*)", re.S)
 
 _BINARY = {
-    "lor": "||", "land": "&&", "eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=",
-    "ge": ">=", "bor": "|", "bxor": "^", "band": "&", "shl": "<<", "shr": ">>", "add": "+",
-    "sub": "-", "concat": "++", "sat_add": "|+|", "sat_sub": "|-|", "mul": "*", "div": "/",
+    "lor": "||",
+    "land": "&&",
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "gt": ">",
+    "le": "<=",
+    "ge": ">=",
+    "bor": "|",
+    "bxor": "^",
+    "band": "&",
+    "shl": "<<",
+    "shr": ">>",
+    "add": "+",
+    "sub": "-",
+    "concat": "++",
+    "sat_add": "|+|",
+    "sat_sub": "|-|",
+    "mul": "*",
+    "div": "/",
     "mod": "%",
-}  # fmt: skip
+}
 _UNARY = {"neg": "-", "pos": "+", "bnot": "~", "lnot": "!"}
 _KEYWORD_TYPES = {
     "bool_type": "bool",

@@ -154,10 +154,15 @@ class Profiles:
             max_group = int(sized.args[0]) if p.selector and sized and sized.args else 0
             out.append(
                 ir.ActionProfile(
-                    p.name, p.size, tuple(p.tables), p.selector, p.algorithm, max_group,
+                    p.name,
+                    p.size,
+                    tuple(p.tables),
+                    p.selector,
+                    p.algorithm,
+                    max_group,
                     tuple(a for a in p.annotations if a.name != "max_group_size"),
                 )
-            )  # fmt: skip
+            )
         return tuple(out)
 
 

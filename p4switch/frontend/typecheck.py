@@ -368,7 +368,10 @@ class ProgramChecker:
             direct_meters.append(ir.DirectMeter(name, entity.unit, table, entity.color))
         return ir.Program(
             path=self.path,
-            headers=hdr, meta=meta, standard_metadata=sm, parser=parser,
+            headers=hdr,
+            meta=meta,
+            standard_metadata=sm,
+            parser=parser,
             verify_checksum=c["verify_checksum"],
             ingress=c["ingress"],
             egress=c["egress"],
@@ -387,7 +390,7 @@ class ProgramChecker:
             direct_meters=tuple(direct_meters),
             controller_headers=self._controller_headers(),
             errors=tuple(self.env.errors),
-        )  # fmt: skip
+        )
 
     def _controller_headers(self) -> tuple[ir.ControllerHeader, ...]:
         out = []

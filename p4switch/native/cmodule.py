@@ -22,10 +22,17 @@ from p4switch.native.cparser import ParserGenerator
 from p4switch.native.cstmts import CBlock, CNames, CSource, CStmtCompiler
 
 _SM = (
-    "ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length",
-    "mcast_grp", "egress_rid", "parser_error", "ingress_global_timestamp",
+    "ingress_port",
+    "egress_spec",
+    "egress_port",
+    "instance_type",
+    "packet_length",
+    "mcast_grp",
+    "egress_rid",
+    "parser_error",
+    "ingress_global_timestamp",
     "egress_global_timestamp",
-)  # fmt: skip
+)
 _SM_MACRO = {"ingress_global_timestamp": "INGRESS_TS", "egress_global_timestamp": "EGRESS_TS"}
 
 

@@ -39,7 +39,7 @@ DROPS = (
     "drop.clone_depth",
     "drop.internal_error",
     "drop.output_full",
-)  # fmt: skip, the order of the P4S_DROP_* counters of support.c
+)  # the order of the P4S_DROP_* counters of support.c
 TOUCH_MAX = 256
 
 

@@ -127,9 +127,16 @@ class StateSync:
         packets = [e.packets for e in entries]
         nbytes = [e.bytes for e in entries]
         done = self.lib.p4s_table_set(
-            self.ctx, i, len(entries), _u64(keys), _u64(masks), _u32(actions), _u64(args),
-            _u64(packets), _u64(nbytes),
-        )  # fmt: skip
+            self.ctx,
+            i,
+            len(entries),
+            _u64(keys),
+            _u64(masks),
+            _u32(actions),
+            _u64(args),
+            _u64(packets),
+            _u64(nbytes),
+        )
         if done < 0:
             raise NativeBuildError(f"no memory for the {len(entries)} entries of {t.spec.name}")
         self.pushed[i] = entries
@@ -146,9 +153,13 @@ class StateSync:
         t = self.tables[i]
         args = [*t.default.args, *([0] * (self.nargs[i] - len(t.default.args)))]
         self.lib.p4s_table_default(
-            self.ctx, i, self.actions[t.default.name], _u64(args),
-            t.default_packets, t.default_bytes,
-        )  # fmt: skip
+            self.ctx,
+            i,
+            self.actions[t.default.name],
+            _u64(args),
+            t.default_packets,
+            t.default_bytes,
+        )
 
     def _push_pre(self) -> None:
         groups = {g: [(r.egress_port, r.instance) for r in rs] for g, rs in self.pre.groups.items()}
@@ -175,9 +186,17 @@ class StateSync:
             ports += [p for p, _ in replicas[k]]
             rids += [r for _, r in replicas[k]]
         done = self.lib.p4s_pre_set(
-            self.ctx, which, len(ids), _u64(ids), _u32(first), _u32(count),
-            _u64([cuts.get(k, 0) for k in ids]), len(ports), _u64(ports), _u64(rids),
-        )  # fmt: skip
+            self.ctx,
+            which,
+            len(ids),
+            _u64(ids),
+            _u32(first),
+            _u32(count),
+            _u64([cuts.get(k, 0) for k in ids]),
+            len(ports),
+            _u64(ports),
+            _u64(rids),
+        )
         if done < 0:
             raise NativeBuildError("no memory for the multicast groups and clone sessions")
 

@@ -324,14 +324,24 @@ class NativeSwitch:
                 if not emitted:
                     return 0
                 if len(emitted) > MAX_OUT:
-                    warn(ingress_port, "pipeline_error", "%d frames from one input (most: %d)",
-                         len(emitted), MAX_OUT)  # fmt: skip
+                    warn(
+                        ingress_port,
+                        "pipeline_error",
+                        "%d frames from one input (most: %d)",
+                        len(emitted),
+                        MAX_OUT,
+                    )
                     return -1
                 frames = NioOut.from_address(out)
                 for i, (egress_port, frame) in enumerate(emitted):
                     if len(frame) > FRAME_MAX:
-                        warn(ingress_port, "pipeline_error", "a %d-byte frame (most: %d)",
-                             len(frame), FRAME_MAX)  # fmt: skip
+                        warn(
+                            ingress_port,
+                            "pipeline_error",
+                            "a %d-byte frame (most: %d)",
+                            len(frame),
+                            FRAME_MAX,
+                        )
                         return -1
                     frames.port[i] = egress_port
                     frames.len[i] = len(frame)

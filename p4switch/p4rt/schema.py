@@ -219,10 +219,18 @@ class P4InfoIndex:
 def _check_unique_ids(p4info: p4info_pb2.P4Info, problems: list[str]) -> None:
     seen: dict[int, str] = {}
     groups = (
-        p4info.tables, p4info.actions, p4info.action_profiles, p4info.counters,
-        p4info.direct_counters, p4info.meters, p4info.direct_meters,
-        p4info.controller_packet_metadata, p4info.value_sets, p4info.registers, p4info.digests,
-    )  # fmt: skip
+        p4info.tables,
+        p4info.actions,
+        p4info.action_profiles,
+        p4info.counters,
+        p4info.direct_counters,
+        p4info.meters,
+        p4info.direct_meters,
+        p4info.controller_packet_metadata,
+        p4info.value_sets,
+        p4info.registers,
+        p4info.digests,
+    )
     for group in groups:
         for obj in group:
             pid, name = obj.preamble.id, obj.preamble.name

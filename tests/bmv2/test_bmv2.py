@@ -24,17 +24,32 @@ pytestmark = [pytest.mark.bmv2, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 GRPC_BASE = 20800
 RESULT_FILES = {
-    "rounds.jsonl", "summary.csv", "scenario.yaml", "versions.json", "round-time.png",
-    "loss.png", "predicted-vs-measured.png", "island-config.json", "logs", "network.json",
+    "rounds.jsonl",
+    "summary.csv",
+    "scenario.yaml",
+    "versions.json",
+    "round-time.png",
+    "loss.png",
+    "predicted-vs-measured.png",
+    "island-config.json",
+    "logs",
+    "network.json",
     "calibration.json",
-}  # fmt: skip
+}
 
 
 def innet(*args: str, run_dir: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())"]
     env = {**os.environ, "INNET_RUN_DIR": str(run_dir)}
-    return subprocess.run([*argv, *args], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)  # fmt: skip
+    return subprocess.run(
+        [*argv, *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def needs_mininet() -> None:
@@ -53,8 +68,19 @@ def test_make_p4_compiles_and_the_p4info_agree() -> None:
 def test_the_service_on_bmv2(tmp_path: Path) -> None:
     needs_mininet()
     run_dir = tmp_path / "run"
-    up = innet("net", "up", "--target", "bmv2", "--hosts", "1", "--grpc-base-port",
-               str(GRPC_BASE), "--slots", "64", run_dir=run_dir)  # fmt: skip
+    up = innet(
+        "net",
+        "up",
+        "--target",
+        "bmv2",
+        "--hosts",
+        "1",
+        "--grpc-base-port",
+        str(GRPC_BASE),
+        "--slots",
+        "64",
+        run_dir=run_dir,
+    )
     try:
         assert up.returncode == 0, up.stderr
         assert "healthy" in innet("status", run_dir=run_dir).stdout
@@ -75,15 +101,34 @@ def test_innet_run_on_bmv2_writes_the_same_results(tmp_path: Path) -> None:
     of 1 free); the check runs (on BMv2) but only warns, the run is about the results."""
     needs_mininet()
     scenario = tmp_path / "s.yaml"
-    scenario.write_text(json.dumps({
-        "name": "bmv2", "hosts": 1, "scale": 1000000, "memory": ["1.6GB"],
-        "schedules": ["all-to-all", "cliques-3"], "training": {"rounds": 3},
-    }))  # fmt: skip
+    scenario.write_text(
+        json.dumps(
+            {
+                "name": "bmv2",
+                "hosts": 1,
+                "scale": 1000000,
+                "memory": ["1.6GB"],
+                "schedules": ["all-to-all", "cliques-3"],
+                "training": {"rounds": 3},
+            }
+        )
+    )
     outs = {target: tmp_path / target for target in ("p4switch", "bmv2")}
     for target, out in outs.items():
-        done = innet("run", str(scenario), "--target", target, "--out", str(out),
-                     "--no-progress", "--grpc-base-port", str(GRPC_BASE), "--calibration",
-                     "warn", run_dir=tmp_path / f"run-{target}")  # fmt: skip
+        done = innet(
+            "run",
+            str(scenario),
+            "--target",
+            target,
+            "--out",
+            str(out),
+            "--no-progress",
+            "--grpc-base-port",
+            str(GRPC_BASE),
+            "--calibration",
+            "warn",
+            run_dir=tmp_path / f"run-{target}",
+        )
         assert done.returncode == 0, (target, done.stderr)
     compared = innet("sums", str(outs["p4switch"]), str(outs["bmv2"]), run_dir=tmp_path / "run")
     print(compared.stdout)
@@ -109,14 +154,36 @@ def test_bmv2_with_link_emulators_reproduces_the_planner(tmp_path: Path) -> None
     warns, where other work leaves less)."""
     needs_mininet()
     scenario = tmp_path / "s.yaml"
-    scenario.write_text(json.dumps({
-        "name": "bmv2-links", "hosts": 1, "scale": 400000, "memory": ["1.6GB"],
-        "schedules": ["cliques-3"], "training": {"rounds": 3}, "round_deadline": "60s",
-    }))  # fmt: skip
+    scenario.write_text(
+        json.dumps(
+            {
+                "name": "bmv2-links",
+                "hosts": 1,
+                "scale": 400000,
+                "memory": ["1.6GB"],
+                "schedules": ["cliques-3"],
+                "training": {"rounds": 3},
+                "round_deadline": "60s",
+            }
+        )
+    )
     out = tmp_path / "out"
-    done = innet("run", str(scenario), "--target", "bmv2", "--shaping", "links", "--out",
-                 str(out), "--no-progress", "--grpc-base-port", str(GRPC_BASE),
-                 "--calibration", "warn", run_dir=tmp_path / "run")  # fmt: skip
+    done = innet(
+        "run",
+        str(scenario),
+        "--target",
+        "bmv2",
+        "--shaping",
+        "links",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--grpc-base-port",
+        str(GRPC_BASE),
+        "--calibration",
+        "warn",
+        run_dir=tmp_path / "run",
+    )
     assert done.returncode == 0, done.stderr
     network = json.loads((out / "network.json").read_text())
     assert [n["shaping"] for n in network.values()] == ["links"]
@@ -132,17 +199,36 @@ def test_a_thrift_port_already_taken_is_named_before_anything_is_built(tmp_path:
     one line, naming the port and the switch, before it builds anything, and exits 1."""
     needs_mininet()
     scenario = tmp_path / "s.yaml"
-    scenario.write_text(json.dumps({
-        "name": "taken", "hosts": 1, "scale": 1000000, "memory": ["1.6GB"],
-        "schedules": ["all-to-all"], "training": {"rounds": 1},
-    }))  # fmt: skip
+    scenario.write_text(
+        json.dumps(
+            {
+                "name": "taken",
+                "hosts": 1,
+                "scale": 1000000,
+                "memory": ["1.6GB"],
+                "schedules": ["all-to-all"],
+                "training": {"rounds": 1},
+            }
+        )
+    )
     out, london = tmp_path / "out", THRIFT_BASE_PORT + 3
     with socket.socket() as other:
         other.bind(("127.0.0.1", london))
         other.listen()
-        done = innet("run", str(scenario), "--target", "bmv2", "--out", str(out),
-                     "--no-progress", "--grpc-base-port", str(GRPC_BASE), "--calibration",
-                     "off", run_dir=tmp_path / "run")  # fmt: skip
+        done = innet(
+            "run",
+            str(scenario),
+            "--target",
+            "bmv2",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--grpc-base-port",
+            str(GRPC_BASE),
+            "--calibration",
+            "off",
+            run_dir=tmp_path / "run",
+        )
     assert done.returncode == 1, done.stderr
     error = [line for line in done.stderr.splitlines() if line.startswith("innet: error")]
     assert error == [
@@ -157,8 +243,14 @@ def test_a_thrift_port_already_taken_is_named_before_anything_is_built(tmp_path:
 def mc_nodes(thrift_port: int) -> list[str]:
     """The multicast nodes BMv2 itself holds: the `L1h=` lines of simple_switch_CLI's mc_dump
     (`mgrp(1)` then `  -> (L1h=0, rid=0) -> (ports=[1], lags=[])` per node)."""
-    done = subprocess.run(cli_command(thrift_port), input="mc_dump\n", capture_output=True,
-                          text=True, timeout=30, check=True)  # fmt: skip
+    done = subprocess.run(
+        cli_command(thrift_port),
+        input="mc_dump\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     return [line for line in done.stdout.splitlines() if "L1h=" in line]
 
 
@@ -178,8 +270,15 @@ def test_a_live_bmv2_switch_healed_keeps_each_multicast_node_once(tmp_path: Path
 
     pool = SlotPool(64, 1000.0, PacketFormat())
     params = CostParams.for_pool(pool, 10**9, 10e9)
-    spec = NetworkSpec(default_wan(), 1, slots=64, scale=1000.0, target="bmv2", shaping="links",
-                       grpc_base_port=GRPC_BASE)  # fmt: skip
+    spec = NetworkSpec(
+        default_wan(),
+        1,
+        slots=64,
+        scale=1000.0,
+        target="bmv2",
+        shaping="links",
+        grpc_base_port=GRPC_BASE,
+    )
     run_dir = RunDir(tmp_path / "run")
     run_dir.claim("test", "running")
     try:

@@ -49,8 +49,11 @@ def own_switches() -> list[int]:
 
 def test_the_check_measures_innet_p4_on_bmv2_and_leaves_nothing_behind() -> None:
     needs_root()
-    em = resolve(parse_scenario("name: t\nhosts: 1\nscale: 100000\nmemory: [1.6GB]\n"
-                                "schedules: [all-to-all]\n"))  # fmt: skip
+    em = resolve(
+        parse_scenario(
+            "name: t\nhosts: 1\nscale: 100000\nmemory: [1.6GB]\nschedules: [all-to-all]\n"
+        )
+    )
     machine = cal.measure(em, target="bmv2")
     assert machine.backend == "bmv2"
     assert machine.frames_per_cpu_s > 0  # a figure, never a speed asserted here
@@ -66,11 +69,21 @@ def test_innet_run_on_bmv2_refuses_the_demo_at_scale_2000_and_names_a_scale(
     nine: on p4switch's native back end some 10% of the machine, on BMv2 several machines."""
     needs_root()
     out = tmp_path / "out"
-    argv = [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())",
-            "run", "scenarios/nine-cities.yaml", "--target", "bmv2", "--out", str(out),
-            "--run-dir", str(tmp_path / "run"), "--no-progress"]  # fmt: skip
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900,
-                          check=False)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "import sys; from controller.cli import main; sys.exit(main())",
+        "run",
+        "scenarios/nine-cities.yaml",
+        "--target",
+        "bmv2",
+        "--out",
+        str(out),
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--no-progress",
+    ]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "switch pipeline (bmv2)" in done.stderr and "does not fit" in done.stderr
     assert "raise the scenario's scale to at least " in done.stderr

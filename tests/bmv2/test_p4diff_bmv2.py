@@ -25,8 +25,14 @@ CASES = REPO / "tests" / "p4diff"
 def p4diff(*args: str) -> subprocess.CompletedProcess[str]:
     if os.geteuid() != 0:
         pytest.skip("BMv2 p4diff test skipped: needs root (network namespaces, raw sockets)")
-    return subprocess.run([sys.executable, "-m", "p4diff", *args, "--no-progress"], cwd=REPO,
-                          capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "p4diff", *args, "--no-progress"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
 
 
 def test_p4switch_and_bmv2_agree_on_the_innet_case(tmp_path: Path) -> None:
@@ -36,8 +42,13 @@ def test_p4switch_and_bmv2_agree_on_the_innet_case(tmp_path: Path) -> None:
 
 
 def test_bmv2_matches_the_recording_p4switch_is_tested_against() -> None:
-    done = p4diff(str(CASES / "innet.yaml"), "--targets", "bmv2",
-                  "--expect", str(CASES / "innet.expected.json"))  # fmt: skip
+    done = p4diff(
+        str(CASES / "innet.yaml"),
+        "--targets",
+        "bmv2",
+        "--expect",
+        str(CASES / "innet.expected.json"),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -56,6 +67,11 @@ def test_p4switch_and_bmv2_agree_on_the_other_programs(case: str) -> None:
 def test_bmv2_matches_the_recordings_p4switch_is_tested_against(case: str) -> None:
     """The recordings the netns tier holds p4switch to (tests/netns/test_p4diff.py) are
     BMv2's frames: made with --targets bmv2 --record, and still what BMv2 sends."""
-    done = p4diff(str(CASES / f"{case}.yaml"), "--targets", "bmv2",
-                  "--expect", str(CASES / f"{case}.expected.json"))  # fmt: skip
+    done = p4diff(
+        str(CASES / f"{case}.yaml"),
+        "--targets",
+        "bmv2",
+        "--expect",
+        str(CASES / f"{case}.expected.json"),
+    )
     assert done.returncode == 0, done.stdout + done.stderr

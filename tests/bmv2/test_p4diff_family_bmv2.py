@@ -25,10 +25,26 @@ def test_p4switch_and_bmv2_agree_on_a_generated_family(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("BMv2 p4diff test skipped: needs root (network namespaces, raw sockets)")
     done = subprocess.run(
-        [sys.executable, "-m", "p4diff", "--generate", str(CASES), "--seed", str(SEED),
-         "--targets", "p4switch,bmv2", "--out", str(tmp_path), "--no-progress"],
-        cwd=REPO, capture_output=True, text=True, timeout=1800, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "p4diff",
+            "--generate",
+            str(CASES),
+            "--seed",
+            str(SEED),
+            "--targets",
+            "p4switch,bmv2",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[-1].startswith(f"p4diff: seed {SEED}: {CASES} cases, ")

@@ -34,9 +34,8 @@ COMMAND = re.compile(
 )
 # options whose value a command writes rather than reads
 OUTPUT_OPTIONS = frozenset(
-    {"--out", "--plot", "--p4info-out", "--p4info", "--control", "--pcap", "--workdir",
-     "--run-dir"}
-)  # fmt: skip
+    {"--out", "--plot", "--p4info-out", "--p4info", "--control", "--pcap", "--workdir", "--run-dir"}
+)
 EXIT_STATUS = re.compile(r"#.*\bexit status (\d+)")
 
 
@@ -229,8 +228,15 @@ def command_env(**extra: str) -> dict[str, str]:
 def run_command(
     cmd: Command, cwd: Path, env: dict[str, str], timeout: float = 180
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(cmd.argv), cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)  # fmt: skip
+    return subprocess.run(
+        list(cmd.argv),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def needs_marking(cmd: Command) -> str | None:
@@ -327,8 +333,15 @@ def run_python(block: Block, cwd: Path, env: dict[str, str], timeout: float = 12
     """Run a python block as a script in `cwd`; None when it exits 0, else its output."""
     script = cwd / f"doc_example_{block.line}.py"
     script.write_text(block.text, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(script)], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     if done.returncode == 0:
         return None
     return f"{block.where}: exited {done.returncode}\n{done.stdout[-2000:]}{done.stderr[-3000:]}"

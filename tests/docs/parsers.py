@@ -86,8 +86,15 @@ def placeholder(word: str) -> bool:
 
 @functools.cache
 def help_text(argv: tuple[str, ...]) -> str:
-    done = subprocess.run([*argv, "--help"], cwd=REPO, env=command_env(), capture_output=True,
-                          text=True, timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        [*argv, "--help"],
+        cwd=REPO,
+        env=command_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     return done.stdout + done.stderr if done.returncode == 0 else ""
 
 
@@ -98,8 +105,11 @@ def _flags_in_help(argv: tuple[str, ...], args: list[str]) -> list[str]:
     text = help_text(argv)
     if not text:
         return [f"`{' '.join(argv)} --help` fails"]
-    return [f"{' '.join(argv)} has no option {f}" for f in flags
-            if not re.search(rf"(?<![\w-]){re.escape(f)}(?![\w-])", text)]  # fmt: skip
+    return [
+        f"{' '.join(argv)} has no option {f}"
+        for f in flags
+        if not re.search(rf"(?<![\w-]){re.escape(f)}(?![\w-])", text)
+    ]
 
 
 def _module_argv(argv: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]] | None:
@@ -133,9 +143,13 @@ def parse_problems(cmd: Command) -> list[str]:
         return [f"{where}: {m}" for m in _missing(_input_paths(ns, ("p4", "include")))]
     if prog == "make":
         makefile = (REPO / "Makefile").read_text()
-        return [f"{where}: the Makefile has no target {t!r}" for t in args
-                if "=" not in t and not t.startswith("-")
-                and not re.search(rf"^{re.escape(t)}:", makefile, re.M)]  # fmt: skip
+        return [
+            f"{where}: the Makefile has no target {t!r}"
+            for t in args
+            if "=" not in t
+            and not t.startswith("-")
+            and not re.search(rf"^{re.escape(t)}:", makefile, re.M)
+        ]
     if prog in ("python", "python3"):
         split = _module_argv(cmd.argv)
         if split is None:
@@ -216,8 +230,11 @@ def _option_problems(parser: argparse.ArgumentParser, words: list[str], who: str
         value = words[k + 1] if k + 1 < len(words) else ""
         if choices is not None and "|" in value:
             takes = ", ".join(map(str, choices))
-            problems += [f"{who} {flag} does not take {v!r}; it takes {takes}"
-                         for v in value.split("|") if v not in choices]  # fmt: skip
+            problems += [
+                f"{who} {flag} does not take {v!r}; it takes {takes}"
+                for v in value.split("|")
+                if v not in choices
+            ]
     return problems
 
 
@@ -260,6 +277,8 @@ def inline_problems(text: str, where: str, options: bool = True) -> list[str]:
         problems += synopsis_problems(span, f"{where}: `{span}`")
     flags = {m[1] for s in spans if (m := OPTION_SPAN.fullmatch(s))}
     if options:
-        problems += [f"{where}: no innet command and not p4switch has the option {flag}"
-                     for flag in sorted(flags - known_options())]  # fmt: skip
+        problems += [
+            f"{where}: no innet command and not p4switch has the option {flag}"
+            for flag in sorted(flags - known_options())
+        ]
     return problems

@@ -42,9 +42,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("window", type=int, help="chunks sent and not yet answered, at most")
     parser.add_argument("members", help="the group's islands, comma-separated")
     parser.add_argument("timeout", type=float, nargs="?", default=20.0, help="seconds")
-    parser.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
-                        help="int32 values per packet, as the switches' -D LANES "
-                        "(default %(default)s)")  # fmt: skip
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        choices=LANE_CHOICES,
+        default=DEFAULT_LANES,
+        help="int32 values per packet, as the switches' -D LANES (default %(default)s)",
+    )
     return parser.parse_args(argv)
 
 
@@ -66,8 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         while sent < chunks and sent - len(done) < window:
             contribution = tuple(int(v) for v in values(island, sent, lanes))
             kind, flags = PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL
-            msg = InnetPacket.of(kind, flags, JOB, ROUND, GROUP, island, sent, 0, contribution,
-                                 packet_format)  # fmt: skip
+            msg = InnetPacket.of(
+                kind, flags, JOB, ROUND, GROUP, island, sent, 0, contribution, packet_format
+            )
             sock.sendto(msg.encode(), gateway)
             sent += 1
         try:
@@ -89,8 +94,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             wrong += 1
         done.add(result.chunk)
     missing = sorted(set(range(chunks)) - done)
-    report = {"exact": exact, "wrong": wrong, "missing": missing[:20],
-              "missing_count": len(missing), "elapsed_s": time.monotonic() - start}  # fmt: skip
+    report = {
+        "exact": exact,
+        "wrong": wrong,
+        "missing": missing[:20],
+        "missing_count": len(missing),
+        "elapsed_s": time.monotonic() - start,
+    }
     print(json.dumps(report))
     return 0
 

@@ -27,9 +27,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("island", type=int)
     parser.add_argument("count", type=int, help="packets of each kind")
-    parser.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
-                        help="int32 values per packet, as the switches' -D LANES "
-                        "(default %(default)s)")  # fmt: skip
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        choices=LANE_CHOICES,
+        default=DEFAULT_LANES,
+        help="int32 values per packet, as the switches' -D LANES (default %(default)s)",
+    )
     return parser.parse_args(argv)
 
 
@@ -38,8 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     island, count = args.island, args.count
     packet_format = PacketFormat(args.lanes)
     sevens = (7,) * packet_format.lanes
-    good = InnetPacket.of(PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL, 1, 1, 0, island, 5, 0,
-                          sevens, packet_format).encode()  # fmt: skip
+    good = InnetPacket.of(
+        PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL, 1, 1, 0, island, 5, 0, sevens, packet_format
+    ).encode()
     kinds = {
         "truncated": good[:20],
         "version2": bytes([0x21]) + good[1:],

@@ -49,9 +49,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("window", type=int, help="chunks sent and not yet answered, at most")
     parser.add_argument("seed", type=int, nargs="?", default=1)
     parser.add_argument("rate_bps", type=float, nargs="?", default=0.0, help="0: unpaced")
-    parser.add_argument("--lanes", type=int, choices=LANE_CHOICES, default=DEFAULT_LANES,
-                        help="int32 values per packet, as the switches' -D LANES "
-                        "(default %(default)s)")  # fmt: skip
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        choices=LANE_CHOICES,
+        default=DEFAULT_LANES,
+        help="int32 values per packet, as the switches' -D LANES (default %(default)s)",
+    )
     return parser.parse_args(argv)
 
 

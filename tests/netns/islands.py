@@ -76,19 +76,65 @@ def build(prefix: str) -> Islands:
             run(["ip", "-n", ns, "link", "set", "lo", "up"])
         for i in ISLANDS:
             host, sw, dev = net.host(i), net.switch(i), f"h{i}-eth0"
-            run(["ip", "link", "add", dev, "netns", host, "address", host_mac(i), "type", "veth",
-                 "peer", "name", f"s{i}-eth1", "netns", sw])  # fmt: skip
+            run(
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    dev,
+                    "netns",
+                    host,
+                    "address",
+                    host_mac(i),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    f"s{i}-eth1",
+                    "netns",
+                    sw,
+                ]
+            )
             run(["ip", "-n", sw, "link", "set", f"s{i}-eth1", "up"])
             run(["ip", "-n", host, "link", "set", dev, "up"])
             run(["ip", "-n", host, "addr", "add", f"{host_ip(i)}/24", "dev", dev])
-            run(["ip", "-n", host, "neigh", "replace", gateway_ip(i), "lladdr",
-                 f"02:00:0a:00:0{i}:fe", "dev", dev, "nud", "permanent"])  # fmt: skip
+            run(
+                [
+                    "ip",
+                    "-n",
+                    host,
+                    "neigh",
+                    "replace",
+                    gateway_ip(i),
+                    "lladdr",
+                    f"02:00:0a:00:0{i}:fe",
+                    "dev",
+                    dev,
+                    "nud",
+                    "permanent",
+                ]
+            )
             in_ns(host, "ethtool", "-K", dev, "tx", "off", "rx", "off")
             run(["ip", "-n", host, "route", "add", "10.0.0.0/16", "via", gateway_ip(i)])
         for i in ISLANDS:
             j = (i + 1) % 3
-            run(["ip", "link", "add", f"s{i}-eth2", "netns", net.switch(i), "type", "veth",
-                 "peer", "name", f"s{j}-eth3", "netns", net.switch(j)])  # fmt: skip
+            run(
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    f"s{i}-eth2",
+                    "netns",
+                    net.switch(i),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    f"s{j}-eth3",
+                    "netns",
+                    net.switch(j),
+                ]
+            )
             run(["ip", "-n", net.switch(i), "link", "set", f"s{i}-eth2", "up"])
             run(["ip", "-n", net.switch(j), "link", "set", f"s{j}-eth3", "up"])
     except BaseException:
@@ -142,8 +188,11 @@ def start_edges(
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 ["ip", "netns", "exec", net.switch(i), sys.executable, "-m", "p4switch", *args],
-                cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
+                cwd=REPO,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         edges.append(Edge(i, proc, control, log))
     deadline = time.monotonic() + timeout
     for edge in edges:
@@ -170,9 +219,16 @@ def round_entries(i: int, job: int, rnd: int, group: int, members: Sequence[int]
         "tree": [job, rnd, group, i, ports] if i in members else None,
         "host": [host_mac(i), host_ip(i), gateway_ip(i)],
         # plain IPv4: the island's own /24 to its host, the others' out of the direct WAN link
-        "routes": [[f"10.0.{j}.0", 24, HOST_PORT if j == i else port_toward(i, j),
-                    host_mac(j) if j == i else "02:00:00:00:00:00"] for j in ISLANDS],
-    }  # fmt: skip
+        "routes": [
+            [
+                f"10.0.{j}.0",
+                24,
+                HOST_PORT if j == i else port_toward(i, j),
+                host_mac(j) if j == i else "02:00:00:00:00:00",
+            ]
+            for j in ISLANDS
+        ],
+    }
 
 
 def program(net: Islands, job: int, rnd: int, group: int, members: Sequence[int]) -> None:
@@ -180,10 +236,23 @@ def program(net: Islands, job: int, rnd: int, group: int, members: Sequence[int]
     for i in ISLANDS:
         spec = json.dumps(round_entries(i, job, rnd, group, members))
         done = subprocess.run(
-            ["ip", "netns", "exec", net.switch(i), sys.executable, "-m",
-             "tests.netns.innet_install", GRPC, spec],
-            cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
+            [
+                "ip",
+                "netns",
+                "exec",
+                net.switch(i),
+                sys.executable,
+                "-m",
+                "tests.netns.innet_install",
+                GRPC,
+                spec,
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
 
 

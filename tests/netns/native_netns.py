@@ -117,10 +117,24 @@ class TinyL2:
         library = directory / "tiny_l2.so"
         source.write_text(TINY_L2_C)
         subprocess.run(
-            ["gcc", "-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror",
-             f"-I{NATIVE}", "-o", str(library), str(source)],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
+            [
+                "gcc",
+                "-std=c11",
+                "-O2",
+                "-fPIC",
+                "-shared",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                f"-I{NATIVE}",
+                "-o",
+                str(library),
+                str(source),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         self._lib = ctypes.CDLL(str(library))
         self._function = ctypes.cast(self._lib.tiny_process, ctypes.c_void_p).value or 0
         self._context = ctypes.addressof(ctypes.c_uint32.in_dll(self._lib, "tiny_context"))

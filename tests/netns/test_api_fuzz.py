@@ -39,8 +39,9 @@ if _REASON is not None:
 def innet(run_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "INNET_RUN_DIR": str(run_dir)}
     argv = [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())"]
-    done = subprocess.run([*argv, *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [*argv, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
     if check and done.returncode != 0:
         raise AssertionError(f"innet {' '.join(args)}: {done.returncode}\n{done.stderr}")
     return done
@@ -58,8 +59,21 @@ def test_fuzzing_the_api_leaves_the_testbed_healthy(tmp_path: Path) -> None:
     token_file.write_text(TOKEN + "\n")
     port = api_port(GRPC_BASE)
     base = f"http://127.0.0.1:{port}"
-    innet(run_dir, "net", "up", "--hosts", "1", "--port", str(port), "--grpc-base-port",
-          str(GRPC_BASE), "--slots", "64", "--token-file", str(token_file))  # fmt: skip
+    innet(
+        run_dir,
+        "net",
+        "up",
+        "--hosts",
+        "1",
+        "--port",
+        str(port),
+        "--grpc-base-port",
+        str(GRPC_BASE),
+        "--slots",
+        "64",
+        "--token-file",
+        str(token_file),
+    )
     try:
         schema = schemathesis.openapi.from_url(f"{base}/openapi.json", headers=AUTH)
         run = fuzz(schema, AUTH, EXAMPLES, skip=_skip)

@@ -34,11 +34,24 @@ if _REASON is not None:
 
 def run(tmp_path: Path, scenario: Path, timeout: float, *options: str) -> tuple[str, Path]:
     out, run_dir = tmp_path / "out", tmp_path / "run"
-    argv = [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())",
-            "run", str(scenario), "--out", str(out), "--run-dir", str(run_dir),
-            "--grpc-base-port", str(GRPC_BASE), "--no-progress", *options]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "import sys; from controller.cli import main; sys.exit(main())",
+        "run",
+        str(scenario),
+        "--out",
+        str(out),
+        "--run-dir",
+        str(run_dir),
+        "--grpc-base-port",
+        str(GRPC_BASE),
+        "--no-progress",
+        *options,
+    ]
+    proc = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     code, stdout, stderr = finish(proc, timeout)
     assert code == 0, stderr
     assert not (run_dir / "state.json").exists()
@@ -76,9 +89,15 @@ def test_the_demo_beside_a_busy_loop_reports_the_network_or_flags_the_round(
 def test_a_jittery_wan_is_emulated_recorded_and_planned_for(tmp_path: Path) -> None:
     """5 ms of jitter on every WAN link: the switches shape it, the run records it, the planner
     plans its headroom, and every round is on time or flagged."""
-    scenario = write_scenario(tmp_path / "s.yaml", hosts=1, memory=["102MB", "1.6GB"],
-                              schedules=["all-to-all", "cliques-3"], training={"rounds": 3},
-                              round_deadline="60s", wan_jitter="5ms")  # fmt: skip
+    scenario = write_scenario(
+        tmp_path / "s.yaml",
+        hosts=1,
+        memory=["102MB", "1.6GB"],
+        schedules=["all-to-all", "cliques-3"],
+        training={"rounds": 3},
+        round_deadline="60s",
+        wan_jitter="5ms",
+    )
     stdout, out = run(tmp_path, scenario, 900)
     kept = yaml.safe_load((out / "scenario.yaml").read_text())
     assert kept["wan_jitter"] == "0.005s"

@@ -43,8 +43,15 @@ def free_port() -> int:
 
 
 def innet(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(blocks.VENV_BIN / "innet"), *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    return subprocess.run(
+        [str(blocks.VENV_BIN / "innet"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_the_blocks_marked_netns_run(tmp_path: Path) -> None:

@@ -85,11 +85,22 @@ def start_run(
     if "--calibration" not in options:
         options = (*options, "--calibration", "warn")
     out, run_dir = tmp_path / "out", tmp_path / "run"
-    argv = [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())",
-            "run", str(scenario), "--out", str(out), "--run-dir", str(run_dir),
-            "--grpc-base-port", str(GRPC_BASE), "--no-progress", *options]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr,
-                            text=True)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "import sys; from controller.cli import main; sys.exit(main())",
+        "run",
+        str(scenario),
+        "--out",
+        str(out),
+        "--run-dir",
+        str(run_dir),
+        "--grpc-base-port",
+        str(GRPC_BASE),
+        "--no-progress",
+        *options,
+    ]
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True)
     return proc, out, run_dir
 
 
@@ -180,8 +191,15 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
     proc, out, run_dir = start_run(tmp_path, scenario)
     code, stdout, stderr = finish(proc, 900)
     assert code == 0, stderr
-    for name in ("rounds.jsonl", "summary.csv", "scenario.yaml", "versions.json",
-                 "round-time.png", "loss.png", "predicted-vs-measured.png"):  # fmt: skip
+    for name in (
+        "rounds.jsonl",
+        "summary.csv",
+        "scenario.yaml",
+        "versions.json",
+        "round-time.png",
+        "loss.png",
+        "predicted-vs-measured.png",
+    ):
         assert (out / name).stat().st_size > 0, name
     rounds = records(out)
     assert len(rounds) == 2 * 2 * 6
@@ -196,10 +214,12 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
         assert len({r["sums"][c] for group in r["groups"] for c in group}) == len(r["groups"])
     rows = list(csv.DictReader((out / "summary.csv").open()))
     # measured: from the rounds that measure the network (a row's unflagged rounds)
-    consensus = {(int(row["memory"]), row["schedule"]): row["consensus_unflagged_s"]
-                 for row in rows}  # fmt: skip
-    predicted = {(int(row["memory"]), row["schedule"]): float(row["consensus_predicted_s"])
-                 for row in rows}  # fmt: skip
+    consensus = {
+        (int(row["memory"]), row["schedule"]): row["consensus_unflagged_s"] for row in rows
+    }
+    predicted = {
+        (int(row["memory"]), row["schedule"]): float(row["consensus_predicted_s"]) for row in rows
+    }
     small, large = 25_600_000, 1_600_000_000
     assert predicted[small, "cliques-3"] < predicted[small, "all-to-all"]  # the crossover
     assert predicted[large, "all-to-all"] < predicted[large, "cliques-3"]
@@ -209,8 +229,10 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
     # cannot swap it); closer ones are printed. Where every round at one position of a
     # schedule's cycle was flagged there is no measurement of the network to compare:
     # printed, and the table must not star it.
-    for memory, faster, slower in ((small, "cliques-3", "all-to-all"),
-                                   (large, "all-to-all", "cliques-3")):  # fmt: skip
+    for memory, faster, slower in (
+        (small, "cliques-3", "all-to-all"),
+        (large, "all-to-all", "cliques-3"),
+    ):
         a, b = consensus[memory, faster], consensus[memory, slower]
         apart = (1 + TOLERANCE) * predicted[memory, faster] < (1 - TOLERANCE) * predicted[
             memory, slower
@@ -218,8 +240,10 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
         if a and b and apart:
             assert float(a) < float(b), (memory, a, b)
         elif a and b:
-            print(f"measured at {memory}: {faster} {a} s, {slower} {b} s (predicted closer "
-                  f"than {TOLERANCE:.0%} apart: not asserted)")  # fmt: skip
+            print(
+                f"measured at {memory}: {faster} {a} s, {slower} {b} s (predicted closer "
+                f"than {TOLERANCE:.0%} apart: not asserted)"
+            )
         else:
             print(f"measured crossover at {memory} not compared: no unflagged cycle", a, b)
             assert not [
@@ -229,8 +253,11 @@ def test_nine_cities_reproduce_the_planner_and_the_crossover(tmp_path: Path) -> 
             ]
     baseline = float(rows[0]["baseline_accuracy"])
     for row in rows:
-        runs = [r for r in rounds if r["memory"] == int(row["memory"])
-                and r["schedule"] == row["schedule"]]  # fmt: skip
+        runs = [
+            r
+            for r in rounds
+            if r["memory"] == int(row["memory"]) and r["schedule"] == row["schedule"]
+        ]
         assert runs[-1]["train_loss"] < runs[0]["train_loss"]
         assert abs(float(row["final_accuracy"]) - baseline) <= 0.02, row
         if row["schedule"] == "all-to-all":  # the same arithmetic as the baseline, in int32
@@ -257,9 +284,14 @@ def test_link_emulators_on_the_wan_reproduce_the_planner(tmp_path: Path) -> None
     """--shaping links: every WAN link is a link emulator process, the edges shape nothing (how
     BMv2 runs where the kernel has no netem); rounds still within 20% of the planner."""
     # no one-slot pool here: it has no headroom for any timing noise, whoever shapes the links
-    scenario = write_scenario(tmp_path / "s.yaml", hosts=1, memory=["102MB", "1.6GB"],
-                              schedules=["all-to-all", "cliques-3"], training={"rounds": 3},
-                              round_deadline="60s")  # fmt: skip
+    scenario = write_scenario(
+        tmp_path / "s.yaml",
+        hosts=1,
+        memory=["102MB", "1.6GB"],
+        schedules=["all-to-all", "cliques-3"],
+        training={"rounds": 3},
+        round_deadline="60s",
+    )
     proc, out, run_dir = start_run(tmp_path, scenario, "--shaping", "links")
     code, stdout, stderr = finish(proc, 900)
     assert code == 0, stderr
@@ -268,9 +300,13 @@ def test_link_emulators_on_the_wan_reproduce_the_planner(tmp_path: Path) -> None
     rounds = records(out)
     assert len(rounds) == 2 * 2 * 3
     assert_on_time_or_flagged(rounds, stdout)
-    print("\nlink emulators: measured / predicted round time:",
-          ", ".join(f"{r['schedule']}@{r['memory']:.3g} {r['time_s'] / r['predicted_s']:.3f}"
-                    for r in rounds))  # fmt: skip
+    print(
+        "\nlink emulators: measured / predicted round time:",
+        ", ".join(
+            f"{r['schedule']}@{r['memory']:.3g} {r['time_s'] / r['predicted_s']:.3f}"
+            for r in rounds
+        ),
+    )
     assert not (run_dir / "state.json").exists()
 
 
@@ -278,9 +314,11 @@ def test_a_leader_killed_mid_run_fails_its_round_by_name_and_the_run_goes_on(
     tmp_path: Path,
 ) -> None:
     scenario = write_scenario(
-        tmp_path / "s.yaml", schedules=["all-to-all", "cliques-3"], round_deadline="5s",
+        tmp_path / "s.yaml",
+        schedules=["all-to-all", "cliques-3"],
+        round_deadline="5s",
         training={"rounds": 4},
-    )  # fmt: skip
+    )
     proc, out, run_dir = start_run(tmp_path, scenario)
     wait_for_records(proc, out, 1, 300)
     london = recorded_pids(run_dir, "island process")[3]  # leaders in city order: 3 is London
@@ -319,9 +357,12 @@ def test_an_overloaded_cpu_is_reported_not_taken_for_the_network(tmp_path: Path)
     the run marks itself, the switches fall behind, and the round is flagged CPU-bound instead
     of reported as a slow network. The deadline leaves the busy machine time to finish it."""
     scenario = write_scenario(
-        tmp_path / "s.yaml", scale=1000, update_size="100MB", training={"rounds": 1},
+        tmp_path / "s.yaml",
+        scale=1000,
+        update_size="100MB",
+        training={"rounds": 1},
         round_deadline="240s",
-    )  # fmt: skip
+    )
     proc, out, run_dir = start_run(tmp_path, scenario, "--calibration", "refuse")
     code, _stdout, stderr = finish(proc, 120)
     assert code != 0 and "does not fit" in stderr, stderr
@@ -344,8 +385,9 @@ def test_an_overloaded_cpu_is_reported_not_taken_for_the_network(tmp_path: Path)
 
 def test_a_worker_killed_fails_the_next_round_naming_its_island(tmp_path: Path) -> None:
     """A non-leader host's process dies: its leader finds it gone at the next local phase."""
-    scenario = write_scenario(tmp_path / "s.yaml", hosts=2, training={"rounds": 4},
-                              round_deadline="10s")  # fmt: skip
+    scenario = write_scenario(
+        tmp_path / "s.yaml", hosts=2, training={"rounds": 4}, round_deadline="10s"
+    )
     proc, out, run_dir = start_run(tmp_path, scenario)
     wait_for_records(proc, out, 1, 300)
     islands = recorded_pids(run_dir, "island process")
@@ -363,8 +405,9 @@ def test_lossy_wan_links_cost_time_but_not_exactness(tmp_path: Path) -> None:
     """1% of frames lost on every WAN link: resends, NACKs and RECOVERs make every sum exact
     (all-to-all still reproduces the single-process baseline); the rounds take longer than the
     lossless planner says."""
-    scenario = write_scenario(tmp_path / "s.yaml", wan_loss=0.01, training={"rounds": 2},
-                              round_deadline="60s")  # fmt: skip
+    scenario = write_scenario(
+        tmp_path / "s.yaml", wan_loss=0.01, training={"rounds": 2}, round_deadline="60s"
+    )
     proc, out, _run_dir = start_run(tmp_path, scenario)
     code, _stdout, stderr = finish(proc, 300)
     assert code == 0, stderr

@@ -71,8 +71,23 @@ def build(prefix: str) -> BridgedIslands:
         run(["ip", "-n", net.bridge, "link", "set", "br0", "up"])
         for u in range(ISLANDS):
             host, dev, port = net.host(u), f"h{u}-eth0", f"p{u}"
-            run(["ip", "link", "add", dev, "netns", host, "type", "veth",
-                 "peer", "name", port, "netns", net.bridge])  # fmt: skip
+            run(
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    dev,
+                    "netns",
+                    host,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    port,
+                    "netns",
+                    net.bridge,
+                ]
+            )
             run(["ip", "-n", net.bridge, "link", "set", port, "master", "br0", "up"])
             run(["ip", "-n", host, "addr", "add", f"{host_ip(u, LEADER_HOST)}/16", "dev", dev])
             run(["ip", "-n", host, "link", "set", dev, "up"])

@@ -135,10 +135,22 @@ def test_worker_library_sums_100k_floats_exactly(net, tmp_path, slots, window, s
 
 def counters(net: islands.Islands, i: int) -> dict[str, int]:
     done = subprocess.run(
-        ["ip", "netns", "exec", net.switch(i), sys.executable, "-m", "tests.netns.innet_counters",
-         islands.GRPC],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        [
+            "ip",
+            "netns",
+            "exec",
+            net.switch(i),
+            sys.executable,
+            "-m",
+            "tests.netns.innet_counters",
+            islands.GRPC,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -150,10 +162,24 @@ def test_malformed_and_foreign_packets_are_counted_while_sums_stay_exact(net, tm
     try:
         islands.program(net, job=1, rnd=1, group=0, members=[0, 1, 2])
         noise = subprocess.Popen(
-            ["ip", "netns", "exec", net.host(0), sys.executable, "-m", "tests.netns.innet_noise",
-             "0", "300", "--lanes", str(PACKET_FORMAT.lanes)],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                "ip",
+                "netns",
+                "exec",
+                net.host(0),
+                sys.executable,
+                "-m",
+                "tests.netns.innet_noise",
+                "0",
+                "300",
+                "--lanes",
+                str(PACKET_FORMAT.lanes),
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         reports = workers(net, 1024, seed=2)
         _out, err = noise.communicate(timeout=60)
         assert noise.returncode == 0, err
@@ -185,10 +211,26 @@ def test_plain_ipv4_crosses_the_wan(net, tmp_path):
     try:
         islands.program(net, job=1, rnd=1, group=0, members=[0, 1, 2])
         done = subprocess.run(
-            ["ip", "netns", "exec", net.host(0), "ping", "-n", "-c", "3", "-i", "0.2", "-W", "2",
-             islands.host_ip(1)],
-            capture_output=True, text=True, timeout=30, check=False,
-        )  # fmt: skip
+            [
+                "ip",
+                "netns",
+                "exec",
+                net.host(0),
+                "ping",
+                "-n",
+                "-c",
+                "3",
+                "-i",
+                "0.2",
+                "-W",
+                "2",
+                islands.host_ip(1),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     finally:
         for edge in edges:
             edge.stop()

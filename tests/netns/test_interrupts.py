@@ -79,8 +79,9 @@ class Started:
         deadline = time.monotonic() + START_TIMEOUT_S
         while line not in self.text():
             if self.proc.poll() is not None:
-                raise AssertionError(f"innet run exited ({self.proc.returncode}) before "
-                                     f"{line!r}:\n{self.text()}")  # fmt: skip
+                raise AssertionError(
+                    f"innet run exited ({self.proc.returncode}) before {line!r}:\n{self.text()}"
+                )
             if time.monotonic() > deadline:
                 raise AssertionError(f"no {line!r} after {START_TIMEOUT_S} s:\n{self.text()}")
             time.sleep(0.05)  # polling interval of the stderr file
@@ -268,14 +269,30 @@ def net_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[subprocess.
     wait_for_free_names()
     monkeypatch.setenv(MARK, uuid.uuid4().hex)
     run_dir = tmp_path / "run"
-    argv = [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())",
-            "net", "up", "--hosts", "1", "--port", str(free_port()), "--grpc-base-port",
-            str(SERVICE_GRPC_BASE), "--scale", "100000", "--memory", "1.6GB",
-            "--run-dir", str(run_dir)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "import sys; from controller.cli import main; sys.exit(main())",
+        "net",
+        "up",
+        "--hosts",
+        "1",
+        "--port",
+        str(free_port()),
+        "--grpc-base-port",
+        str(SERVICE_GRPC_BASE),
+        "--scale",
+        "100000",
+        "--memory",
+        "1.6GB",
+        "--run-dir",
+        str(run_dir),
+    ]
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the child
     try:
-        proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)  # fmt: skip
+        proc = subprocess.Popen(
+            argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
     finally:
         signal.signal(signal.SIGINT, previous)
     return proc, run_dir

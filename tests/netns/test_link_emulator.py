@@ -39,9 +39,13 @@ class Emulators:
         args += [f"--shape={shape}" for shape in shapes]
         args += ["--control", str(control), "--seed", str(seed)]
         with log.open("wb") as out:
-            proc = subprocess.Popen(ns_python(self.net.switch_namespace, "p4switch.linkemu", *args),
-                                    cwd=REPO, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT)  # fmt: skip
+            proc = subprocess.Popen(
+                ns_python(self.net.switch_namespace, "p4switch.linkemu", *args),
+                cwd=REPO,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         emulator = SwitchProcess(proc, control, log)
         self.started.append(emulator)
         deadline = time.monotonic() + timeout

@@ -151,8 +151,9 @@ def test_ports_and_interface_names(testbed: TestbedNet, wan: Wan) -> None:
 
 def _ping(net: TestbedNet, a: int, b: int, host: int = 0) -> subprocess.Popen[bytes]:
     target = host_specs(b, W)[host].ip
-    return net.leader(a).popen(["ping", "-n", "-q", "-c", str(PINGS), "-i", "0.2", "-W", "3",
-                                target])  # fmt: skip
+    return net.leader(a).popen(
+        ["ping", "-n", "-q", "-c", str(PINGS), "-i", "0.2", "-W", "3", target]
+    )
 
 
 def _min_rtts(
@@ -194,8 +195,10 @@ def test_every_pair_of_cities_pings_with_the_wan_rtt(programmed: TestbedNet, wan
     reference, local_failures = _min_rtts(local, wan)
     assert not failures + local_failures, "\n".join(failures + local_failures)
     low, high = min(reference.values()), max(reference.values())
-    print(f"{len(pairs)} pairs pinged in {time.monotonic() - started:.1f} s; "
-          f"same-city RTT {low * 1e3:.2f}-{high * 1e3:.2f} ms")  # fmt: skip
+    print(
+        f"{len(pairs)} pairs pinged in {time.monotonic() - started:.1f} s; "
+        f"same-city RTT {low * 1e3:.2f}-{high * 1e3:.2f} ms"
+    )
     rows = []
     for (a, b), measured in rtts.items():
         expected = 2 * float(wan.delay[a, b])
@@ -207,9 +210,11 @@ def test_every_pair_of_cities_pings_with_the_wan_rtt(programmed: TestbedNet, wan
     for error, beyond, na, nb, measured, expected, forwarding in sorted(rows, key=lambda r: -r[0])[
         :5
     ]:
-        print(f"  {na}-{nb}: min RTT {measured * 1e3:.2f} ms, model {expected * 1e3:.2f} ms "
-              f"({error:+.2%}); forwarding allowance {forwarding * 1e3:.2f} ms, "
-              f"beyond it {beyond:+.2%}")  # fmt: skip
+        print(
+            f"  {na}-{nb}: min RTT {measured * 1e3:.2f} ms, model {expected * 1e3:.2f} ms "
+            f"({error:+.2%}); forwarding allowance {forwarding * 1e3:.2f} ms, "
+            f"beyond it {beyond:+.2%}"
+        )
     fast = [r for r in rows if r[0] < -RTT_TOLERANCE]  # faster than the WAN: delay missing
     slow = [r for r in rows if r[1] > RTT_TOLERANCE]
     print(f"  {len(slow)} pairs over model + forwarding by more than {RTT_TOLERANCE:.0%}")

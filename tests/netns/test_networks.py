@@ -100,8 +100,9 @@ def test_every_exact_mode_trains_the_same_model_and_sends_what_the_planner_says(
     received, wan = {}, {}
     for m in EXACT:
         for schedule in schedules:
-            clean = [by[m, schedule, n] for n in range(2)
-                     if not by[m, schedule, n]["retransmissions"]]  # fmt: skip
+            clean = [
+                by[m, schedule, n] for n in range(2) if not by[m, schedule, n]["retransmissions"]
+            ]
             assert clean, f"{m} {schedule}: every round resent something; none to count"
             copies = 2 if m == "inna" else 1
             for r in clean:

@@ -55,8 +55,9 @@ def scenario(tmp_path: Path, overlap: bool, step: str) -> Path:
 
 def in_process(overlap: bool) -> list[dict]:
     config = TrainConfig(inner_steps=INNER, seed=1, overlap=overlap)
-    history, _ = run_with_models(split_for(config, 3, 1), config, [[[0, 1, 2]]], 1, ROUNDS,
-                                 quantised=True)  # fmt: skip
+    history, _ = run_with_models(
+        split_for(config, 3, 1), config, [[[0, 1, 2]]], 1, ROUNDS, quantised=True
+    )
     return history
 
 
@@ -90,8 +91,10 @@ def test_one_building_is_the_reference_row_and_utilisation_is_as_predicted(
             predicted_end += 1.0 + r["predicted_s"]
         assert float(row["utilisation_predicted"]) == pytest.approx(ROUNDS / predicted_end)
         measured, predicted = float(row["utilisation"]), float(row["utilisation_predicted"])
-        print(f"\n{row['network']}: utilisation {measured:.3f} measured, {predicted:.3f} "
-              f"predicted, {row['flagged_rounds']} flagged")  # fmt: skip
+        print(
+            f"\n{row['network']}: utilisation {measured:.3f} measured, {predicted:.3f} "
+            f"predicted, {row['flagged_rounds']} flagged"
+        )
         exchanges = sum(r["time_s"] for r in recs)
         assert measured == pytest.approx(ROUNDS / (ROUNDS + exchanges), rel=1e-4)  # their times
         if row["flagged_rounds"] == "0":  # every round within TOLERANCE of its prediction

@@ -20,9 +20,16 @@ CASES, SEED = 3, 4
 
 def test_a_generated_family_agrees_on_two_p4switch_processes_and_replays(tmp_path: Path) -> None:
     done, pid = p4diff(
-        "--generate", str(CASES), "--seed", str(SEED), "--targets", "p4switch,p4switch",
-        "--out", str(tmp_path), timeout=900,
-    )  # fmt: skip
+        "--generate",
+        str(CASES),
+        "--seed",
+        str(SEED),
+        "--targets",
+        "p4switch,p4switch",
+        "--out",
+        str(tmp_path),
+        timeout=900,
+    )
     assert_torn_down(pid)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = done.stdout.splitlines()[-1]

@@ -88,10 +88,23 @@ def stop(switch: P4Switch, timeout: float = 10.0) -> int:
 def p4rt(net: TwoHostNet, *args: str) -> dict:
     """Run one p4runtime-shell session in the switch namespace; its JSON summary."""
     done = subprocess.run(
-        ["ip", "netns", "exec", net.switch_namespace, sys.executable, "-m",
-         "tests.netns.p4rt_client", GRPC, *args],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        [
+            "ip",
+            "netns",
+            "exec",
+            net.switch_namespace,
+            sys.executable,
+            "-m",
+            "tests.netns.p4rt_client",
+            GRPC,
+            *args,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -135,9 +148,21 @@ def l2_p4info(tmp_path: Path) -> Path:
     """l2.p4's P4Info, as p4switch --check --p4info-out writes it."""
     p4info = tmp_path / "l2.p4info.txt"
     check = subprocess.run(
-        [sys.executable, "-m", "p4switch", "--p4", str(L2_P4), "--check", "--p4info-out",
-         str(p4info)], capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "p4switch",
+            "--p4",
+            str(L2_P4),
+            "--check",
+            "--p4info-out",
+            str(p4info),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert check.returncode == 0, check.stderr
     return p4info
 

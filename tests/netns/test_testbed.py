@@ -48,8 +48,9 @@ def free_port() -> int:
 def innet(run_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "INNET_RUN_DIR": str(run_dir)}
     argv = [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())"]
-    done = subprocess.run([*argv, *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [*argv, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
     if check and done.returncode != 0:
         raise AssertionError(f"innet {' '.join(args)}: {done.returncode}\n{done.stderr}")
     return done
@@ -66,8 +67,13 @@ def pid_of(st: dict, role: str) -> int:
 def in_host(st: dict, city: int, argv: list[str]) -> subprocess.Popen[str]:
     """Run a command in city's first host's network namespace (nsenter by the host shell's PID)."""
     pid = pid_of(st, f"host h{city}_1")
-    return subprocess.Popen(["nsenter", "-t", str(pid), "-n", *argv], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        ["nsenter", "-t", str(pid), "-n", *argv],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 LISTEN = """
@@ -91,8 +97,9 @@ def stat(table: str, name: str) -> int:
 
 
 def leftovers(st: dict) -> list[str]:
-    found = [f"interface {n}" for n in st["network"]["interfaces"]
-             if Path("/sys/class/net", n).exists()]  # fmt: skip
+    found = [
+        f"interface {n}" for n in st["network"]["interfaces"] if Path("/sys/class/net", n).exists()
+    ]
     for p in [st["service"], *st["network"]["processes"]]:
         try:
             cmd = Path(f"/proc/{p['pid']}/cmdline").read_bytes().split(b"\0")
@@ -106,9 +113,21 @@ def leftovers(st: dict) -> list[str]:
 def test_service_end_to_end(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     port = free_port()
-    up = innet(run_dir, "net", "up", "--hosts", "1", "--port", str(port),
-               "--grpc-base-port", str(GRPC_BASE), "--slots", "64",
-               "--lanes", str(PACKET_FORMAT.lanes))  # fmt: skip
+    up = innet(
+        run_dir,
+        "net",
+        "up",
+        "--hosts",
+        "1",
+        "--port",
+        str(port),
+        "--grpc-base-port",
+        str(GRPC_BASE),
+        "--slots",
+        "64",
+        "--lanes",
+        str(PACKET_FORMAT.lanes),
+    )
     recorded = state(run_dir)
     try:
         assert "9 switches programmed" in up.stdout and f"127.0.0.1:{port}" in up.stdout
@@ -125,13 +144,29 @@ def test_service_end_to_end(tmp_path: Path) -> None:
         another_client_takes_primary_and_leaves(run_dir, port)
 
         # every member of round 1's first group contributes; an outsider listens
-        outsider = in_host(recorded, OUTSIDER, [sys.executable, "-c", LISTEN,
-                                                f"10.0.{OUTSIDER}.1", "8"])  # fmt: skip
+        outsider = in_host(
+            recorded, OUTSIDER, [sys.executable, "-c", LISTEN, f"10.0.{OUTSIDER}.1", "8"]
+        )
         members = ",".join(map(str, ROUND1_GROUP0))
         lanes = ("--lanes", str(PACKET_FORMAT.lanes))  # the switches' packet format
-        leaders = [in_host(recorded, m, [sys.executable, "-m", "tests.netns.innet_host", str(m),
-                                         str(CHUNKS), "8", members, "20", *lanes])
-                   for m in ROUND1_GROUP0]  # fmt: skip
+        leaders = [
+            in_host(
+                recorded,
+                m,
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.netns.innet_host",
+                    str(m),
+                    str(CHUNKS),
+                    "8",
+                    members,
+                    "20",
+                    *lanes,
+                ],
+            )
+            for m in ROUND1_GROUP0
+        ]
         reports = [json.loads(p.communicate(timeout=60)[0]) for p in leaders]
         for m, report in zip(ROUND1_GROUP0, reports, strict=True):
             assert report["exact"] == CHUNKS and report["wrong"] == 0, (m, report)
@@ -154,10 +189,27 @@ def test_service_end_to_end(tmp_path: Path) -> None:
             log = (run_dir / "service.log").read_text(errors="replace")[-4000:]
             raise AssertionError(f"the killed switch was not restarted within 60 s:\n{log}")
         recorded = state(run_dir)
-        reports = [json.loads(p.communicate(timeout=60)[0]) for p in
-                   [in_host(recorded, m, [sys.executable, "-m", "tests.netns.innet_host", str(m),
-                                          str(CHUNKS), "8", members, "20", *lanes])
-                    for m in ROUND1_GROUP0]]  # fmt: skip
+        reports = [
+            json.loads(p.communicate(timeout=60)[0])
+            for p in [
+                in_host(
+                    recorded,
+                    m,
+                    [
+                        sys.executable,
+                        "-m",
+                        "tests.netns.innet_host",
+                        str(m),
+                        str(CHUNKS),
+                        "8",
+                        members,
+                        "20",
+                        *lanes,
+                    ],
+                )
+                for m in ROUND1_GROUP0
+            ]
+        ]
         assert all(r["exact"] == CHUNKS for r in reports), reports  # London's entries are back
 
         bad = innet(run_dir, "counters", "Atlantis", check=False)
@@ -173,8 +225,19 @@ def test_service_end_to_end(tmp_path: Path) -> None:
 
 def test_clean_after_a_crashed_service(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    innet(run_dir, "net", "up", "--hosts", "1", "--port", str(free_port()),
-          "--grpc-base-port", str(GRPC_BASE), "--slots", "64")  # fmt: skip
+    innet(
+        run_dir,
+        "net",
+        "up",
+        "--hosts",
+        "1",
+        "--port",
+        str(free_port()),
+        "--grpc-base-port",
+        str(GRPC_BASE),
+        "--slots",
+        "64",
+    )
     recorded = state(run_dir)
     os.kill(recorded["service"]["pid"], signal.SIGKILL)  # no teardown: everything is left
     deadline = time.monotonic() + 10
@@ -219,10 +282,11 @@ def another_client_takes_primary_and_leaves(run_dir: Path, port: int) -> None:
 
 def api(port: int, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", method=method,
+        f"http://127.0.0.1:{port}{path}",
+        method=method,
         data=None if body is None else json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     try:
         with urllib.request.urlopen(request, timeout=60) as reply:
             return reply.status, json.loads(reply.read())
@@ -243,8 +307,21 @@ def wait_state(port: int, states: tuple[str, ...], timeout: float) -> dict:
 def test_experiments_through_the_api(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     port = free_port()
-    innet(run_dir, "net", "up", "--hosts", "1", "--port", str(port), "--grpc-base-port",
-          str(GRPC_BASE), "--scale", "100000", "--memory", "1.6GB")  # fmt: skip
+    innet(
+        run_dir,
+        "net",
+        "up",
+        "--hosts",
+        "1",
+        "--port",
+        str(port),
+        "--grpc-base-port",
+        str(GRPC_BASE),
+        "--scale",
+        "100000",
+        "--memory",
+        "1.6GB",
+    )
     recorded = state(run_dir)
     folders = []
     try:

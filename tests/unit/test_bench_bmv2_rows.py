@@ -73,11 +73,23 @@ def test_without_p4c_there_is_no_program_to_run(prefix: Path) -> None:
 
 
 def test_the_table_says_how_many_times_faster_p4switch_s_native_back_end_is() -> None:
-    earlier = [{"label": "l2: native back end, native I/O", "program": "l2", "pipeline": "native",
-                "io": "native", "delivered": {"value": 1_000_000.0}}]  # fmt: skip
-    row = {"label": "l2: BMv2 simple_switch_grpc, fast build", "program": "l2",
-           "pipeline": "bmv2", "io": "bmv2", "delivered": {"value": 40_000.0},
-           "offered": {"value": 900_000.0}}  # fmt: skip
+    earlier = [
+        {
+            "label": "l2: native back end, native I/O",
+            "program": "l2",
+            "pipeline": "native",
+            "io": "native",
+            "delivered": {"value": 1_000_000.0},
+        }
+    ]
+    row = {
+        "label": "l2: BMv2 simple_switch_grpc, fast build",
+        "program": "l2",
+        "pipeline": "bmv2",
+        "io": "bmv2",
+        "delivered": {"value": 40_000.0},
+        "offered": {"value": 900_000.0},
+    }
     line = forwarding_rows.table_row(row, earlier)
     assert line.endswith("p4switch native 25.0x this")
     assert row["p4switch_native_is"] == {"value": 25.0, "unit": "times this row"}

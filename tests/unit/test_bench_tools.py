@@ -95,7 +95,7 @@ def test_agg32_aggregates_the_senders_frames(tools: Path) -> None:
 
     pipeline = agg32()
     first, second = frames_in_hex(tools / "sender", AGG, 4)[0::3]  # slot 0 twice
-    (port, out), = pipeline.process(1, first)  # fmt: skip
+    ((port, out),) = pipeline.process(1, first)
     assert port == 2
     assert struct.unpack("!HH32i", out[42:174]) == (0, 1, *range(1, 33))
     ((port, out),) = pipeline.process(1, second)
@@ -159,9 +159,13 @@ def test_the_c_port_swap_sends_1_to_2_and_2_to_1_and_drops_the_rest() -> None:
     swap = portswap_c()
     function, ctx = swap.native_entry
     call = ctypes.CFUNCTYPE(
-        ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_uint32,
+        ctypes.c_int,
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_char_p,
+        ctypes.c_uint32,
         ctypes.POINTER(Out),
-    )(function)  # fmt: skip
+    )(function)
     out = Out()
     seen = []
     for port in (1, 2, 3):

@@ -28,14 +28,30 @@ def summary(emulation: Emulation) -> list[SummaryRow]:
     rows = []
     for point in emulation.played:
         for play in point.plays:
-            rows.append(SummaryRow(
-                network=play.network, memory=point.memory_bytes, slots=point.pool.slots_per_bank,
-                schedule=play.plan.family, rounds=8, mean_time_s=1.0, mean_predicted_s=1.0,
-                ratio=1.0, consensus_s=1.0, consensus_predicted_s=1.0, final_train_loss=0.1,
-                final_test_loss=0.1, final_accuracy=0.97, baseline_accuracy=0.97, wan_bytes=1,
-                retransmissions=0, slot_conflicts=0, cpu_bound_rounds=0, status="ok",
-                per_memory=play.network == "inna",
-            ))  # fmt: skip
+            rows.append(
+                SummaryRow(
+                    network=play.network,
+                    memory=point.memory_bytes,
+                    slots=point.pool.slots_per_bank,
+                    schedule=play.plan.family,
+                    rounds=8,
+                    mean_time_s=1.0,
+                    mean_predicted_s=1.0,
+                    ratio=1.0,
+                    consensus_s=1.0,
+                    consensus_predicted_s=1.0,
+                    final_train_loss=0.1,
+                    final_test_loss=0.1,
+                    final_accuracy=0.97,
+                    baseline_accuracy=0.97,
+                    wan_bytes=1,
+                    retransmissions=0,
+                    slot_conflicts=0,
+                    cpu_bound_rounds=0,
+                    status="ok",
+                    per_memory=play.network == "inna",
+                )
+            )
     return rows
 
 
@@ -62,8 +78,14 @@ def test_a_whole_demo_passes(tmp_path, emulation):
 
 def test_a_row_missing_from_the_table_and_the_summary_is_named(tmp_path, emulation):
     rows = summary(emulation)
-    log, sweep = demo(tmp_path, [r for r in rows if (r.network, r.schedule, r.memory) !=
-                                 ("inna", "cliques-3", 1_600_000_000)])  # fmt: skip
+    log, sweep = demo(
+        tmp_path,
+        [
+            r
+            for r in rows
+            if (r.network, r.schedule, r.memory) != ("inna", "cliques-3", 1_600_000_000)
+        ],
+    )
     problems = check(log, emulation, sweep)
     assert problems == [
         "the table: no row for inna, 1.6 GB, cliques-3",

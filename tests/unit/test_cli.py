@@ -30,9 +30,17 @@ def run(capsys, *argv):
 
 def test_plan_prints_rounds_by_groups_with_city_names(capsys):
     code, out, err = run(
-        capsys, "plan", "--memory", "4MB", "--update-size", "1GB", "--bandwidth", "10Gbps",
-        "--network", "inna",
-    )  # fmt: skip
+        capsys,
+        "plan",
+        "--memory",
+        "4MB",
+        "--update-size",
+        "1GB",
+        "--bandwidth",
+        "10Gbps",
+        "--network",
+        "inna",
+    )
     assert code == 0, err
     assert "chosen: cliques-3, 2 round(s) to the exact average" in out
     table = out[out.index("chosen:") :]
@@ -60,8 +68,9 @@ def test_plan_json(capsys):
 
 
 def test_plan_compares_the_networks_asked_for(capsys):
-    code, out, err = run(capsys, "plan", "--memory", "25.6MB", "--network", "plain",
-                         "--network", "inna")  # fmt: skip
+    code, out, err = run(
+        capsys, "plan", "--memory", "25.6MB", "--network", "plain", "--network", "inna"
+    )
     assert code == 0, err
     rows = [line.split()[0] for line in out.splitlines() if line.startswith(("plain ", "inna "))]
     assert set(rows) == {"plain", "inna"} and "multicast" not in out
@@ -331,11 +340,15 @@ def test_schedule_plan_refuses_a_bad_epsilon_before_asking_the_service(capsys, t
 def wan_file(folder: Path, cities: int) -> Path:
     """A WAN file of `cities` cities in a line."""
     lines = ["name: line", "sources: {s: made up}", "cities:"]
-    lines += [f"  - {{name: C{i}, code: C{i}, continent: X, lat: 0, lon: {i}, source: s}}"
-              for i in range(cities)]  # fmt: skip
+    lines += [
+        f"  - {{name: C{i}, code: C{i}, continent: X, lat: 0, lon: {i}, source: s}}"
+        for i in range(cities)
+    ]
     lines += ["links:"]
-    lines += [f"  - {{a: C{i - 1}, b: C{i}, delay: 1ms, capacity: 10Gbps, source: s}}"
-              for i in range(1, cities)]  # fmt: skip
+    lines += [
+        f"  - {{a: C{i - 1}, b: C{i}, delay: 1ms, capacity: 10Gbps, source: s}}"
+        for i in range(1, cities)
+    ]
     path = folder / f"line-{cities}.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -379,8 +392,9 @@ def test_quantities_beyond_any_wan_are_refused(capsys, argv, message):
 
 def test_a_plot_in_a_missing_folder_makes_it(capsys, tmp_path):
     plot = tmp_path / "results" / "demo" / "x.png"
-    code, _, err = run(capsys, "plan", "sweep", "--points", "2", "--family", "all-to-all",
-                       "--plot", str(plot))  # fmt: skip
+    code, _, err = run(
+        capsys, "plan", "sweep", "--points", "2", "--family", "all-to-all", "--plot", str(plot)
+    )
     assert code == 0, err
     assert plot.read_bytes()[:4] == b"\x89PNG"
 
@@ -494,20 +508,23 @@ def test_ctrl_c_while_net_up_waits_stops_the_service_it_started(capsys, monkeypa
 
 
 def test_plan_with_jitter_names_a_winner_only_when_it_holds_across_the_margin(capsys):
-    code, out, err = run(capsys, "plan", "--jitter", "2ms", "--memory", "25.6MB",
-                         "--network", "inna")  # fmt: skip
+    code, out, err = run(
+        capsys, "plan", "--jitter", "2ms", "--memory", "25.6MB", "--network", "inna"
+    )
     assert code == 0, err
     assert "jitter 2.00 ms per link" in out.splitlines()[0]
     assert "costed at 0 s, 2.00 ms, 4.00 ms): cliques-3 is fastest at every point" in out
     assert "cliques-3 *" in out and "headroom" in out
     # near the crossover all-to-all wins at no jitter, cliques-3 at 4 ms: no star, no winner
-    code, out, err = run(capsys, "plan", "--jitter", "2ms", "--memory", "73.6MB",
-                         "--network", "inna")  # fmt: skip
+    code, out, err = run(
+        capsys, "plan", "--jitter", "2ms", "--memory", "73.6MB", "--network", "inna"
+    )
     assert code == 0, err
     assert "*" not in out.split("chosen:")[0]
     assert "no winner: all-to-all and cliques-3 are within the ±2.00 ms jitter margin" in out
-    code, out, _ = run(capsys, "plan", "--jitter", "2ms", "--memory", "73.6MB", "--network",
-                       "inna", "--json")  # fmt: skip
+    code, out, _ = run(
+        capsys, "plan", "--jitter", "2ms", "--memory", "73.6MB", "--network", "inna", "--json"
+    )
     doc = json.loads(out)
     assert doc["jitter_s"] == 0.002
     assert doc["robust"]["winner"] is None and doc["robust"]["margin_s"] == 0.002
@@ -516,8 +533,19 @@ def test_plan_with_jitter_names_a_winner_only_when_it_holds_across_the_margin(ca
     triples = next(f for f in inna["families"] if f["family"] == "cliques-3")
     assert all(r["headroom_s"] >= 0 for r in triples["rounds"])
     # a margin of 0 names the fastest at the jitter itself; over every network, the plain ring
-    code, out, _ = run(capsys, "plan", "--jitter", "2ms", "--margin", "0s", "--memory",
-                       "73.6MB", "--network", "inna", "--json")  # fmt: skip
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "--jitter",
+        "2ms",
+        "--margin",
+        "0s",
+        "--memory",
+        "73.6MB",
+        "--network",
+        "inna",
+        "--json",
+    )
     assert json.loads(out)["robust"]["winner"] == "all-to-all"
     code, out, _ = run(capsys, "plan", "--jitter", "2ms", "--memory", "73.6MB", "--json")
     assert json.loads(out)["robust"]["winner"] == "plain all-to-all"
@@ -525,9 +553,23 @@ def test_plan_with_jitter_names_a_winner_only_when_it_holds_across_the_margin(ca
 
 def test_sweep_with_jitter_marks_the_points_within_the_margin(capsys, tmp_path):
     plot = tmp_path / "sweep.png"
-    code, out, err = run(capsys, "plan", "sweep", "--memory", "60MB..80MB", "--points", "3",
-                         "--jitter", "2ms", "--family", "all-to-all", "--family", "cliques-3",
-                         "--plot", str(plot))  # fmt: skip
+    code, out, err = run(
+        capsys,
+        "plan",
+        "sweep",
+        "--memory",
+        "60MB..80MB",
+        "--points",
+        "3",
+        "--jitter",
+        "2ms",
+        "--family",
+        "all-to-all",
+        "--family",
+        "cliques-3",
+        "--plot",
+        str(plot),
+    )
     assert code == 0, err
     assert (
         "robust" in out
@@ -535,9 +577,24 @@ def test_sweep_with_jitter_marks_the_points_within_the_margin(capsys, tmp_path):
     )
     assert "crossover: cliques-3 is fastest below 70.2 MB" in out
     assert "jitter margin ±2.00 ms: no winner at" in out
-    code, out, _ = run(capsys, "plan", "sweep", "--memory", "60MB..80MB", "--points", "3",
-                       "--jitter", "2ms", "--family", "all-to-all", "--family", "cliques-3",
-                       "--plot", str(plot), "--json")  # fmt: skip
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "sweep",
+        "--memory",
+        "60MB..80MB",
+        "--points",
+        "3",
+        "--jitter",
+        "2ms",
+        "--family",
+        "all-to-all",
+        "--family",
+        "cliques-3",
+        "--plot",
+        str(plot),
+        "--json",
+    )
     doc = json.loads(out)
     assert doc["jitter_s"] == 0.002
     assert doc["points"][0]["robust"]["winner"] == "cliques-3"
@@ -545,8 +602,20 @@ def test_sweep_with_jitter_marks_the_points_within_the_margin(capsys, tmp_path):
 
 
 def test_simulate_plays_the_jitter_it_is_given(capsys):
-    argv = ["plan", "simulate", "--memory", "64MB", "--update-size", "100MB", "--family",
-            "cliques-3", "--chunks", "200", "--jitter", "2ms"]  # fmt: skip
+    argv = [
+        "plan",
+        "simulate",
+        "--memory",
+        "64MB",
+        "--update-size",
+        "100MB",
+        "--family",
+        "cliques-3",
+        "--chunks",
+        "200",
+        "--jitter",
+        "2ms",
+    ]
     code, out, err = run(capsys, *argv, "--seed", "1")
     assert code == 0, err
     assert "jitter" in out.splitlines()[0] and "exhausted" in out

@@ -37,8 +37,12 @@ def families(doc):
 
 def test_utilisation_columns_are_the_steady_state_of_the_plans_rounds(capsys) -> None:
     doc = quiet("plan", *SETTING, *COMPUTE)
-    assert doc["compute"] == {"step_time_s": 0.45, "inner_steps": 20, "round_s": C,
-                              "source": "given"}  # fmt: skip
+    assert doc["compute"] == {
+        "step_time_s": 0.45,
+        "inner_steps": 20,
+        "round_s": C,
+        "source": "given",
+    }
     for _, fam in [*families(doc), ("plain", doc["one_dc"])]:
         times = [r["time_s"] for r in fam["rounds"]]
         assert fam["utilisation"] == pytest.approx(steady_utilisation(C, times, False))
@@ -61,8 +65,11 @@ def test_the_one_building_row_comes_first_and_outruns_the_plain_wan(capsys) -> N
     assert "one-dc all-to-all 86.4% / 100%" in out
     doc = quiet("plan", *SETTING, *COMPUTE)
     one_dc = doc["one_dc"]
-    assert (one_dc["network"], one_dc["family"], one_dc["fabric_bps"]) == ("plain", "all-to-all",
-                                                                           90e9)  # fmt: skip
+    assert (one_dc["network"], one_dc["family"], one_dc["fabric_bps"]) == (
+        "plain",
+        "all-to-all",
+        90e9,
+    )
     same = [f for n, f in families(doc) if f["family"] == "all-to-all"]
     plain = [f for n, f in families(doc) if n == "plain" and f["family"] == "all-to-all"]
     for fam in plain:  # the same ring, slowed by the WAN's delays
@@ -125,8 +132,9 @@ def test_the_delays_forbid_99_percent_without_overlap(search, capsys) -> None:
         assert out_of_reach["bandwidth_bps"] is None and out_of_reach["utilisation"] < 0.99
         assert cells[(network, True)]["reachable"]
     assert cells[("one-dc", False)]["reachable"]  # 10 us between islands
-    code, out, err = run(capsys, "plan", "bandwidth", *SETTING, *COMPUTE, "--family",
-                         "all-to-all", "--targets", "99")  # fmt: skip
+    code, out, err = run(
+        capsys, "plan", "bandwidth", *SETTING, *COMPUTE, "--family", "all-to-all", "--targets", "99"
+    )
     assert code == 0, err
     assert "unreachable (" in out and "every WAN link's capacity scaled with it" in out
     assert "100 Gb/s links at 10 Gb/s access, 10x the access rate" in out

@@ -123,8 +123,11 @@ def test_every_docstring_example_is_a_doctest_or_an_illustration_with_a_reason()
 @pytest.mark.parametrize("name", sorted(ILLUSTRATIONS))
 def test_illustrations_call_what_exists(name: str) -> None:
     module = importlib.import_module(name)
-    problems = [p for block in python_examples(name)
-                for p in names.call_problems(block, vars(module), f"{name} docstring")]  # fmt: skip
+    problems = [
+        p
+        for block in python_examples(name)
+        for p in names.call_problems(block, vars(module), f"{name} docstring")
+    ]
     assert problems == []
 
 

@@ -55,9 +55,20 @@ def importers(root: str, forbidden: tuple[str, ...]) -> list[str]:
         # the controller speaks only P4Runtime to switches; switch-local facts come from topo
         ("controller", ("p4switch",)),
         # the planner runs anywhere: no root, Mininet or gRPC
-        ("controller/planner", ("controller.p4rt", "controller.runner", "controller.service",
-                                "controller.testbed", "controller.network", "topo.mininet_net",
-                                "topo.p4node", "topo.bmv2", "workers")),
+        (
+            "controller/planner",
+            (
+                "controller.p4rt",
+                "controller.runner",
+                "controller.service",
+                "controller.testbed",
+                "controller.network",
+                "topo.mininet_net",
+                "topo.p4node",
+                "topo.bmv2",
+                "workers",
+            ),
+        ),
         # the core does not know the applications built on it
         ("controller/p4rt", ("controller.runner", "controller.service", "controller.cli")),
         ("controller/runner", ("controller.service", "controller.cli")),
@@ -69,7 +80,7 @@ def importers(root: str, forbidden: tuple[str, ...]) -> list[str]:
         ("bench", ("tests",)),
         ("scripts", ("tests",)),
     ],
-)  # fmt: skip
+)
 def test_dependencies_point_one_way(root: str, forbidden: tuple[str, ...]) -> None:
     assert importers(root, forbidden) == []
 
@@ -107,15 +118,20 @@ def environment_reads_at_import(path: Path) -> list[int]:
 def test_no_module_reads_the_environment_at_import() -> None:
     """Facts are values passed where they are used (the packet format, the site plan), never
     fixed for a whole process by what its environment said when a module was imported."""
-    found = [f"{path.relative_to(REPO)}:{line}" for path in modules(*PACKAGES)
-             for line in environment_reads_at_import(path)]  # fmt: skip
+    found = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in modules(*PACKAGES)
+        for line in environment_reads_at_import(path)
+    ]
     assert found == []
 
 
 def test_the_environment_check_sees_a_read_at_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("import os\nLANES = int(os.environ.get('X', '32'))\n"
-                      "def later():\n    return os.getenv('Y')\n")  # fmt: skip
+    module.write_text(
+        "import os\nLANES = int(os.environ.get('X', '32'))\n"
+        "def later():\n    return os.getenv('Y')\n"
+    )
     assert environment_reads_at_import(module) == [2]
 
 

@@ -31,8 +31,9 @@ def dry_run(target: str) -> str:
     make = shutil.which("make")
     if make is None:
         pytest.skip("make is not installed here")
-    done = subprocess.run([make, "-n", "-C", str(blocks.REPO), target], capture_output=True,
-                          text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [make, "-n", "-C", str(blocks.REPO), target], capture_output=True, text=True, check=True
+    )
     return done.stdout
 
 
@@ -45,8 +46,9 @@ def test_ci_runs_every_quick_start_command_then_checks_the_demo():
     block, _ = quick_start()
     ci = CI.read_text(encoding="utf-8").splitlines()
     for command in blocks.commands(block):
-        assert any(re.match(rf"^{re.escape(command.text.split('#')[0].strip())}\b", line)
-                   for line in ci), f".ci/run does not run `{command.text}`"  # fmt: skip
+        assert any(
+            re.match(rf"^{re.escape(command.text.split('#')[0].strip())}\b", line) for line in ci
+        ), f".ci/run does not run `{command.text}`"
     assert any("scripts/check_demo.py" in line for line in ci)
 
 

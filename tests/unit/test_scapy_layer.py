@@ -97,8 +97,18 @@ def test_the_layer_builds_what_the_worker_codec_encodes(msg: codec.InnetPacket) 
     assert bytes(layer_of(msg)) == wire
     assert codec.InnetPacket.decode(bytes(layer_of(msg)), msg.packet_format) == msg
     read = Innet(wire)
-    assert fields_of(read) == (1, int(msg.type), int(msg.flags), msg.job, msg.round,
-                               msg.group, msg.src, msg.chunk, msg.bitmap, msg.values)  # fmt: skip
+    assert fields_of(read) == (
+        1,
+        int(msg.type),
+        int(msg.flags),
+        msg.job,
+        msg.round,
+        msg.group,
+        msg.src,
+        msg.chunk,
+        msg.bitmap,
+        msg.values,
+    )
     assert not read.payload
 
 
@@ -123,8 +133,17 @@ def test_a_frame_built_with_scapy_is_the_frame_a_host_sends(
 ) -> None:
     """The dataplane tests' frames (tests/unit/dataplane/harness.py) and scapy's are the same
     bytes, Ethernet to values, checksums included."""
-    as_harness = harness.Innet(int(msg.type), int(msg.flags), msg.job, msg.round, msg.group,
-                               msg.src, msg.chunk, msg.values, msg.bitmap)  # fmt: skip
+    as_harness = harness.Innet(
+        int(msg.type),
+        int(msg.flags),
+        msg.job,
+        msg.round,
+        msg.group,
+        msg.src,
+        msg.chunk,
+        msg.values,
+        msg.bitmap,
+    )
     ip = ".".join(map(str, harness.host_ip(island)))
     built = (
         Ether(src=harness.host_mac(island).hex(":"), dst="00:00:00:00:00:00")
@@ -168,8 +187,9 @@ def test_a_256_lane_frame_dissects_with_its_256_values() -> None:
     layer = innet_of(wide, type="RESULT", src=3, chunk=7, values=values)
     frame = Ether(bytes(ADDRESSED / UDP() / layer))
     assert frame[Innet].values == tuple(values) and not frame[Innet].payload
-    packet = codec.InnetPacket.of(codec.PacketType.RESULT, codec.Flag(0), 0, 0, 0, 3, 7, 0,
-                                  values, wide)  # fmt: skip
+    packet = codec.InnetPacket.of(
+        codec.PacketType.RESULT, codec.Flag(0), 0, 0, 0, 3, 7, 0, values, wide
+    )
     assert bytes(frame[Innet]) == packet.encode()
     assert len(bytes(innet_of(wide))) == wide.payload_bytes  # its zeros by default
     with pytest.raises(PacketFormatError, match="32 values, a packet of this format carries 256"):
@@ -200,8 +220,16 @@ def test_a_p4switch_capture_of_a_round_reads_back_with_innet_fields(tmp_path: Pa
     net.install_group(3, 9, 1, harness.ISLANDS)
     sent = []
     for island in harness.ISLANDS:
-        msg = harness.Innet(harness.CONTRIBUTION, harness.WAN | harness.LOCAL, 3, 9, 1, island,
-                            4, (island + 1,) * harness.N)  # fmt: skip
+        msg = harness.Innet(
+            harness.CONTRIBUTION,
+            harness.WAN | harness.LOCAL,
+            3,
+            9,
+            1,
+            island,
+            4,
+            (island + 1,) * harness.N,
+        )
         frame = harness.innet_frame(msg, island)
         sent.append(frame)
         net.send(island, frame)

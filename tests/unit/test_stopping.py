@@ -48,8 +48,13 @@ def blocking_both() -> None:
 
 
 def test_sigint_stops_a_process_that_inherited_it_ignored() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", WAITING], cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, preexec_fn=ignoring_sigint)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WAITING],
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        preexec_fn=ignoring_sigint,
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "ready\n"
     proc.send_signal(signal.SIGINT)
@@ -58,9 +63,14 @@ def test_sigint_stops_a_process_that_inherited_it_ignored() -> None:
 
 
 def test_a_signal_that_came_while_inherited_blocked_reaches_the_handler() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", BLOCKED], cwd=REPO, text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            preexec_fn=blocking_both)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BLOCKED],
+        cwd=REPO,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        preexec_fn=blocking_both,
+    )
     assert proc.stdout is not None and proc.stdin is not None
     assert proc.stdout.readline() == "blocked\n"
     proc.send_signal(signal.SIGTERM)  # blocked: pending until install unblocks it

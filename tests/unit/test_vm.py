@@ -13,8 +13,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "provision-vm.sh"
-COMMANDS = ("apt-get install", "curl ", 'echo "deb', "modprobe", "python3 -m venv",
-            ".venv/bin/python -m pip install", "make ")  # fmt: skip
+COMMANDS = (
+    "apt-get install",
+    "curl ",
+    'echo "deb',
+    "modprobe",
+    "python3 -m venv",
+    ".venv/bin/python -m pip install",
+    "make ",
+)
 
 
 def tool(name: str) -> str:
@@ -27,15 +34,20 @@ def tool(name: str) -> str:
 
 
 def test_the_provisioning_script_passes_shellcheck() -> None:
-    done = subprocess.run([tool("shellcheck"), "--severity=style", str(SCRIPT)],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [tool("shellcheck"), "--severity=style", str(SCRIPT)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert os.access(SCRIPT, os.X_OK)
 
 
 def test_the_vagrantfile_parses() -> None:
-    done = subprocess.run([tool("ruby"), "-c", str(REPO / "Vagrantfile")],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [tool("ruby"), "-c", str(REPO / "Vagrantfile")], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0 and "Syntax OK" in done.stdout, done.stderr
     text = (REPO / "Vagrantfile").read_text()
     assert '"bento/ubuntu-24.04"' in text and "scripts/provision-vm.sh" in text

@@ -34,8 +34,17 @@ from topo.mininet_net import NetworkSpec
 from workers.protocol import COLLECTIVES, Go, decode_command, encode
 
 REPO = Path(__file__).resolve().parents[2]
-TERMS = (NetworkMode, Collective, P4Target, Backend, Shaping, Pacing, PrimaryState, EntityState,
-         WriteState)  # fmt: skip
+TERMS = (
+    NetworkMode,
+    Collective,
+    P4Target,
+    Backend,
+    Shaping,
+    Pacing,
+    PrimaryState,
+    EntityState,
+    WriteState,
+)
 # the testbed's packages (p4switch names its own, and the benchmarks read its rows)
 TESTBED = ("innet", "controller", "workers", "topo", "p4diff", "scripts")
 
@@ -90,17 +99,26 @@ def comparisons_with_a_term_s_value(path: Path, values: set[str], root: Path = R
             sides = [node.left, right] if isinstance(op, ast.Eq | ast.NotEq) else [right]
             for side in sides:
                 items = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
-                found += [f"{path.relative_to(root)}:{node.lineno}: {item.value!r}"
-                          for item in items
-                          if isinstance(item, ast.Constant) and item.value in values]  # fmt: skip
+                found += [
+                    f"{path.relative_to(root)}:{node.lineno}: {item.value!r}"
+                    for item in items
+                    if isinstance(item, ast.Constant) and item.value in values
+                ]
     return found
 
 
 def test_no_choice_is_compared_as_a_string() -> None:
-    values = {m.value for term in (NetworkMode, Collective, P4Target, Backend, Shaping, Pacing)
-              for m in term}  # fmt: skip
-    found = [hit for package in TESTBED for path in sorted((REPO / package).rglob("*.py"))
-             for hit in comparisons_with_a_term_s_value(path, values)]  # fmt: skip
+    values = {
+        m.value
+        for term in (NetworkMode, Collective, P4Target, Backend, Shaping, Pacing)
+        for m in term
+    }
+    found = [
+        hit
+        for package in TESTBED
+        for path in sorted((REPO / package).rglob("*.py"))
+        for hit in comparisons_with_a_term_s_value(path, values)
+    ]
     assert found == []
 
 

@@ -50,12 +50,14 @@ class TrainingTarget:
     def figures(self, recs: Sequence[RoundRecord]) -> tuple[list[float], float, bool] | None:
         """Each round's figure, the target and whether higher is better (None: no target)."""
         if self.accuracy is not None:
-            return [r.accuracy if r.accuracy is not None else -1.0 for r in recs], \
-                self.accuracy, True  # fmt: skip
+            return (
+                [r.accuracy if r.accuracy is not None else -1.0 for r in recs],
+                self.accuracy,
+                True,
+            )
         if self.loss is not None:
             inf = float("inf")
-            return [r.test_loss if r.test_loss is not None else inf for r in recs], \
-                self.loss, False  # fmt: skip
+            return [r.test_loss if r.test_loss is not None else inf for r in recs], self.loss, False
         return None
 
 
@@ -145,37 +147,57 @@ def _against(row: GapRow, ref: GapRow | None) -> float | None:
 def gap_table(rows: Sequence[GapRow]) -> str:
     """The terminal table: one line per row, the reference first."""
     target = next((row.target for row in rows if row.target), "")
-    header = ("network", "memory", "schedule", "utilisation", "predicted", "wall-clock",
-              f"to {target}" if target else "to target", "predicted", "vs one DC",
-              "accuracy", "perplexity")  # fmt: skip
+    header = (
+        "network",
+        "memory",
+        "schedule",
+        "utilisation",
+        "predicted",
+        "wall-clock",
+        f"to {target}" if target else "to target",
+        "predicted",
+        "vs one DC",
+        "accuracy",
+        "perplexity",
+    )
     lines = [header]
     for row in rows:
-        lines.append((
-            "one building" if row.network == NetworkMode.ONE_DC else row.network,
-            format_size(row.memory) if row.per_memory else "any memory",
-            row.schedule,
-            _pct(row.utilisation),
-            _pct(row.utilisation_predicted),
-            _dur(row.wall_s),
-            _reached(row),
-            _dur(row.target_predicted_s),
-            "-" if row.vs_one_dc is None else f"{row.vs_one_dc:.2f}x",
-            _pct(row.final_accuracy),
-            "-" if row.final_perplexity is None else f"{row.final_perplexity:.3g}",
-        ))  # fmt: skip
+        lines.append(
+            (
+                "one building" if row.network == NetworkMode.ONE_DC else row.network,
+                format_size(row.memory) if row.per_memory else "any memory",
+                row.schedule,
+                _pct(row.utilisation),
+                _pct(row.utilisation_predicted),
+                _dur(row.wall_s),
+                _reached(row),
+                _dur(row.target_predicted_s),
+                "-" if row.vs_one_dc is None else f"{row.vs_one_dc:.2f}x",
+                _pct(row.final_accuracy),
+                "-" if row.final_perplexity is None else f"{row.final_perplexity:.3g}",
+            )
+        )
     right = {3, 4, 5, 6, 7, 8, 9, 10}
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = ["  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i])
-                      for i, c in enumerate(line)).rstrip() for line in lines]  # fmt: skip
+    text = [
+        "  ".join(
+            c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(line)
+        ).rstrip()
+        for line in lines
+    ]
     first = rows[0] if rows else None
     if first is not None:
         how = "overlapping the next round's compute" if first.overlap else "after the compute"
-        text.append(f"each round: {format_duration(first.compute_s)} of compute at full "
-                    f"scale, the exchange {how}; times are full-scale wall-clock")  # fmt: skip
+        text.append(
+            f"each round: {format_duration(first.compute_s)} of compute at full "
+            f"scale, the exchange {how}; times are full-scale wall-clock"
+        )
     flagged = [row for row in rows if row.flagged_rounds]
     if flagged:
-        text.append("flagged rounds are in these figures: " + "; ".join(
-            f"{row.network} {row.schedule} {row.flagged_rounds}" for row in flagged))  # fmt: skip
+        text.append(
+            "flagged rounds are in these figures: "
+            + "; ".join(f"{row.network} {row.schedule} {row.flagged_rounds}" for row in flagged)
+        )
     return "\n".join(text)
 
 
@@ -199,9 +221,15 @@ def plot_accuracy_time(records: Iterable[RoundRecord], compute_s: float, overlap
         label = "one building" if network == NetworkMode.ONE_DC else f"{network} {schedule}"
         if network == NetworkMode.INNA:
             label += f" @ {format_size(memory)}"
-        ax.plot(line.ends_s, [100 * (r.accuracy or 0.0) for r in recs], marker="o",
-                markersize=3, label=label, color="black" if network == NetworkMode.ONE_DC else None,
-                linewidth=2.5 if network == NetworkMode.ONE_DC else 1.5)  # fmt: skip
+        ax.plot(
+            line.ends_s,
+            [100 * (r.accuracy or 0.0) for r in recs],
+            marker="o",
+            markersize=3,
+            label=label,
+            color="black" if network == NetworkMode.ONE_DC else None,
+            linewidth=2.5 if network == NetworkMode.ONE_DC else 1.5,
+        )
     ax.set_xlabel("full-scale wall-clock (s): compute and exchange")
     ax.set_ylabel("test accuracy (%)")
     ax.set_title("Accuracy against wall-clock" + (" (overlap)" if overlap else ""))

@@ -42,17 +42,34 @@ def plot_round_times(records: list[RoundRecord]) -> Figure:
                 continue
             done = [(r.round, r.time_s) for r in recs if r.ok and r.time_s is not None]
             if done:
-                ax.plot([n for n, _ in done], [t for _, t in done], marker="o",
-                        color=colour, label=f"{schedule} measured")  # fmt: skip
+                ax.plot(
+                    [n for n, _ in done],
+                    [t for _, t in done],
+                    marker="o",
+                    color=colour,
+                    label=f"{schedule} measured",
+                )
             flagged = [
                 (r.round, r.time_s) for r in recs if r.ok and r.time_s is not None and r.flagged
             ]
             if flagged:
-                ax.scatter([n for n, _ in flagged], [t for _, t in flagged], marker="X", s=60,
-                           color="white", edgecolors=colour, zorder=3,
-                           label=f"{schedule} flagged")  # fmt: skip
-            ax.plot([r.round for r in recs], [r.predicted_s for r in recs], linestyle="--",
-                    color=colour, label=f"{schedule} predicted")  # fmt: skip
+                ax.scatter(
+                    [n for n, _ in flagged],
+                    [t for _, t in flagged],
+                    marker="X",
+                    s=60,
+                    color="white",
+                    edgecolors=colour,
+                    zorder=3,
+                    label=f"{schedule} flagged",
+                )
+            ax.plot(
+                [r.round for r in recs],
+                [r.predicted_s for r in recs],
+                linestyle="--",
+                color=colour,
+                label=f"{schedule} predicted",
+            )
         ax.set_title(f"{format_size(memory)} ({_slots_text(records, memory)})")
         ax.set_xlabel("round")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -80,11 +97,17 @@ def plot_loss(records: list[RoundRecord], baseline: Baseline | None) -> Figure:
                 f", {format_size(memory)}" if recs and recs[0].network == NetworkMode.INNA else ""
             )
             if points:
-                ax.plot(*zip(*points, strict=True), marker=".", color=colour, linestyle=style,
-                        label=f"{schedule}{where}")  # fmt: skip
+                ax.plot(
+                    *zip(*points, strict=True),
+                    marker=".",
+                    color=colour,
+                    linestyle=style,
+                    label=f"{schedule}{where}",
+                )
     if baseline is not None and math.isfinite(baseline.train_loss):
-        ax.axhline(baseline.train_loss, color="grey", linewidth=3, alpha=0.4,
-                   label="baseline, final")  # fmt: skip
+        ax.axhline(
+            baseline.train_loss, color="grey", linewidth=3, alpha=0.4, label="baseline, final"
+        )
     ax.set_xlabel("wall-clock seconds since the schedule's run began")
     ax.set_ylabel("training loss")
     ax.grid(True, alpha=0.3)
@@ -97,8 +120,11 @@ def plot_predicted_vs_measured(records: list[RoundRecord]) -> Figure:
     """Each finished round: measured against predicted time, with y = x and a +-20% band."""
     fig, (ax,) = _figure(1, width=6)
     # zero or missing times have no place on log axes
-    pairs = [(r.series, r.predicted_s, r.time_s, bool(r.flagged)) for r in records
-             if r.ok and r.time_s and r.predicted_s]  # fmt: skip
+    pairs = [
+        (r.series, r.predicted_s, r.time_s, bool(r.flagged))
+        for r in records
+        if r.ok and r.time_s and r.predicted_s
+    ]
     for colour, schedule in _colours(records):
         for flagged in (False, True):
             mine = [(p, t) for s, p, t, f in pairs if s == schedule and f == flagged]
@@ -106,16 +132,23 @@ def plot_predicted_vs_measured(records: list[RoundRecord]) -> Figure:
                 continue
             xs, ys = [p for p, _ in mine], [t for _, t in mine]
             if flagged:  # hollow: not a measurement of the network
-                ax.scatter(xs, ys, facecolors="none", edgecolors=colour, s=30,
-                           label=f"{schedule} flagged")  # fmt: skip
+                ax.scatter(
+                    xs, ys, facecolors="none", edgecolors=colour, s=30, label=f"{schedule} flagged"
+                )
             else:
                 ax.scatter(xs, ys, color=colour, s=14, label=schedule)
     if pairs:
         values = [p for _, p, _, _ in pairs] + [t for _, _, t, _ in pairs]
         line = [min(values) / 1.5, max(values) * 1.5]
         ax.plot(line, line, color="black", linewidth=1, label="measured = predicted")
-        ax.fill_between(line, [x * (1 - BAND) for x in line], [x * (1 + BAND) for x in line],
-                        color="grey", alpha=0.2, label=f"±{BAND:.0%}")  # fmt: skip
+        ax.fill_between(
+            line,
+            [x * (1 - BAND) for x in line],
+            [x * (1 + BAND) for x in line],
+            color="grey",
+            alpha=0.2,
+            label=f"±{BAND:.0%}",
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         for axis in (ax.xaxis, ax.yaxis):
@@ -164,6 +197,8 @@ def _colours(records: list[RoundRecord]) -> list[tuple[str, str]]:
 
 def _of(records: list[RoundRecord], memory: int, series: str) -> list[RoundRecord]:
     """The rounds of one (network, schedule) at this memory (any memory but inna's)."""
-    return [r for r in records
-            if r.series == series
-            and (r.memory == memory or r.network != NetworkMode.INNA)]  # fmt: skip
+    return [
+        r
+        for r in records
+        if r.series == series and (r.memory == memory or r.network != NetworkMode.INNA)
+    ]

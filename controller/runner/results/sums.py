@@ -70,10 +70,12 @@ def compare_sums(here: Iterable[RoundRecord], there: Iterable[RoundRecord]) -> S
         if dict(x) != dict(y):
             differences.append(f"{_name(key)}: {_cities(x, y)}")
     return SumsComparison(
-        compared, without, tuple(differences),
+        compared,
+        without,
+        tuple(differences),
         tuple(_name(k) for k in sorted(a.keys() - b.keys())),
         tuple(_name(k) for k in sorted(b.keys() - a.keys())),
-    )  # fmt: skip
+    )
 
 
 def _finished(records: Iterable[RoundRecord]) -> dict[Key, RoundRecord]:

@@ -45,12 +45,18 @@ def test_write_read_and_per_update_codes(innet: Innet, switches: list[Switch]) -
         got = conn.read([member(schema, 0)])
         assert len(got) == 1 and got[0].table_entry.match == member(schema, 0).table_entry.match
         with pytest.raises(WriteError) as caught:
-            conn.write([
-                insert(member(schema, 1)),                        # fine
-                insert(member(schema, 0)),                        # exists
-                delete(schema.table_entry("InnetIngress.membership", {
-                    "hdr.innet.job": 9, "hdr.innet.round": 9, "hdr.innet.group": 9})),  # missing
-            ])  # fmt: skip
+            conn.write(
+                [
+                    insert(member(schema, 1)),  # fine
+                    insert(member(schema, 0)),  # exists
+                    delete(
+                        schema.table_entry(
+                            "InnetIngress.membership",
+                            {"hdr.innet.job": 9, "hdr.innet.round": 9, "hdr.innet.group": 9},
+                        )
+                    ),  # missing
+                ]
+            )
         err = caught.value
         assert err.switch == "s0" and err.succeeded == (0,)
         assert [(f.index, f.code) for f in err.failures] == [

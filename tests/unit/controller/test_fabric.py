@@ -117,8 +117,11 @@ def test_a_round_installs_on_every_switch_and_reads_back(
     for name in NAMES:
         conn = fabric.connection(name)
         on_switch = conn.read([fabric.schema.table_query(MEMBERSHIP)])
-        remembered = [e for e in fabric.installed(name) if e.table_entry.table_id ==
-                      fabric.schema.table(MEMBERSHIP).preamble.id]  # fmt: skip
+        remembered = [
+            e
+            for e in fabric.installed(name)
+            if e.table_entry.table_id == fabric.schema.table(MEMBERSHIP).preamble.id
+        ]
         assert sorted(map(entity_key, on_switch)) == sorted(map(entity_key, remembered))
         assert len(on_switch) == (2 if name == "s1" else 1)  # s1: its group, transit of A-C
 
@@ -136,8 +139,12 @@ def test_all_or_none_rolls_back_the_switches_written_before_the_refusal(
     before = snapshots(switches)
     changes = {NAMES[u]: to_updates(schema, c) for u, c in install_changes(plan, [base]).items()}
     # s0 also modifies a base entry: the rollback must restore the entry it held before
-    host = schema.table_entry("InnetEgress.host_port", {"standard_metadata.egress_port": 1},
-                              "InnetEgress.to_host", {"mac": 1, "ip": 2, "gateway": 3})  # fmt: skip
+    host = schema.table_entry(
+        "InnetEgress.host_port",
+        {"standard_metadata.egress_port": 1},
+        "InnetEgress.to_host",
+        {"mac": 1, "ip": 2, "gateway": 3},
+    )
     changes["s0"].append(modify(host))
     with pytest.raises(InstallError) as caught:
         fabric.install(changes)
@@ -173,8 +180,10 @@ def test_the_driver_overlaps_rounds_and_retires_exactly(
     addressing = Addressing.default(3, W)
     driver = RoundDriver(fabric, WAN, SCHEDULE, job=2, addressing=addressing)
     base = base_entries(WAN, addressing)
-    plans = [round_entries(WAN, SCHEDULE.round_at(n), job=2, number=n, hosts_per_island=W)
-             for n in range(3)]  # fmt: skip
+    plans = [
+        round_entries(WAN, SCHEDULE.round_at(n), job=2, number=n, hosts_per_island=W)
+        for n in range(3)
+    ]
     driver.install(0)
     driver.install(1)
     assert snapshots(switches) == expected(fabric.schema, base, plans[0], plans[1])

@@ -90,11 +90,14 @@ def test_reconcile_deletes_extras_inserts_what_is_missing_and_modifies_what_diff
     changed = p4runtime_pb2.Entity()
     changed.CopyFrom(tree)
     changed.table_entry.action.action.params[0].value = b"\x07"
-    direct_write(switches[0], [
-        insert(schema.multicast_group(9, [(2, 0)])),        # extra
-        delete(schema.multicast_group(3, [])),              # missing
-        modify(changed),                                    # different
-    ])  # fmt: skip
+    direct_write(
+        switches[0],
+        [
+            insert(schema.multicast_group(9, [(2, 0)])),  # extra
+            delete(schema.multicast_group(3, [])),  # missing
+            modify(changed),  # different
+        ],
+    )
     assert snapshot(switches[0].state) != wanted
     assert fabric.reconcile("s0") == Reconciled(deleted=1, inserted=1, modified=1)
     assert snapshot(switches[0].state) == wanted

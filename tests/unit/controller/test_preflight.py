@@ -77,6 +77,15 @@ def test_bmv2_cannot_be_asked_to_shape_its_own_ports(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("topo.mininet_net.require_tools", lambda: None)  # as if installed
-    line = one_line_error(capsys, "net", "up", "--target", "bmv2", "--shaping", "switch",
-                          "--run-dir", str(tmp_path / "run"))  # fmt: skip
+    line = one_line_error(
+        capsys,
+        "net",
+        "up",
+        "--target",
+        "bmv2",
+        "--shaping",
+        "switch",
+        "--run-dir",
+        str(tmp_path / "run"),
+    )
     assert "BMv2 cannot shape its own ports: use --shaping links" in line

@@ -183,8 +183,11 @@ def test_base_routes_lead_every_prefix_to_its_island() -> None:
     addressing = Addressing.default(wan.n, W)
     base = base_entries(wan, addressing)
     for u in range(wan.n):
-        routes = {dict(t.match)["hdr.ipv4.dstAddr"].value: dict(t.params)
-                  for t in base[u].tables if t.table == "InnetIngress.ipv4_lpm"}  # fmt: skip
+        routes = {
+            dict(t.match)["hdr.ipv4.dstAddr"].value: dict(t.params)
+            for t in base[u].tables
+            if t.table == "InnetIngress.ipv4_lpm"
+        }
         assert len(routes) == W + wan.n - 1
         for v in range(wan.n):
             if v == u:
@@ -221,15 +224,19 @@ def test_each_network_mode_installs_what_its_edges_do() -> None:
     for u in inna:
         assert inna[u].groups == relay[u].groups
         merging = [
-            TableWrite(e.table, e.match, "InnetIngress.member",
-                       (*e.params, ("stale_us", stale_bound_us(wan, rnd.groups[g]))))
+            TableWrite(
+                e.table,
+                e.match,
+                "InnetIngress.member",
+                (*e.params, ("stale_us", stale_bound_us(wan, rnd.groups[g]))),
+            )
             if e.action == "InnetIngress.relay"
             else TableWrite(e.table, e.match, e.action, (*e.params[:1], ("replays", replays[u])))
             if e.table == SOURCES and dict(e.match)["standard_metadata.ingress_port"] <= W
             else e
             for e in relay[u].tables
             for g in [int(dict(e.match)["hdr.innet.group"])]
-        ]  # fmt: skip
+        ]
         assert tuple(merging) == inna[u].tables
     assert sum(e.action == "InnetIngress.relay" for u in relay for e in relay[u].tables) == 9
     for u in inna:  # a relay never merges: its hosts replay nothing
@@ -266,11 +273,13 @@ def test_port_sources_admit_each_stream_where_its_tree_brings_it_and_nowhere_els
         plan = round_entries(wan, rnd, job=3, number=number, hosts_per_island=W)
         for g, members in enumerate(rnd.groups):
             got = {
-                (u, int(dict(e.match)["standard_metadata.ingress_port"])):
-                (int(params(e)["streams"]), int(params(e)["replays"]))
+                (u, int(dict(e.match)["standard_metadata.ingress_port"])): (
+                    int(params(e)["streams"]),
+                    int(params(e)["replays"]),
+                )
                 for u, entries in plan.items()
                 for e in find(entries, SOURCES, job=3, round=number, group=g)
-            }  # fmt: skip
+            }
             assert got == expected_sources(wan, members, W)
             for (u, port), (streams, _) in got.items():  # a host port speaks for its island only
                 assert port > W or streams == 1 << u
@@ -279,8 +288,10 @@ def test_port_sources_admit_each_stream_where_its_tree_brings_it_and_nowhere_els
 def test_a_transit_switch_admits_each_stream_from_its_parent_only() -> None:
     wan = triangle()  # the direct link 0-2 is slow: 0 and 2 reach each other through 1
     plan = round_entries(wan, Round.of([[0, 2], [1]]), job=1, number=5, hosts_per_island=1)
-    got = {int(dict(e.match)["standard_metadata.ingress_port"]): params(e)
-           for e in find(plan[1], SOURCES, group=0)}  # fmt: skip
+    got = {
+        int(dict(e.match)["standard_metadata.ingress_port"]): params(e)
+        for e in find(plan[1], SOURCES, group=0)
+    }
     assert got == {
         wan_port(wan, 1, 0, 1): {"streams": 1 << 0, "replays": 0},
         wan_port(wan, 1, 2, 1): {"streams": 1 << 2, "replays": 0},
@@ -294,12 +305,23 @@ def test_the_stale_bound_is_several_group_spans_with_a_floor() -> None:
     assert stale_bound_us(wan, far) == round(1e6 * max(STALE_FLOOR_S, 8 * span))
     assert stale_bound_us(wan, far, spans=40) == round(1e6 * 40 * span)
     assert stale_bound_us(wan, [0], floor_s=0.25) == 250_000  # alone: no span, the floor
-    plan = round_entries(wan, Round.of([far, [1, 2, 4, 5, 6, 7]]), job=1, number=0,
-                         hosts_per_island=1, stale_spans=40, stale_floor_s=0.5)  # fmt: skip
+    plan = round_entries(
+        wan,
+        Round.of([far, [1, 2, 4, 5, 6, 7]]),
+        job=1,
+        number=0,
+        hosts_per_island=1,
+        stale_spans=40,
+        stale_floor_s=0.5,
+    )
     (entry,) = find(plan[0], MEMBERSHIP, group=0)
     assert params(entry)["stale_us"] == round(1e6 * 40 * span)
-    for spans, floor, what in ((math.nan, 1.0, "stale_spans"), (0.5, 1.0, "stale_spans"),
-                               (8.0, 0.0, "stale_floor_s"), (8.0, math.inf, "stale_floor_s"),
-                               (8.0, 5000.0, "32-bit")):  # fmt: skip
+    for spans, floor, what in (
+        (math.nan, 1.0, "stale_spans"),
+        (0.5, 1.0, "stale_spans"),
+        (8.0, 0.0, "stale_floor_s"),
+        (8.0, math.inf, "stale_floor_s"),
+        (8.0, 5000.0, "32-bit"),
+    ):
         with pytest.raises(RoundEntriesError, match=what):
             stale_bound_us(wan, far, spans, floor)

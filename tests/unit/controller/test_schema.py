@@ -61,8 +61,12 @@ def test_mistakes_name_what_exists(innet: Innet) -> None:
     with pytest.raises(SchemaError, match=r"exact field hdr\.innet\.group needs a value"):
         schema.table_entry("InnetIngress.membership", {"hdr.innet.job": 1, "hdr.innet.round": 1})
     with pytest.raises(SchemaError, match=r"has no action InnetIngress\.forward"):
-        schema.table_entry("InnetEgress.host_port", {"standard_metadata.egress_port": 1},
-                           "InnetIngress.forward", {"port": 1, "dmac": 0})  # fmt: skip
+        schema.table_entry(
+            "InnetEgress.host_port",
+            {"standard_metadata.egress_port": 1},
+            "InnetIngress.forward",
+            {"port": 1, "dmac": 0},
+        )
     with pytest.raises(SchemaError, match="missing \\['local_grp', 'stale_us'\\]"):
         schema.action_call("InnetIngress.member", {"expected": 1, "my_bit": 1})
     with pytest.raises(SchemaError, match="expects Lpm"):

@@ -31,15 +31,21 @@ ALL = Schedule("all", 3, (Round.of([[0, 1, 2]]),))
 
 @pytest.fixture
 def service_config() -> ServiceConfig:
-    args = build_parser()["main"].parse_args(["net", "up", "--memory", MEMORY,
-                                              "--scale", str(SCALE)])  # fmt: skip
+    args = build_parser()["main"].parse_args(
+        ["net", "up", "--memory", MEMORY, "--scale", str(SCALE)]
+    )
     return ServiceConfig.from_args(args)
 
 
 @pytest.fixture
 def testbed(switches: list[Switch], service_config: ServiceConfig) -> Iterator[Testbed]:
-    tb = Testbed.start(triangle(), InProcessNetwork(switches, 1), service_config.params,
-                       pool=service_config.pool, schedule=ALL)  # fmt: skip
+    tb = Testbed.start(
+        triangle(),
+        InProcessNetwork(switches, 1),
+        service_config.params,
+        pool=service_config.pool,
+        schedule=ALL,
+    )
     try:
         yield tb
     finally:
@@ -54,8 +60,9 @@ def test_net_up_builds_the_pool_both_banks_fit_in(service_config: ServiceConfig)
 
 
 def test_net_up_takes_the_lanes_for_its_switches_and_its_service(tmp_path: Path) -> None:
-    args = build_parser()["main"].parse_args(["net", "up", "--memory", MEMORY,
-                                              "--scale", str(SCALE), "--lanes", "256"])  # fmt: skip
+    args = build_parser()["main"].parse_args(
+        ["net", "up", "--memory", MEMORY, "--scale", str(SCALE), "--lanes", "256"]
+    )
     config = ServiceConfig.from_args(args)
     assert config.pool == SlotPool(16, SCALE, PacketFormat(256))  # slots of 1 kB
     assert config.spec.packet_format == PacketFormat(256)
@@ -71,8 +78,9 @@ def test_innet_run_and_its_check_give_the_same_pool(service_config: ServiceConfi
     (point,) = em.points
     assert point.pool == service_config.pool
     assert point.params.memory_bytes == service_config.params.memory_bytes
-    assert all("memory 64 MB -> pool 32.8 MB (128 slots/bank)" in line
-               for line in em.predictions()[1:])  # fmt: skip
+    assert all(
+        "memory 64 MB -> pool 32.8 MB (128 slots/bank)" in line for line in em.predictions()[1:]
+    )
 
 
 def test_experiments_and_status_report_the_testbeds_pool(testbed: Testbed) -> None:

@@ -30,8 +30,11 @@ FRAME = bytes.fromhex("020000000002020000000001") + bytes.fromhex("0800") + byte
 
 def stamp(unix_time: float) -> tuple[int, int, bytes]:
     seconds = int(unix_time)
-    return (socket.SOL_SOCKET, SCM_TIMESTAMPNS,
-            TIMESPEC.pack(seconds, round((unix_time - seconds) * 1e9)))  # fmt: skip
+    return (
+        socket.SOL_SOCKET,
+        SCM_TIMESTAMPNS,
+        TIMESPEC.pack(seconds, round((unix_time - seconds) * 1e9)),
+    )
 
 
 def test_the_receive_time_is_read_from_the_ancillary_data() -> None:

@@ -119,8 +119,13 @@ def network() -> Triangle:
     net.install_tree(A, JOB, ROUND, TRANSIT_GROUP, A, [NEXT_PORT])  # A -> B -> C
     net.install_tree(B, JOB, ROUND, TRANSIT_GROUP, A, [NEXT_PORT])
     net.install_tree(C, JOB, ROUND, TRANSIT_GROUP, C, [NEXT_PORT])  # C -> A
-    for island, port, streams in [(A, HOST_PORT, A), (A, PREV_PORT, C), (B, PREV_PORT, A),
-                                  (C, HOST_PORT, C), (C, PREV_PORT, A)]:  # fmt: skip
+    for island, port, streams in [
+        (A, HOST_PORT, A),
+        (A, PREV_PORT, C),
+        (B, PREV_PORT, A),
+        (C, HOST_PORT, C),
+        (C, PREV_PORT, A),
+    ]:
         net.install_sources(island, JOB, ROUND, TRANSIT_GROUP, port, [streams])
     net.install_route(A, B_PREFIX, 24, NEXT_PORT, host_mac(B))
     net.install_route(B, B_PREFIX, 24, HOST_PORT, host_mac(B))
@@ -229,10 +234,11 @@ def envelope(island: int) -> tuple[dict[str, object], dict[str, object], dict[st
 
 
 CHUNKS = st.one_of(
-    st.sampled_from([0, 1, SLOTS - 1, SLOTS, 2 * SLOTS - 1, 2 * SLOTS, 2**31 - 1, 2**31,
-                     2**32 - 2, 2**32 - 1]),
+    st.sampled_from(
+        [0, 1, SLOTS - 1, SLOTS, 2 * SLOTS - 1, 2 * SLOTS, 2**31 - 1, 2**31, 2**32 - 2, 2**32 - 1]
+    ),
     U32,
-)  # fmt: skip
+)
 
 
 @st.composite
@@ -366,8 +372,16 @@ def the_next_round_completes(net: Triangle, clock: FakeClock) -> None:
     chunks = range(2 * SLOTS)
     for chunk in chunks:
         for island in ISLANDS:
-            msg = Innet(CONTRIBUTION, WAN | LOCAL, JOB, NEXT_ROUND, GROUP, island, chunk,
-                        lanes(island, chunk))  # fmt: skip
+            msg = Innet(
+                CONTRIBUTION,
+                WAN | LOCAL,
+                JOB,
+                NEXT_ROUND,
+                GROUP,
+                island,
+                chunk,
+                lanes(island, chunk),
+            )
             carry(net, island, HOST_PORT, innet_frame(msg, island))
     for island in ISLANDS:
         got = [d.msg for d in net.take(island)]

@@ -101,8 +101,11 @@ def test_frames_built_from_layers_are_the_workers_encoding() -> None:
     assert first.port == 1 and len(first.frame) == 186
     packet = InnetPacket.decode(first.frame[42:], case.packet_format)
     assert (packet.type, packet.flags, packet.round, packet.src) == (
-        PacketType.CONTRIBUTION, Flag.WAN | Flag.LOCAL, 7, 0
-    )  # fmt: skip
+        PacketType.CONTRIBUTION,
+        Flag.WAN | Flag.LOCAL,
+        7,
+        0,
+    )
     assert first.frame[42:] == packet.encode()
     assert first.frame[36:38] == (20041).to_bytes(2, "big")
 
@@ -158,54 +161,99 @@ def test_names_are_checked_against_the_programs_p4info(tmp_path: Path) -> None:
     ("change", "message"),
     [
         (("ports: 3", "ports: 3\nprots: 4"), r":1: the case: .*unknown key 'prots'"),
-        (("  - send: {port: 1, frame: base}", "  - sned: {port: 1}"),
-         r":10: step 1: a step takes exactly one of send, write"),
-        (("  - send: {port: 1, frame: base}", "  - send: {port: 1, frame: base, colour: red}"),
-         r":10: step 1: send: send has an unknown key 'colour'"),
-        (("  - send: {port: 1, frame: base}", "  - send: {port: 9, frame: base}"),
-         r":10: step 1: send: port 9 is not a port of this case \(ports 1..3\)"),
-        (("  - send: {port: 1, frame: base}", "  - send: {port: 1, hex: '00 11 2g'}"),
-         r":10: step 1: send: frame: '00 11 2g' is not hex \(the character 'g'\)"),
-        (("  - send: {port: 1, frame: base}", "  - send: {port: 1, hex: '0011223'}"),
-         r"step 1: send: frame: 7 hex digits"),
-        (("  - send: {port: 1, frame: base}", "  - send: {port: 1, hex: '0011'}"),
-         r"step 1: send: frame: 2 bytes: a frame the harness sends has 14"),
-        (("  - send: {port: 1, frame: base}", "  - send: {port: 1, frame: other}"),
-         r"step 1: send: frame 'other' is not defined under frames: \(defined: base\)"),
-        (("  - send: {port: 1, frame: base}", "  - send: {port: 1, hex: '00', with: {}}"),
-         r"step 1: send: with: changes a named frame"),
-        (("  - send: {port: 1, frame: base}",
-          "  - send: {port: 1, frame: base, with: {ipv4: {ttl: 1}}}"),
-         r"step 1: send: with: the frame has no ipv4 layer"),
-        (("{hex: \"00 01\"}", "{ipv4: {src: 10.0.0.1, dst: 10.0.0.300, proto: 17}}"),
-         r"step 1: send: frame: layer ipv4: dst: '10.0.0.300' is not an IPv4 address"),
-        (("{hex: \"00 01\"}", "{udp: {sport: 1, dport: 2, colour: 3}}"),
-         r"frame: layer udp: unknown field 'colour'"),
-        (("{hex: \"00 01\"}", "{tcp: {}}"), r"frame: unknown layer 'tcp'"),
-        (("{hex: \"00 01\"}", "{ipv4: {src: 10.0.0.1, dst: 10.0.0.3}}"),
-         r"layer ipv4: give proto: it cannot be inferred from what follows \(nothing\)"),
-        (("  - send: {port: 1, frame: base}", "  - send: {port: 1, frame: base, truncate: 99}"),
-         r"step 1: send: truncate 99 is out of range \(1..15\)"),
+        (
+            ("  - send: {port: 1, frame: base}", "  - sned: {port: 1}"),
+            r":10: step 1: a step takes exactly one of send, write",
+        ),
+        (
+            ("  - send: {port: 1, frame: base}", "  - send: {port: 1, frame: base, colour: red}"),
+            r":10: step 1: send: send has an unknown key 'colour'",
+        ),
+        (
+            ("  - send: {port: 1, frame: base}", "  - send: {port: 9, frame: base}"),
+            r":10: step 1: send: port 9 is not a port of this case \(ports 1..3\)",
+        ),
+        (
+            ("  - send: {port: 1, frame: base}", "  - send: {port: 1, hex: '00 11 2g'}"),
+            r":10: step 1: send: frame: '00 11 2g' is not hex \(the character 'g'\)",
+        ),
+        (
+            ("  - send: {port: 1, frame: base}", "  - send: {port: 1, hex: '0011223'}"),
+            r"step 1: send: frame: 7 hex digits",
+        ),
+        (
+            ("  - send: {port: 1, frame: base}", "  - send: {port: 1, hex: '0011'}"),
+            r"step 1: send: frame: 2 bytes: a frame the harness sends has 14",
+        ),
+        (
+            ("  - send: {port: 1, frame: base}", "  - send: {port: 1, frame: other}"),
+            r"step 1: send: frame 'other' is not defined under frames: \(defined: base\)",
+        ),
+        (
+            ("  - send: {port: 1, frame: base}", "  - send: {port: 1, hex: '00', with: {}}"),
+            r"step 1: send: with: changes a named frame",
+        ),
+        (
+            (
+                "  - send: {port: 1, frame: base}",
+                "  - send: {port: 1, frame: base, with: {ipv4: {ttl: 1}}}",
+            ),
+            r"step 1: send: with: the frame has no ipv4 layer",
+        ),
+        (
+            ('{hex: "00 01"}', "{ipv4: {src: 10.0.0.1, dst: 10.0.0.300, proto: 17}}"),
+            r"step 1: send: frame: layer ipv4: dst: '10.0.0.300' is not an IPv4 address",
+        ),
+        (
+            ('{hex: "00 01"}', "{udp: {sport: 1, dport: 2, colour: 3}}"),
+            r"frame: layer udp: unknown field 'colour'",
+        ),
+        (('{hex: "00 01"}', "{tcp: {}}"), r"frame: unknown layer 'tcp'"),
+        (
+            ('{hex: "00 01"}', "{ipv4: {src: 10.0.0.1, dst: 10.0.0.3}}"),
+            r"layer ipv4: give proto: it cannot be inferred from what follows \(nothing\)",
+        ),
+        (
+            ("  - send: {port: 1, frame: base}", "  - send: {port: 1, frame: base, truncate: 99}"),
+            r"step 1: send: truncate 99 is out of range \(1..15\)",
+        ),
         ((f"program: {L2}", "program: nowhere.p4"), r"the case: program nowhere.p4 does not exist"),
         (("ports: 3", "ports: 3\ncpu_port: 2"), r"cpu_port 2 is also one of the ports"),
-        (("  - - {table", "  - - {tabel"), r":4: writes: batch 1: update 1: an update takes "
-         r"exactly one of table"),
-        (("  - send: {port: 1, frame: base}", "  - write: {updates: [], expect: maybe}"),
-         r"step 1: write: expect: 'maybe'"),
-        (("  - send: {port: 1, frame: base}", "  - retire_round: 7"),
-         r"step 1: retire_round: retire_round needs innet_round"),
-        (("  - send: {port: 1, frame: base}",
-          "  - write: [{multicast_group: 1, replicas: [[7, 1]]}]"),
-         r"step 1: write: a replica's port 7 is not a port of this case"),
-        (("  - send: {port: 1, frame: base}", "  - read_counters: {name: x}"),
-         r"step 1: read_counters: read_counters .* must be a non-empty string"),
-        (("steps:\n  - send: {port: 1, frame: base}", "steps:\n  - read_counters: x"),
-         r"there is no send step"),
+        (
+            ("  - - {table", "  - - {tabel"),
+            r":4: writes: batch 1: update 1: an update takes "
+            r"exactly one of table",
+        ),
+        (
+            ("  - send: {port: 1, frame: base}", "  - write: {updates: [], expect: maybe}"),
+            r"step 1: write: expect: 'maybe'",
+        ),
+        (
+            ("  - send: {port: 1, frame: base}", "  - retire_round: 7"),
+            r"step 1: retire_round: retire_round needs innet_round",
+        ),
+        (
+            (
+                "  - send: {port: 1, frame: base}",
+                "  - write: [{multicast_group: 1, replicas: [[7, 1]]}]",
+            ),
+            r"step 1: write: a replica's port 7 is not a port of this case",
+        ),
+        (
+            ("  - send: {port: 1, frame: base}", "  - read_counters: {name: x}"),
+            r"step 1: read_counters: read_counters .* must be a non-empty string",
+        ),
+        (
+            ("steps:\n  - send: {port: 1, frame: base}", "steps:\n  - read_counters: x"),
+            r"there is no send step",
+        ),
         (("ports: 3", "ports: 3\n  bad: indent"), r"case.yaml:\d+: not valid YAML"),
-        (("ports: 3", "ports: 3\ndefines: {LANES: 48}"),
-         r":1: the case: defines: LANES: 48 lanes per packet: innet.p4 takes 32, 64, 128 or 256"),
+        (
+            ("ports: 3", "ports: 3\ndefines: {LANES: 48}"),
+            r":1: the case: defines: LANES: 48 lanes per packet: innet.p4 takes 32, 64, 128 or 256",
+        ),
     ],
-)  # fmt: skip
+)
 def test_each_mistake_is_one_line_naming_the_file_line_step_and_what(
     tmp_path: Path, change: tuple[str, str], message: str
 ) -> None:

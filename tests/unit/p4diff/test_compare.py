@@ -87,11 +87,18 @@ def test_recordings_of_different_steps_are_refused() -> None:
 
 
 def test_a_recording_survives_its_json_file(tmp_path: Path) -> None:
-    original = Recording("p4switch", "case.yaml", (
-        step(emitted={"3": (FRAME, FRAME[:20]), "cpu": (FRAME,)}, packet_in_metadata=("port=1",)),
-        step("step 2", outcome="refused"),
-        step("step 3", counters={"C": ((0, 1, 2), (1, 0, 0))}, stray={"2": (FRAME,)}),
-    ), notes=("made by hand",))  # fmt: skip
+    original = Recording(
+        "p4switch",
+        "case.yaml",
+        (
+            step(
+                emitted={"3": (FRAME, FRAME[:20]), "cpu": (FRAME,)}, packet_in_metadata=("port=1",)
+            ),
+            step("step 2", outcome="refused"),
+            step("step 3", counters={"C": ((0, 1, 2), (1, 0, 0))}, stray={"2": (FRAME,)}),
+        ),
+        notes=("made by hand",),
+    )
     path = tmp_path / "r.json"
     original.save(path)
     assert load_recording(path) == original
@@ -102,12 +109,18 @@ def test_a_recording_survives_its_json_file(tmp_path: Path) -> None:
     [
         ("{", "not JSON"),
         ('{"format": "something else"}', "not a p4diff recording"),
-        ('{"format": "p4diff recording 1", "case": "c", "target": "t", "steps": '
-         '[{"step": "s", "what": "w", "emitted": {"x": []}}]}', "not a port"),
-        ('{"format": "p4diff recording 1", "case": "c", "target": "t", "steps": '
-         '[{"step": "s", "what": "w", "emitted": {}, "colour": 1}]}', "unknown key 'colour'"),
+        (
+            '{"format": "p4diff recording 1", "case": "c", "target": "t", "steps": '
+            '[{"step": "s", "what": "w", "emitted": {"x": []}}]}',
+            "not a port",
+        ),
+        (
+            '{"format": "p4diff recording 1", "case": "c", "target": "t", "steps": '
+            '[{"step": "s", "what": "w", "emitted": {}, "colour": 1}]}',
+            "unknown key 'colour'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_recording_says_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "r.json"
     path.write_text(text)

@@ -123,18 +123,54 @@ def test_arp_and_ipv6() -> None:
 @pytest.mark.parametrize(
     ("layers", "message"),
     [
-        ([{"ethernet": {"dst": "02:00:00:00:00:01", "type": 1}}],
-         "layer ethernet: needs a value for 'src'"),
-        ([ETH, {"ipv4": {"src": "10.0.0.1", "dst": "10.0.0.2", "ttl": 256}}, UDP],
-         "ttl: 256 does not fit in 8 bits"),
-        ([ETH, IP, UDP, {"innet": {"job": 1, "round": 1, "group": 0, "src": 0, "chunk": 0,
-                                   "flags": ["WAN", "FAST"]}}], "flags: 'FAST' is not one of"),
-        ([ETH, IP, UDP, {"innet": {"job": 1, "round": 1, "group": 0, "src": 0, "chunk": 0,
-                                   "values": [2**31]}}], "is not an int32"),
+        (
+            [{"ethernet": {"dst": "02:00:00:00:00:01", "type": 1}}],
+            "layer ethernet: needs a value for 'src'",
+        ),
+        (
+            [ETH, {"ipv4": {"src": "10.0.0.1", "dst": "10.0.0.2", "ttl": 256}}, UDP],
+            "ttl: 256 does not fit in 8 bits",
+        ),
+        (
+            [
+                ETH,
+                IP,
+                UDP,
+                {
+                    "innet": {
+                        "job": 1,
+                        "round": 1,
+                        "group": 0,
+                        "src": 0,
+                        "chunk": 0,
+                        "flags": ["WAN", "FAST"],
+                    }
+                },
+            ],
+            "flags: 'FAST' is not one of",
+        ),
+        (
+            [
+                ETH,
+                IP,
+                UDP,
+                {
+                    "innet": {
+                        "job": 1,
+                        "round": 1,
+                        "group": 0,
+                        "src": 0,
+                        "chunk": 0,
+                        "values": [2**31],
+                    }
+                },
+            ],
+            "is not an int32",
+        ),
         ([ETH, {"ipv4": 3}], "layer ipv4: its fields are a mapping"),
         ([{"ethernet": {}, "ipv4": {}}], "a layer is a one-key mapping"),
     ],
-)  # fmt: skip
+)
 def test_what_cannot_be_built_says_why(layers: list[dict[str, object]], message: str) -> None:
     with pytest.raises(FrameError, match=message):
         build(layers, PACKET_FORMAT)

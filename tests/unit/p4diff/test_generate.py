@@ -68,11 +68,17 @@ def test_a_case_is_the_same_in_another_process_with_other_string_hashes(tmp_path
         f"sys.stdout.write(generate_case(7, 1, Path({str(tmp_path)!r})).text)"
     )
     texts = {
-        subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
-                       env={**os.environ, "PYTHONHASHSEED": seed}, check=True,
-                       timeout=120).stdout
+        subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=True,
+            timeout=120,
+        ).stdout
         for seed in ("1", "2")
-    }  # fmt: skip
+    }
     assert texts == {generate_case(7, 1, tmp_path).text}
 
 
@@ -138,11 +144,16 @@ def _well_formed(step: Step) -> bool:
     checksum = sum(int.from_bytes(ip[k : k + 2], "big") for k in range(0, 20, 2))
     checksum = (checksum & 0xFFFF) + (checksum >> 16)
     return (
-        ip[0] == 0x45 and checksum == 0xFFFF and ip[9] == 17
-        and int.from_bytes(ip[6:8], "big") & 0x1FFF == 0 and int.from_bytes(ip[2:4], "big") == 172
-        and udp[2:6] == bytes.fromhex("4e490098") and innet[0] >> 4 == 1
-        and innet[0] & 15 in (1, 3, 4) and innet[7] < 32
-    )  # fmt: skip
+        ip[0] == 0x45
+        and checksum == 0xFFFF
+        and ip[9] == 17
+        and int.from_bytes(ip[6:8], "big") & 0x1FFF == 0
+        and int.from_bytes(ip[2:4], "big") == 172
+        and udp[2:6] == bytes.fromhex("4e490098")
+        and innet[0] >> 4 == 1
+        and innet[0] & 15 in (1, 3, 4)
+        and innet[7] < 32
+    )
 
 
 WHAT_EACH_KIND_SENDS: dict[str, Callable[[Step], bool]] = {
@@ -164,7 +175,7 @@ WHAT_EACH_KIND_SENDS: dict[str, Callable[[Step], bool]] = {
     "read_counters": lambda s: isinstance(s, ReadCounters) and s.counter == STATS_COUNTER,
     "retire_round": lambda s: _ops(s) == {"delete"},
     "install_round": lambda s: _ops(s) == {"insert"},
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("kind", sorted(WHAT_EACH_KIND_SENDS))
@@ -207,15 +218,31 @@ def test_chunks_collide_in_slots(family: list[tuple[GeneratedCase, Case]]) -> No
 # --- the slot model against p4switch --------------------------------------------------------------
 
 # What a contribution adds to innet.p4's `stats` counter, by the model's outcome.
-COUNTED = ("contribution", "completed", "duplicate", "slot_conflict", "stale", "result_resent",
-           "unknown", "not_member", "spoofed")  # fmt: skip
+COUNTED = (
+    "contribution",
+    "completed",
+    "duplicate",
+    "slot_conflict",
+    "stale",
+    "result_resent",
+    "unknown",
+    "not_member",
+    "spoofed",
+)
 ADDS = {
-    "UNKNOWN": {"unknown"}, "NOT_MEMBER": {"not_member"}, "SPOOFED": {"spoofed"}, "PASSED": set(),
-    "MERGED": {"contribution"}, "COMPLETED": {"contribution", "completed"},
-    "DUPLICATE": {"duplicate"}, "RESENT": {"duplicate", "result_resent"},
-    "CLAIMED": {"contribution"}, "STALE_CLAIM": {"stale", "contribution"},
-    "LATE_COPY": {"duplicate"}, "CONFLICT": {"slot_conflict"},
-}  # fmt: skip
+    "UNKNOWN": {"unknown"},
+    "NOT_MEMBER": {"not_member"},
+    "SPOOFED": {"spoofed"},
+    "PASSED": set(),
+    "MERGED": {"contribution"},
+    "COMPLETED": {"contribution", "completed"},
+    "DUPLICATE": {"duplicate"},
+    "RESENT": {"duplicate", "result_resent"},
+    "CLAIMED": {"contribution"},
+    "STALE_CLAIM": {"stale", "contribution"},
+    "LATE_COPY": {"duplicate"},
+    "CONFLICT": {"slot_conflict"},
+}
 
 
 def _replay(case: Case, generated: GeneratedCase, clock: FakeClock) -> list[str]:
@@ -270,10 +297,12 @@ def test_the_slot_model_agrees_with_p4switch_on_every_contribution(
         (("--generate", "2", "--expect", "x.json"), "generated cases are compared between targets"),
         (("--generate", "2", "--targets", "p4switch"), "one target and nothing to compare it with"),
         (("--generate", "2", "--targets", "p4switch,tofino"), "unknown target 'tofino'"),
-        (("--generate", "2", "--targets", "p4switch,p4switch", "--settle", "-1"),
-         "--settle -1: a quiet time above 0 seconds"),
+        (
+            ("--generate", "2", "--targets", "p4switch,p4switch", "--settle", "-1"),
+            "--settle -1: a quiet time above 0 seconds",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_to_generate_is_one_line_and_exit_status_2(
     capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
 ) -> None:
@@ -323,8 +352,9 @@ def test_a_family_reports_every_case_that_differs_and_fails(
         return _recordings(case, kinds, changed=case.path.stem.endswith(("1", "3")))
 
     monkeypatch.setattr(cli, "_play", play)
-    code = main(["--generate", "4", "--seed", "9", "--targets", "p4switch,p4switch",
-                 "--out", str(tmp_path)])  # fmt: skip
+    code = main(
+        ["--generate", "4", "--seed", "9", "--targets", "p4switch,p4switch", "--out", str(tmp_path)]
+    )
     out, _ = capsys.readouterr()
     names = [f"seed9-case00{k}" for k in range(4)]
     assert code == 1 and played == [f"{n}.yaml" for n in names]

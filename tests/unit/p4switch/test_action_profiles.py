@@ -42,10 +42,15 @@ def compiled(tmp_path: Path, text: str = PROGRAM) -> CompiledProgram:
 def flows(n: int = 200) -> list[tuple[int, int, int, int, int]]:
     rng = random.Random(7)
     return [
-        (rng.getrandbits(32), (10 << 24) | rng.getrandbits(24), rng.choice((6, 17)),
-         rng.getrandbits(16), rng.getrandbits(16))
+        (
+            rng.getrandbits(32),
+            (10 << 24) | rng.getrandbits(24),
+            rng.choice((6, 17)),
+            rng.getrandbits(16),
+            rng.getrandbits(16),
+        )
         for _ in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def egress(pipe, frame: bytes) -> int:
@@ -236,21 +241,35 @@ def test_in_table_profiles_are_named_and_numbered_as_p4c_does(tmp_path: Path) ->
 
 
 BAD = [
-    ("key = { h.eth.src: exact; }", "key = { h.eth.src: exact; h.eth.dst: selector; }",
-     "need an action_selector, I.ap is an action_profile"),
-    ("key = { h.eth.eth_type: exact; }\n        actions = { fwd; NoAction; }",
-     "key = { h.eth.eth_type: exact; }\n        actions = { NoAction; }",
-     "must list the same actions as table I.t2"),
-    ("implementation = sel;", "implementation = sel;\n        default_action = fwd(1);",
-     "default action can only be NoAction"),
-    ("implementation = sel;", "implementation = sel;\n        entries = { 48w1: fwd(1); }",
-     "it cannot have entries"),
-    ("implementation = sel;", "implementation = action_selector(HashAlgorithm.crc16, 4, 14);",
-     "needs a name"),
+    (
+        "key = { h.eth.src: exact; }",
+        "key = { h.eth.src: exact; h.eth.dst: selector; }",
+        "need an action_selector, I.ap is an action_profile",
+    ),
+    (
+        "key = { h.eth.eth_type: exact; }\n        actions = { fwd; NoAction; }",
+        "key = { h.eth.eth_type: exact; }\n        actions = { NoAction; }",
+        "must list the same actions as table I.t2",
+    ),
+    (
+        "implementation = sel;",
+        "implementation = sel;\n        default_action = fwd(1);",
+        "default action can only be NoAction",
+    ),
+    (
+        "implementation = sel;",
+        "implementation = sel;\n        entries = { 48w1: fwd(1); }",
+        "it cannot have entries",
+    ),
+    (
+        "implementation = sel;",
+        "implementation = action_selector(HashAlgorithm.crc16, 4, 14);",
+        "needs a name",
+    ),
     ("implementation = sel;", "implementation = fwd;", "must name an action_profile"),
     ("HashAlgorithm.crc16, 32w16", "HashAlgorithm.random, 32w16", "not supported"),
     ("implementation = sel;", "", "`selector` keys need `implementation = action_selector`"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("old", "new", "words"), BAD)

@@ -85,11 +85,14 @@ def test_an_exit_still_copies_a_header_out(tmp_path: Path, backend: str) -> None
 
 
 BAD = [
-    ("action send(inout standard_metadata_t sm, bit<9> port)",
-     "action send(standard_metadata_t sm, bit<9> port)", "directionless action parameter"),
+    (
+        "action send(inout standard_metadata_t sm, bit<9> port)",
+        "action send(standard_metadata_t sm, bit<9> port)",
+        "directionless action parameter",
+    ),
     ("send(s, 3);", "send(h.eth, 3);", "parameter sm is standard_metadata_t"),
     ("void swap(inout pair_t p)", "void swap(inout packet_in p)", "of type packet_in"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("old", "new", "words"), BAD)

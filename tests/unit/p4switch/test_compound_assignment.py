@@ -12,11 +12,19 @@ from tests.unit.p4switch.eth_program import eth_program
 
 M = 0xFFFF
 CASES = {
-    "+=": lambda x: (x + 9) & M, "-=": lambda x: (x - 9) & M, "*=": lambda x: (x * 9) & M,
-    "/=": lambda x: x // 9, "%=": lambda x: x % 9, "&=": lambda x: x & 9, "|=": lambda x: x | 9,
-    "^=": lambda x: x ^ 9, "<<=": lambda x: (x << 9) & M, ">>=": lambda x: x >> 9,
-    "|+|=": lambda x: min(x + 9, M), "|-|=": lambda x: max(x - 9, 0),
-}  # fmt: skip
+    "+=": lambda x: (x + 9) & M,
+    "-=": lambda x: (x - 9) & M,
+    "*=": lambda x: (x * 9) & M,
+    "/=": lambda x: x // 9,
+    "%=": lambda x: x % 9,
+    "&=": lambda x: x & 9,
+    "|=": lambda x: x | 9,
+    "^=": lambda x: x ^ 9,
+    "<<=": lambda x: (x << 9) & M,
+    ">>=": lambda x: x >> 9,
+    "|+|=": lambda x: min(x + 9, M),
+    "|-|=": lambda x: max(x - 9, 0),
+}
 
 
 @pytest.mark.parametrize("op", sorted(CASES))

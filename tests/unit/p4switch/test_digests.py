@@ -233,12 +233,18 @@ def test_the_native_back_end_refuses_digests_by_name(tmp_path: Path) -> None:
         ("digest(1, m.learn);", "digest<note_t>(1, m.learn);", "digest<note_t> is given a"),
         ("digest(1, m.learn);", "digest<learn_t>(1, {h.eth.src});", "1 values for learn_t"),
         ("digest(1, m.learn);", "digest(1);", "takes 2 argument(s)"),
-        ("struct learn_t { bit<48> src;", "struct learn_t { eth_t e; bit<48> src;",
-         "digest field learn_t.e is a"),
-        ("p.extract(h.eth);", "p.extract(h.eth); digest(1, m.learn);",
-         "digest cannot be called from a parser"),
+        (
+            "struct learn_t { bit<48> src;",
+            "struct learn_t { eth_t e; bit<48> src;",
+            "digest field learn_t.e is a",
+        ),
+        (
+            "p.extract(h.eth);",
+            "p.extract(h.eth); digest(1, m.learn);",
+            "digest cannot be called from a parser",
+        ),
     ],
-)  # fmt: skip
+)
 def test_what_digest_calls_refuse(tmp_path: Path, old: str, new: str, words: str) -> None:
     with pytest.raises(P4CompileError) as err:
         compiled(tmp_path, PROGRAM.replace(old, new, 1))
@@ -352,15 +358,21 @@ def test_deleting_a_digest_entry_stops_its_lists(switch) -> None:
 @pytest.mark.parametrize(
     ("updates", "code", "words"),
     [
-        (lambda p: [digest_update(p, INSERT, max_list_size=1)] * 2, "ALREADY_EXISTS",
-         "configured already"),
+        (
+            lambda p: [digest_update(p, INSERT, max_list_size=1)] * 2,
+            "ALREADY_EXISTS",
+            "configured already",
+        ),
         (lambda p: [digest_update(p, MODIFY, max_list_size=1)], "NOT_FOUND", "not configured"),
         (lambda p: [digest_update(p, DELETE)], "NOT_FOUND", "not configured"),
         (lambda p: [digest_update(p, INSERT)], "INVALID_ARGUMENT", "has no config"),
-        (lambda p: [digest_update(p, INSERT, max_list_size=-1)], "INVALID_ARGUMENT",
-         "cannot be negative"),
+        (
+            lambda p: [digest_update(p, INSERT, max_list_size=-1)],
+            "INVALID_ARGUMENT",
+            "cannot be negative",
+        ),
     ],
-)  # fmt: skip
+)
 def test_what_digest_entry_writes_refuse(switch, updates, code: str, words: str) -> None:
     client, program, _ = switch
     batch = updates(program)
@@ -464,9 +476,15 @@ def test_errors_and_enums_in_digests_as_p4c_describes_them(tmp_path: Path) -> No
     kinds = [m.type_spec.WhichOneof("type_spec") for m in types.structs["test_digest_t"].members]
     assert kinds == ["bitstring", "error", "enum"]
     assert list(types.error.members) == [
-        "NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
-        "ParserTimeout", "ParserInvalidArgument", "UnreachableState",
-    ]  # fmt: skip
+        "NoError",
+        "PacketTooShort",
+        "NoMatch",
+        "StackOutOfBounds",
+        "HeaderTooShort",
+        "ParserTimeout",
+        "ParserInvalidArgument",
+        "UnreachableState",
+    ]
     assert [m.name for m in types.enums["MyPacketTypes"].members] == ["IPv4", "Other"]
     # p4c describes a serializable enum field as serializable_enum MySerEnum1; p4switch, which
     # reads such fields as their underlying type, as that type

@@ -17,9 +17,14 @@ CLASSES = [
 ]
 
 INPUT = {
-    "P4CompileError", "UsageError", "ShapeError", "PcapError", "P4InfoError",
-    "P4InfoMismatchError", "UnknownPortError",
-}  # fmt: skip
+    "P4CompileError",
+    "UsageError",
+    "ShapeError",
+    "PcapError",
+    "P4InfoError",
+    "P4InfoMismatchError",
+    "UnknownPortError",
+}
 BUILTIN_BASES = {
     "CompilerBug": RuntimeError,
     "P4InfoMismatchError": ValueError,

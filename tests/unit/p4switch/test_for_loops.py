@@ -85,16 +85,25 @@ def test_unrolled_loops(tmp_path: Path, backend: str, words: bytes) -> None:
 
 
 BAD = [
-    ("for (bit<8> i = 0; i < 4; i = i + 1) {",
-     "for (bit<8> i = h.eth.dst[7:0]; i < 4; i = i + 1) {", "known at compile time"),
-    ("for (bit<8> i = 0; i < 4; i = i + 1) {", "for (bit<8> i = 0; i < 4; sum = sum + 1) {",
-     "an update assigns a loop variable"),
-    ("for (bit<8> i = 0; i < 4; i = i + 1) {", "for (bit<8> i = 0; i < 4; i = i) {",
-     "runs more than 1024 times"),
+    (
+        "for (bit<8> i = 0; i < 4; i = i + 1) {",
+        "for (bit<8> i = h.eth.dst[7:0]; i < 4; i = i + 1) {",
+        "known at compile time",
+    ),
+    (
+        "for (bit<8> i = 0; i < 4; i = i + 1) {",
+        "for (bit<8> i = 0; i < 4; sum = sum + 1) {",
+        "an update assigns a loop variable",
+    ),
+    (
+        "for (bit<8> i = 0; i < 4; i = i + 1) {",
+        "for (bit<8> i = 0; i < 4; i = i) {",
+        "runs more than 1024 times",
+    ),
     ("sum = sum + h.words[i].v;", "i = 2;", "cannot be assigned"),
     ("s.egress_spec = 1;", "s.egress_spec = 1; break;", "break outside a loop"),
     ("for (word_t w in h.words)", "for (eth_t w in h.words)", "are not eth_t"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("old", "new", "words"), BAD)

@@ -206,11 +206,19 @@ def test_command_line_writes_p4info(tmp_path: Path) -> None:
 # Refusals raised while the syntax tree is built used to come out wrapped in lark's VisitError
 # (a Python traceback); they are the user's file:line:col errors like any other.
 WRAPPED = [
-    ("typedef bit<48> mac_t;", "ethernet_t stray;\ntypedef bit<48> mac_t;", "ethernet_t stray",
-     "only constants and instantiations at top level"),
-    ("apply {\n        dmac.apply();", "apply {\n        hdr.ethernet tmp;\n        dmac.apply();",
-     "hdr.ethernet tmp", "expected a type name here"),
-]  # fmt: skip
+    (
+        "typedef bit<48> mac_t;",
+        "ethernet_t stray;\ntypedef bit<48> mac_t;",
+        "ethernet_t stray",
+        "only constants and instantiations at top level",
+    ),
+    (
+        "apply {\n        dmac.apply();",
+        "apply {\n        hdr.ethernet tmp;\n        dmac.apply();",
+        "hdr.ethernet tmp",
+        "expected a type name here",
+    ),
+]
 
 
 @pytest.mark.parametrize(("old", "new", "at", "message"), WRAPPED)

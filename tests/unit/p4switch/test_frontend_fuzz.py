@@ -28,11 +28,47 @@ INCLUDES = [Path(__file__).parent / "programs", REPO / "p4src"]
 TOKEN = re.compile(
     r'\s+|//[^\n]*|/\*.*?\*/|"[^"]*"|[A-Za-z_]\w*|\d+[ws]?\w*|&&&|<<|>>|==|!=|<=|>=|&&|\|\||.', re.S
 )
-INSERTED = ("{", "}", "(", ")", ";", "<", ">", "[", "]", ",", ".", "=", "0", "1w1", "bit<8>",
-            "exit;", "return;", "apply", "header", "struct", "x", '@name("a")', "const", "in",
-            "out", "inout", "table", "action", "state", "transition", "select", "&&&",
-            "..", "digest", "digest<bit<8>>(", "implementation", "selector", "==",
-            "value_set<bit<8>>(1)")  # fmt: skip
+INSERTED = (
+    "{",
+    "}",
+    "(",
+    ")",
+    ";",
+    "<",
+    ">",
+    "[",
+    "]",
+    ",",
+    ".",
+    "=",
+    "0",
+    "1w1",
+    "bit<8>",
+    "exit;",
+    "return;",
+    "apply",
+    "header",
+    "struct",
+    "x",
+    '@name("a")',
+    "const",
+    "in",
+    "out",
+    "inout",
+    "table",
+    "action",
+    "state",
+    "transition",
+    "select",
+    "&&&",
+    "..",
+    "digest",
+    "digest<bit<8>>(",
+    "implementation",
+    "selector",
+    "==",
+    "value_set<bit<8>>(1)",
+)
 TOKENS = {p: TOKEN.findall(p.read_text()) for p in PROGRAMS}
 
 mutation = st.tuples(
@@ -78,7 +114,12 @@ def test_a_mutated_program_compiles_or_is_refused_at_a_line(
 def test_the_command_line_answers_a_broken_program_with_one_line(tmp_path: Path) -> None:
     path = tmp_path / "broken.p4"
     path.write_text(mutate(TOKENS[PROGRAMS[0]], [("delete", 0.5, 3, 0)]))
-    run = subprocess.run([sys.executable, "-m", "p4switch.program", str(path)],
-                         capture_output=True, text=True, cwd=REPO, check=False)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "p4switch.program", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.startswith(f"{path}:") and run.stderr.strip().count("\n") == 0

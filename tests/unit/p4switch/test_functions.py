@@ -97,22 +97,36 @@ def test_a_function_in_a_select_key(tmp_path: Path, backend: str) -> None:
 BAD = [
     ("x = x + by; }", "x = x + by; exit; }", "exit is not allowed in a function"),
     ("    return b;\n}", "}", "does not return a value on every path"),
-    ("bit<8> twice(in bit<8> x) { return x + x; }",
-     "bit<8> twice(in bit<8> x) { return twice(x); }", "'twice' is not declared"),
+    (
+        "bit<8> twice(in bit<8> x) { return x + x; }",
+        "bit<8> twice(in bit<8> x) { return twice(x); }",
+        "'twice' is not declared",
+    ),
     ("h.eth.src[7:0] = v;", "h.eth.src[7:0] = bump(v, 1);", "returns no value"),
-    ("is_odd(v) && h.eth.isValid()", "h.eth.isValid() && bump_and_get(v) == 1",
-     "might not be evaluated"),
-    ("bool is_odd(bit<8> x) { return x[0:0] == 1; }",
-     "bool is_odd(bit<8> x) { return; }", "must return a value"),
-    ("void bump(inout bit<8> x, in bit<8> by) { x = x + by; }",
-     "void bump(inout bit<8> x, in bit<8> by) { x = x + by; return x; }",
-     "this function returns no value"),
+    (
+        "is_odd(v) && h.eth.isValid()",
+        "h.eth.isValid() && bump_and_get(v) == 1",
+        "might not be evaluated",
+    ),
+    (
+        "bool is_odd(bit<8> x) { return x[0:0] == 1; }",
+        "bool is_odd(bit<8> x) { return; }",
+        "must return a value",
+    ),
+    (
+        "void bump(inout bit<8> x, in bit<8> by) { x = x + by; }",
+        "void bump(inout bit<8> x, in bit<8> by) { x = x + by; return x; }",
+        "this function returns no value",
+    ),
     ("bit<8> twice(in bit<8> x)", "bit<8> twice<T>(in bit<8> x)", "generic functions"),
-    ("bool tagged(in bit<16> eth_type)", "error tagged(in bit<16> eth_type)",
-     "functions returning error"),
+    (
+        "bool tagged(in bit<16> eth_type)",
+        "error tagged(in bit<16> eth_type)",
+        "functions returning error",
+    ),
     ("h.eth.src[39:32] = c;", "h.eth.src[39:32] = twice(c, c);", "takes 1 argument(s), got 2"),
     ("bump(v, 2);", "bump(h.eth.dst[7:0] + 1, 2);", "cannot be assigned"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("old", "new", "words"), BAD)
@@ -187,12 +201,18 @@ def test_explicit_type_arguments_of_extract_and_emit(tmp_path: Path, backend: st
 @pytest.mark.parametrize(
     ("declared", "used", "words"),
     [
-        ("extern void scramble(inout bit<48> x);", "scramble(h.eth.src);",
-         "extern scramble has no implementation in p4switch"),
-        ("extern Scrambler { Scrambler(); void run(inout bit<48> x); }", "",
-         "extern Scrambler has no implementation in p4switch"),
+        (
+            "extern void scramble(inout bit<48> x);",
+            "scramble(h.eth.src);",
+            "extern scramble has no implementation in p4switch",
+        ),
+        (
+            "extern Scrambler { Scrambler(); void run(inout bit<48> x); }",
+            "",
+            "extern Scrambler has no implementation in p4switch",
+        ),
     ],
-)  # fmt: skip
+)
 def test_user_defined_externs_are_refused_by_name(
     tmp_path: Path, declared: str, used: str, words: str
 ) -> None:

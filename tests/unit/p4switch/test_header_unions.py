@@ -102,13 +102,18 @@ def test_a_union_with_no_valid_member_is_invalid(tmp_path: Path, backend: str) -
 
 
 BAD = [
-    ("header_union ip_t { v4_t v4; v6_t v6; }", "header_union ip_t { v4_t v4; bit<8> x; }",
-     "a header union holds headers"),
+    (
+        "header_union ip_t { v4_t v4; v6_t v6; }",
+        "header_union ip_t { v4_t v4; bit<8> x; }",
+        "a header union holds headers",
+    ),
     ("if (!h.ip.isValid())", "h.ip.setValid(); if (!h.ip.isValid())", "applies to headers"),
-    ("struct headers { eth_t eth; ip_t ip; }",
-     "struct pair_t { bit<8> a; }\nstruct headers { eth_t eth; ip_t ip; pair_t[2] p; }",
-     "a header stack holds headers or header unions, not pair_t"),
-]  # fmt: skip
+    (
+        "struct headers { eth_t eth; ip_t ip; }",
+        "struct pair_t { bit<8> a; }\nstruct headers { eth_t eth; ip_t ip; pair_t[2] p; }",
+        "a header stack holds headers or header unions, not pair_t",
+    ),
+]
 
 
 @pytest.mark.parametrize(("old", "new", "words"), BAD)

@@ -137,10 +137,13 @@ def test_the_native_back_end_refuses_meters_by_name(tmp_path: Path) -> None:
 BAD = [
     ("meters = per_flow;", "meters = per_port;", "must name a direct_meter"),
     ("bit<8> color;", "bit<1> color;", "bit<N>, N >= 2"),
-    ("meter(8, MeterType.packets) per_port;", "meter(8, CounterType.packets) per_port;",
-     "expected MeterType.packets"),
+    (
+        "meter(8, MeterType.packets) per_port;",
+        "meter(8, CounterType.packets) per_port;",
+        "expected MeterType.packets",
+    ),
     ("        meters = per_flow;\n", "", "not attached to a table"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("old", "new", "words"), BAD)
@@ -226,13 +229,19 @@ def test_direct_meters_over_p4runtime(switch) -> None:
 @pytest.mark.parametrize(
     ("update", "code", "words"),
     [
-        (lambda p: meter_update(p, 3, config(1, 1, 1, 1), p4runtime_pb2.Update.INSERT),
-         "INVALID_ARGUMENT", "can only be modified"),
-        (lambda p: meter_update(p, 3, config(5, 1, 2, 1)), "INVALID_ARGUMENT",
-         "committed rate exceeds the peak rate"),
+        (
+            lambda p: meter_update(p, 3, config(1, 1, 1, 1), p4runtime_pb2.Update.INSERT),
+            "INVALID_ARGUMENT",
+            "can only be modified",
+        ),
+        (
+            lambda p: meter_update(p, 3, config(5, 1, 2, 1)),
+            "INVALID_ARGUMENT",
+            "committed rate exceeds the peak rate",
+        ),
         (lambda p: meter_update(p, 8, config(1, 1, 1, 1)), "OUT_OF_RANGE", "outside 0..7"),
     ],
-)  # fmt: skip
+)
 def test_what_meter_writes_refuse(switch, update, code: str, words: str) -> None:
     client, program, _, _ = switch
     with pytest.raises(grpc.RpcError) as caught:

@@ -93,16 +93,18 @@ def test_a_control_applied_again_with_other_arguments(tmp_path: Path, backend: s
 
 
 BAD = [
-    ("acl_v6.apply(h, s);",
-     "acl_v6.apply(h, s);\n        headers copy = h;\n        acl_v6.apply(copy, s);",
-     "only for a block declaring nothing but variables and constants"),
+    (
+        "acl_v6.apply(h, s);",
+        "acl_v6.apply(h, s);\n        headers copy = h;\n        acl_v6.apply(copy, s);",
+        "only for a block declaring nothing but variables and constants",
+    ),
     ("Acl(0x86dd) acl_v6;", "Acl() acl_v6;", "takes 1 argument(s), got 0"),
     ("Acl(0x86dd) acl_v6;", "Acl(h.eth.eth_type) acl_v6;", "must be a constant"),
     ("acl_v6.apply(h, s);", "acl_v6.apply(h.eth, s);", "parameter h is headers"),
     ("acl_v6.apply(h, s);", "acl_v6.run(h, s);", "has no method 'run'"),
     ("if (t == 0x0800) { n = n + step; }", "if (t == 0x0800) { return; }", "return in a control"),
     ("if (t == 0x0800) { n = n + step; }", "t = 1;", "read-only"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("old", "new", "words"), BAD)
@@ -197,11 +199,17 @@ def test_a_sub_parser_rejecting_rejects_the_packet(tmp_path: Path, backend: str)
 
 SUB_BAD = [
     ("L3(0x0800) l3;", "L3() l3;", "takes 1 argument(s), got 0"),
-    ("Tags() tags;", "Tags() tags;\n    register<bit<8>>(1) r;",
-     "only parsers can be instantiated"),
-    ("tags.apply(p, h, m, h.eth.eth_type);", "tags.apply(h, h, m, h.eth.eth_type);",
-     "expected the packet_in here"),
-]  # fmt: skip
+    (
+        "Tags() tags;",
+        "Tags() tags;\n    register<bit<8>>(1) r;",
+        "only parsers can be instantiated",
+    ),
+    (
+        "tags.apply(p, h, m, h.eth.eth_type);",
+        "tags.apply(h, h, m, h.eth.eth_type);",
+        "expected the packet_in here",
+    ),
+]
 
 
 @pytest.mark.parametrize(("old", "new", "words"), SUB_BAD)

@@ -142,8 +142,12 @@ def test_write_refuses_an_unknown_suffix(
         write_p4info(info, tmp_path / "p4info.json")
     # the command line: one line and status 2, nothing written
     out = tmp_path / "p4info.json"
-    assert p4switch_main(["--p4", str(PROGRAMS / "p4info_full.p4"), "--check",
-                          "--p4info-out", str(out)]) == 2  # fmt: skip
+    assert (
+        p4switch_main(
+            ["--p4", str(PROGRAMS / "p4info_full.p4"), "--check", "--p4info-out", str(out)]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("p4switch: error: ") and "\n" not in err and not out.exists()
 

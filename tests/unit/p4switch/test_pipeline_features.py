@@ -33,8 +33,16 @@ def pipe(request: pytest.FixtureRequest) -> AnyPipeline:
     return program.pipeline(program.new_state(), backend=request.param)
 
 
-def run(pipe: AnyPipeline, op: int, a8: int = 0, b8: int = 0, s8: int = 0, t8: int = 0,
-        x16: int = 0, x32: int = 0) -> bytes:  # fmt: skip
+def run(
+    pipe: AnyPipeline,
+    op: int,
+    a8: int = 0,
+    b8: int = 0,
+    s8: int = 0,
+    t8: int = 0,
+    x16: int = 0,
+    x32: int = 0,
+) -> bytes:
     out = pipe.process(1, ETHERNET + INPUT.pack(op, a8, b8, s8, t8, x16, x32))
     assert [port for port, _ in out] == [1]
     return out[0][1]
@@ -72,8 +80,10 @@ def test_unsigned_arithmetic_wraps_and_saturates(pipe: AnyPipeline, a: int, b: i
     )
 
 
-@pytest.mark.parametrize(("s", "t", "a", "b"), [(-5, 3, 1, 2), (100, 100, 200, 7), (-128, 1, 0, 0),
-                                                (127, -128, 255, 254), (-1, -1, 9, 9)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("s", "t", "a", "b"),
+    [(-5, 3, 1, 2), (100, 100, 200, 7), (-128, 1, 0, 0), (127, -128, 255, 254), (-1, -1, 9, 9)],
+)
 def test_signed_values(pipe: AnyPipeline, s: int, t: int, a: int, b: int) -> None:
     frame = run(pipe, 2, a8=a, b8=b, s8=s, t8=t)
     assert frame[12:14] == b"\x00\x02"

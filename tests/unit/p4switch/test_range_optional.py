@@ -105,12 +105,17 @@ BAD = [
     ("priority = 5:", "priority = 0:", "1 or more"),
     ("(0x0800 .. 0x08ff, _)", "(0x08ff .. 0x0800, _)", "is empty"),
     ("(0x0806, 7)", "(0x0806, 7 &&& 3)", "takes a value or _, not a mask"),
-    ("h.eth.dst[7:0]: optional; }\n        actions = { to; NoAction; }\n        entries",
-     "h.eth.dst[7:0]: exact; }\n        actions = { to; NoAction; }\n        entries",
-     "exact key h.eth.dst[7:0] cannot be a wildcard"),
-    ("        entries = {\n            priority = 10",
-     "        const entries = {\n            priority = 10", "const entries take no priorities"),
-]  # fmt: skip
+    (
+        "h.eth.dst[7:0]: optional; }\n        actions = { to; NoAction; }\n        entries",
+        "h.eth.dst[7:0]: exact; }\n        actions = { to; NoAction; }\n        entries",
+        "exact key h.eth.dst[7:0] cannot be a wildcard",
+    ),
+    (
+        "        entries = {\n            priority = 10",
+        "        const entries = {\n            priority = 10",
+        "const entries take no priorities",
+    ),
+]
 
 
 @pytest.mark.parametrize(("old", "new", "words"), BAD)
@@ -134,9 +139,13 @@ def switch(tmp_path: Path) -> Iterator[tuple[Client, CompiledProgram, object]]:
 
 
 def entry(
-    program: CompiledProgram, priority: int, low: int | None, high: int | None, opt: int | None,
+    program: CompiledProgram,
+    priority: int,
+    low: int | None,
+    high: int | None,
+    opt: int | None,
     port: int,
-) -> p4runtime_pb2.Update:  # fmt: skip
+) -> p4runtime_pb2.Update:
     table = next(t for t in program.p4info.tables if t.preamble.name == "I.open")
     to = next(a for a in program.p4info.actions if a.preamble.name == "I.to")
     update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)

@@ -55,8 +55,19 @@ def test_a_switch_s_report_reads_back_typed(served: tuple[Switch, dict[int, Wire
 
 
 def test_the_cpu_port_and_the_engine_come_through() -> None:
-    reply = {"ports": {}, "cpu": {"port": 64, "rx_packets": 2, "rx_bytes": 9, "tx_packets": 0,
-             "tx_bytes": 0, "drops": {}}, "backend": "python", "io": "native"}  # fmt: skip
+    reply = {
+        "ports": {},
+        "cpu": {
+            "port": 64,
+            "rx_packets": 2,
+            "rx_bytes": 9,
+            "tx_packets": 0,
+            "tx_bytes": 0,
+            "drops": {},
+        },
+        "backend": "python",
+        "io": "native",
+    }
     stats = SwitchStats.from_json(reply)
     assert stats.cpu_port == 64 and stats.cpu is not None and stats.cpu.rx_bytes == 9
     assert stats.engine == "python/native"

@@ -62,8 +62,16 @@ control C(inout headers h, inout meta m) { apply { } }
 control D(packet_out p, in headers h) { apply { p.emit(h.eth); p.emit(h.tag); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
-ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
-          "ParserTimeout", "ParserInvalidArgument", "NoTag"]  # fmt: skip
+ERRORS = [
+    "NoError",
+    "PacketTooShort",
+    "NoMatch",
+    "StackOutOfBounds",
+    "HeaderTooShort",
+    "ParserTimeout",
+    "ParserInvalidArgument",
+    "NoTag",
+]
 
 
 def compiled(tmp_path: Path, text: str = PROGRAM) -> CompiledProgram:

@@ -109,16 +109,28 @@ def test_the_native_back_end_refuses_varbit_by_name(tmp_path: Path) -> None:
 
 
 BAD = [
-    ("p.extract(h.opts, (bit<32>) (h.ip.ihl - 1) * 32);", "p.extract(h.opts);",
-     "takes 2 argument(s), got 1"),
-    ("header opts_t { varbit<96> options; }", "header opts_t { varbit<96> options; bit<8> x; }",
-     "must be its header's last field"),
-    ("header opts_t { varbit<96> options; }", "header opts_t { varbit<12> options; }",
-     "a multiple of 8"),
+    (
+        "p.extract(h.opts, (bit<32>) (h.ip.ihl - 1) * 32);",
+        "p.extract(h.opts);",
+        "takes 2 argument(s), got 1",
+    ),
+    (
+        "header opts_t { varbit<96> options; }",
+        "header opts_t { varbit<96> options; bit<8> x; }",
+        "must be its header's last field",
+    ),
+    (
+        "header opts_t { varbit<96> options; }",
+        "header opts_t { varbit<12> options; }",
+        "a multiple of 8",
+    ),
     ("struct meta { }", "struct meta { varbit<8> v; }", "belong in headers"),
-    ("h.ip.ttl = h.ip.ttl - 1;", "if (h.opts.options == saved.options) { h.ip.ttl = 0; }",
-     "comparing values of type varbit<96>"),
-]  # fmt: skip
+    (
+        "h.ip.ttl = h.ip.ttl - 1;",
+        "if (h.opts.options == saved.options) { h.ip.ttl = 0; }",
+        "comparing values of type varbit<96>",
+    ),
+]
 
 
 @pytest.mark.parametrize(("old", "new", "words"), BAD)
@@ -131,14 +143,18 @@ def test_what_varbit_refuses(tmp_path: Path, old: str, new: str, words: str) -> 
 
 def test_a_varbit_variable_of_the_control(tmp_path: Path) -> None:
     """A control's own `varbit<96>` variable holds a copy, value and length (p4c's issue447)."""
-    text = PROGRAM.replace(
-        "control I(inout headers h, inout meta m, inout standard_metadata_t s) {\n",
-        "control I(inout headers h, inout meta m, inout standard_metadata_t s) {\n"
-        "    varbit<96> kept;\n",
-    ).replace(
-        "opts_t saved = h.opts;", "opts_t saved = h.opts;\n        kept = h.opts.options;"
-    ).replace("if (h.eth.dst[1:1] == 1) { h.opts = saved; }",
-              "if (h.eth.dst[1:1] == 1) { h.opts.setValid(); h.opts.options = kept; }")  # fmt: skip
+    text = (
+        PROGRAM.replace(
+            "control I(inout headers h, inout meta m, inout standard_metadata_t s) {\n",
+            "control I(inout headers h, inout meta m, inout standard_metadata_t s) {\n"
+            "    varbit<96> kept;\n",
+        )
+        .replace("opts_t saved = h.opts;", "opts_t saved = h.opts;\n        kept = h.opts.options;")
+        .replace(
+            "if (h.eth.dst[1:1] == 1) { h.opts = saved; }",
+            "if (h.eth.dst[1:1] == 1) { h.opts.setValid(); h.opts.options = kept; }",
+        )
+    )
     options = bytes(range(1, 9))
     _, ((_, out),) = run(tmp_path, frame(3, 3, options), text)
     assert out[14:] == bytes([0x41, 0, 63, 17]) + options + b"payload"

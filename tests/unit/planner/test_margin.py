@@ -49,10 +49,12 @@ def test_plans_choice_names_networks_only_when_there_are_several():
     points = []
     for w in band_wans(wan, band):
         planner = Planner(w)
-        points.append([
-            planner.plan(CostParams(GB, 64 * MB, 10e9, network=n), families=["all-to-all"])
-            for n in ("plain", "inna")
-        ])  # fmt: skip
+        points.append(
+            [
+                planner.plan(CostParams(GB, 64 * MB, 10e9, network=n), families=["all-to-all"])
+                for n in ("plain", "inna")
+            ]
+        )
     choice = plans_choice(points, band)
     assert choice.winner == "inna all-to-all"
     only_inna = plans_choice([p[1:] for p in points], band)
@@ -67,8 +69,9 @@ def test_the_crossover_moves_up_with_jitter_and_the_margin_marks_it(nine):
     families = ["all-to-all", "cliques-3"]
     crossovers = []
     for jitter in (0.0, 2 * MS, 5 * MS):
-        result = sweep(Planner(nine.with_jitter(jitter)), params, memories, families=families,
-                       baselines=())  # fmt: skip
+        result = sweep(
+            Planner(nine.with_jitter(jitter)), params, memories, families=families, baselines=()
+        )
         (c,) = result.crossovers
         crossovers.append(c.memory_bytes)
     assert crossovers[0] == pytest.approx(66 * MB, rel=0.02)
@@ -78,6 +81,11 @@ def test_the_crossover_moves_up_with_jitter_and_the_margin_marks_it(nine):
     planners = [Planner(w) for w in band_wans(wan, band)]
     result = sweep(planners[1], params, memories, families=families, baselines=())
     choices = with_choices(result, planners, band).choices
-    assert [c.winner for c in choices] == ["cliques-3", "cliques-3", None, "all-to-all",
-                                           "all-to-all"]  # fmt: skip
+    assert [c.winner for c in choices] == [
+        "cliques-3",
+        "cliques-3",
+        None,
+        "all-to-all",
+        "all-to-all",
+    ]
     assert set(choices[2].within) == {"all-to-all", "cliques-3"}

@@ -69,8 +69,9 @@ def test_one_process_holds_two_formats_side_by_side() -> None:
         assert packet.packet_format == wire
     pools = {wire: SlotPool.for_memory(64_000_000, 1000, wire) for wire in (narrow, wide)}
     assert pools[narrow].slots_per_bank == 8 * pools[wide].slots_per_bank  # 8x the slot size
-    assert {wire: CostParams.for_pool(pool, 10**9, 1e10).slot_bytes
-            for wire, pool in pools.items()} == {narrow: 128_000, wide: 1_024_000}  # fmt: skip
+    assert {
+        wire: CostParams.for_pool(pool, 10**9, 1e10).slot_bytes for wire, pool in pools.items()
+    } == {narrow: 128_000, wide: 1_024_000}
 
 
 def test_a_scenario_s_lanes_reach_its_islands_and_its_switches() -> None:

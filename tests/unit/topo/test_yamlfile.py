@@ -21,11 +21,15 @@ from topo.yamlfile import MAX_YAML_BYTES, MAX_YAML_DEPTH, compose, read_text
 def line_wan(cities: int) -> str:
     """A WAN of `cities` cities in a line; the `cities:` key is on line 3."""
     lines = ["name: line", "sources: {s: made up}", "cities:"]
-    lines += [f"  - {{name: C{i}, code: C{i}, continent: X, lat: 0, lon: {i}, source: s}}"
-              for i in range(cities)]  # fmt: skip
+    lines += [
+        f"  - {{name: C{i}, code: C{i}, continent: X, lat: 0, lon: {i}, source: s}}"
+        for i in range(cities)
+    ]
     lines += ["links:"]
-    lines += [f"  - {{a: C{i - 1}, b: C{i}, delay: 1ms, capacity: 10Gbps, source: s}}"
-              for i in range(1, cities)]  # fmt: skip
+    lines += [
+        f"  - {{a: C{i - 1}, b: C{i}, delay: 1ms, capacity: 10Gbps, source: s}}"
+        for i in range(1, cities)
+    ]
     return "\n".join(lines) + "\n"
 
 

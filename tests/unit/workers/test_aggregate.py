@@ -258,8 +258,9 @@ def test_a_member_that_stalls_costs_bounces_not_resends() -> None:
     for i, agg in aggs.items():
         agg.begin(values[i])
     late = MEMBERS[2]
-    sessions = {i: Stalled(agg, clock, 0.0025, 0.0085) if i == late else agg
-                for i, agg in aggs.items()}  # fmt: skip
+    sessions = {
+        i: Stalled(agg, clock, 0.0025, 0.0085) if i == late else agg for i, agg in aggs.items()
+    }
     run = run_round_robin(sessions, clock)
     assert run.errors == {}
     total = values.astype(np.int64).sum(axis=0).astype(np.int32)

@@ -41,12 +41,21 @@ FAULTS = {
 }
 
 
-def packet(kind: PacketType, src: int, chunk: int, *, rnd: int = 2, bitmap: int = 0,
-           flags: int = 0, value: int = 0) -> bytes:  # fmt: skip
+def packet(
+    kind: PacketType,
+    src: int,
+    chunk: int,
+    *,
+    rnd: int = 2,
+    bitmap: int = 0,
+    flags: int = 0,
+    value: int = 0,
+) -> bytes:
     """An innet packet of the test group (round `rnd`) from `src`."""
     values = (value,) * PACKET_FORMAT.lanes
-    return InnetPacket.of(kind, Flag(flags), 7, rnd, 1, src, chunk, bitmap, values,
-                          PACKET_FORMAT).encode()  # fmt: skip
+    return InnetPacket.of(
+        kind, Flag(flags), 7, rnd, 1, src, chunk, bitmap, values, PACKET_FORMAT
+    ).encode()
 
 
 def assert_exact(members: dict, values: dict) -> None:
@@ -118,8 +127,9 @@ def test_a_lost_tail_is_found_by_silence(kind: str, members: tuple) -> None:
             others = sum(1 << m for m in members if m != s.src)
             assert s.packet.flags == Flag.WAN and s.packet.bitmap & ~others == 0
             named[s.src, s.packet.chunk] = named.get((s.src, s.packet.chunk), 0) | s.packet.bitmap
-        assert named == {(m, c): sum(1 << o for o in members if o != m) for m in members
-                         for c in tail}  # fmt: skip
+        assert named == {
+            (m, c): sum(1 << o for o in members if o != m) for m in members for c in tail
+        }
 
 
 @pytest.mark.parametrize(("kind", "members"), KINDS)
@@ -231,8 +241,11 @@ def test_a_finished_member_keeps_answering_nacks() -> None:
     net.inject(0, packet(PacketType.NACK, 2, N_CHUNKS + 3))  # not begun: nothing to send
     assert member.step(0.02)  # the island leader steps the last round like this
     (answer,) = net.log[before:]
-    assert (answer.dst, answer.packet.type, answer.packet.flags) == (1, PacketType.CONTRIBUTION,
-                                                                     Flag.RETRANSMIT)  # fmt: skip
+    assert (answer.dst, answer.packet.type, answer.packet.flags) == (
+        1,
+        PacketType.CONTRIBUTION,
+        Flag.RETRANSMIT,
+    )
     assert answer.packet.chunk == 5 and answer.packet.src == 0
     assert np.array_equal(answer.packet.array(), values[0][5 * 32 : 6 * 32])
     member.clock = TickingClock(0.001, start=clock.now)  # serve blocks: a clock that moves
@@ -359,8 +372,12 @@ def blocking_over_loopback(
     assert all(np.array_equal(out[i], expected) for i in members)
 
 
-LOOPBACK_PACED = {"rate_bps": PACKET_FORMAT.frame_bits * 20_000, "timeout_s": 0.05,
-                  "max_timeout_s": 0.2, "deadline_s": 20.0}  # fmt: skip
+LOOPBACK_PACED = {
+    "rate_bps": PACKET_FORMAT.frame_bits * 20_000,
+    "timeout_s": 0.05,
+    "max_timeout_s": 0.2,
+    "deadline_s": 20.0,
+}
 
 
 def test_direct_exchange_blocking_over_loopback_udp() -> None:

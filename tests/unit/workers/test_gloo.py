@@ -281,8 +281,11 @@ def test_the_faithful_scale_for_the_nine_cities_is_about_three() -> None:
 def test_a_socket_window_that_caps_the_full_scale_rate_is_not_reproduced_at_scale() -> None:
     full = tcp_transfer(GB, TEN_GBPS, 0.2, max_window_bytes=6 * 2**20)
     assert full.window_limited and full.rate_bps == pytest.approx(6 * 2**20 * 8 / 0.2)
-    (warning,) = [w for w in tcp_fidelity(1000, TEN_GBPS, 0.2, GB, max_window_bytes=6 * 2**20)
-                  if "window (6.29 MB)" in w]  # fmt: skip
+    (warning,) = [
+        w
+        for w in tcp_fidelity(1000, TEN_GBPS, 0.2, GB, max_window_bytes=6 * 2**20)
+        if "window (6.29 MB)" in w
+    ]
     assert "capping it at 252 Mb/s" in warning
 
 

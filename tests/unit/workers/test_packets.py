@@ -14,9 +14,17 @@ PACKET_BYTES = PACKET_FORMAT.payload_bytes
 
 def packet(**changes):
     fields = dict(
-        type=PacketType.CONTRIBUTION, flags=Flag.WAN | Flag.LOCAL, job=7, round=300, group=2,
-        src=5, chunk=123_456, bitmap=0, values=tuple(range(-16, 16)), packet_format=PACKET_FORMAT,
-    )  # fmt: skip
+        type=PacketType.CONTRIBUTION,
+        flags=Flag.WAN | Flag.LOCAL,
+        job=7,
+        round=300,
+        group=2,
+        src=5,
+        chunk=123_456,
+        bitmap=0,
+        values=tuple(range(-16, 16)),
+        packet_format=PACKET_FORMAT,
+    )
     return InnetPacket.of(**(fields | changes))
 
 
@@ -56,10 +64,12 @@ def test_fields_out_of_range_are_refused(changes):
 
 def test_a_packet_built_from_an_array_is_the_packet_built_from_its_values():
     values = np.arange(-16, 16, dtype=np.int32)
-    from_array = InnetPacket.of(PacketType.RESULT, Flag(0), 7, 300, 2, 5, 9, 0xFF, values,
-                                PACKET_FORMAT)  # fmt: skip
-    from_tuple = InnetPacket.of(PacketType.RESULT, Flag(0), 7, 300, 2, 5, 9, 0xFF,
-                                tuple(range(-16, 16)), PACKET_FORMAT)  # fmt: skip
+    from_array = InnetPacket.of(
+        PacketType.RESULT, Flag(0), 7, 300, 2, 5, 9, 0xFF, values, PACKET_FORMAT
+    )
+    from_tuple = InnetPacket.of(
+        PacketType.RESULT, Flag(0), 7, 300, 2, 5, 9, 0xFF, tuple(range(-16, 16)), PACKET_FORMAT
+    )
     assert from_array == from_tuple and from_array.encode() == from_tuple.encode()
     assert from_array.values == tuple(range(-16, 16))
     nack = InnetPacket.of(PacketType.NACK, Flag.WAN, 7, 300, 2, 5, 9, 0, None, PACKET_FORMAT)

@@ -190,8 +190,10 @@ def predicted(n: int, hops_ms: list[float], delta_ms: float) -> float:
     k = len(hops_ms)
     lengths = [len(s) for s in segments(n, k)]
     bandwidth = 2 * (k - 1) * max(lengths) * delta_ms + max(hops_ms)
-    chains = [L * delta_ms + sum(hops_ms[(g + t) % k] for t in range(2 * (k - 1)))
-              for g, L in enumerate(lengths)]  # fmt: skip
+    chains = [
+        L * delta_ms + sum(hops_ms[(g + t) % k] for t in range(2 * (k - 1)))
+        for g, L in enumerate(lengths)
+    ]
     return max(bandwidth, max(chains))
 
 
@@ -214,8 +216,11 @@ def test_the_pipelined_ring_takes_the_time_the_planner_models(n: int, hops_ms: l
 
     net = ring_net(order, delay=delay)
     values = contributions(net.members, n * 32)
-    paced = policy(rate_bps=PACKET_FORMAT.frame_bits / (delta_ms / 1000),
-                   timeout_s=2 * max(hops_ms) / 1000 + 0.001, max_timeout_s=0.5)  # fmt: skip
+    paced = policy(
+        rate_bps=PACKET_FORMAT.frame_bits / (delta_ms / 1000),
+        timeout_s=2 * max(hops_ms) / 1000 + 0.001,
+        max_timeout_s=0.5,
+    )
     rings, finish = run_collective("ring", net, values, paced, order=order, tick_s=2e-5)
     assert finish.errors == {}
     assert sum(r.stats.nacks_sent for r in rings.values()) == 0
@@ -236,7 +241,11 @@ def test_a_finished_member_resends_what_it_sent() -> None:
     assert ring.step(0.02)
     step0, step2 = (s.packet for s in net.log[before:])
     assert (step0.type, step0.flags, step0.bitmap, step0.chunk) == (
-        PacketType.CONTRIBUTION, Flag.RETRANSMIT, 0, own)  # fmt: skip
+        PacketType.CONTRIBUTION,
+        Flag.RETRANSMIT,
+        0,
+        own,
+    )
     assert np.array_equal(step0.array(), values[0][own * 32 : own * 32 + 32])
     assert (step2.bitmap, step2.chunk) == (2, final)
     assert np.array_equal(step2.array(), wrapping_sum(values)[final * 32 : final * 32 + 32])

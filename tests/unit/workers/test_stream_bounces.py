@@ -22,16 +22,31 @@ TIMEOUT_S = 0.2
 
 
 def stream(paced: bool = True, n: int = 1) -> ChunkStream:
-    policy = SendPolicy(window=n, rate_bps=FRAME_BITS / FRAME_S if paced else None,
-                        timeout_s=TIMEOUT_S, max_timeout_s=0.8, deadline_s=20.0)  # fmt: skip
+    policy = SendPolicy(
+        window=n,
+        rate_bps=FRAME_BITS / FRAME_S if paced else None,
+        timeout_s=TIMEOUT_S,
+        max_timeout_s=0.8,
+        deadline_s=20.0,
+    )
     chunks = np.arange(n * LANES, dtype=np.int32).reshape(n, LANES)
     return ChunkStream(GROUP, policy, chunks, 0, 0.0, AggregatorStats())
 
 
 def bounce(src: int, chunk: int, value: int, flags: Flag = Flag.WAN | Flag.REMOTE) -> InnetPacket:
     g = GROUP
-    return InnetPacket.of(PacketType.BOUNCE, flags, g.job, g.round, g.group, src, chunk, 0,
-                          (value,) * LANES, g.packet_format)  # fmt: skip
+    return InnetPacket.of(
+        PacketType.BOUNCE,
+        flags,
+        g.job,
+        g.round,
+        g.group,
+        src,
+        chunk,
+        0,
+        (value,) * LANES,
+        g.packet_format,
+    )
 
 
 def replays(s: ChunkStream, now: float) -> list[InnetPacket]:
@@ -40,8 +55,18 @@ def replays(s: ChunkStream, now: float) -> list[InnetPacket]:
 
 def result(chunk: int) -> InnetPacket:
     g = GROUP
-    return InnetPacket.of(PacketType.RESULT, Flag(0), g.job, g.round, g.group, 0, chunk,
-                          g.bitmap, (7,) * LANES, g.packet_format)  # fmt: skip
+    return InnetPacket.of(
+        PacketType.RESULT,
+        Flag(0),
+        g.job,
+        g.round,
+        g.group,
+        0,
+        chunk,
+        g.bitmap,
+        (7,) * LANES,
+        g.packet_format,
+    )
 
 
 def test_a_bounced_contribution_goes_back_to_the_own_edge_a_frame_time_later() -> None:
@@ -52,8 +77,11 @@ def test_a_bounced_contribution_goes_back_to_the_own_edge_a_frame_time_later() -
     assert replays(s, 0.011) == []  # not before its wait
     (again,) = replays(s, 0.0115)
     assert (again.type, again.flags, again.src, again.chunk) == (
-        PacketType.CONTRIBUTION, Flag.LOCAL | Flag.RETRANSMIT, 2, 0
-    )  # fmt: skip
+        PacketType.CONTRIBUTION,
+        Flag.LOCAL | Flag.RETRANSMIT,
+        2,
+        0,
+    )
     assert again.values == (42,) * LANES  # the refused contribution, as it came
     assert replays(s, 0.1) == []  # once
     assert s.stats.bounced == 1 and s.stats.sent == 1 and s.stats.retransmitted == 0

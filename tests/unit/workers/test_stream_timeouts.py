@@ -23,13 +23,28 @@ STEP_S = 0.00025
 
 
 def _policy(window: int) -> SendPolicy:
-    return SendPolicy(window=window, rate_bps=FRAME_BITS * FRAMES_PER_S, timeout_s=0.2,
-                      max_timeout_s=0.8, deadline_s=20.0)  # fmt: skip
+    return SendPolicy(
+        window=window,
+        rate_bps=FRAME_BITS * FRAMES_PER_S,
+        timeout_s=0.2,
+        max_timeout_s=0.8,
+        deadline_s=20.0,
+    )
 
 
 def _result(chunk: int) -> InnetPacket:
-    return InnetPacket.of(PacketType.RESULT, Flag(0), GROUP.job, GROUP.round, GROUP.group, 0, chunk,
-                       GROUP.bitmap, (chunk,) * LANES, GROUP.packet_format)  # fmt: skip
+    return InnetPacket.of(
+        PacketType.RESULT,
+        Flag(0),
+        GROUP.job,
+        GROUP.round,
+        GROUP.group,
+        0,
+        chunk,
+        GROUP.bitmap,
+        (chunk,) * LANES,
+        GROUP.packet_format,
+    )
 
 
 def _play(
@@ -96,8 +111,14 @@ def test_resends_keep_to_the_paced_schedule() -> None:
     """Every odd chunk's first copy is lost, and the leader stalls 0.35 s while many of them time
     out: their resends still take frame times of the same schedule as the fresh chunks, never
     more than one frame a millisecond in all, instead of leaving in one burst."""
-    lossy = _play(200, 200, lambda c, t: None if c % 2 else t + 0.05, 3.0, stall=(0.25, 0.6),
-                  resend_answered_after=0.05)  # fmt: skip
+    lossy = _play(
+        200,
+        200,
+        lambda c, t: None if c % 2 else t + 0.05,
+        3.0,
+        stall=(0.25, 0.6),
+        resend_answered_after=0.05,
+    )
     stream, sent = lossy
     assert stream.done
     wan = [t for t, p in sent if p.flags & Flag.WAN]

@@ -43,9 +43,13 @@ from topo.wan import City, Wan, WanLink
 def machine(**change: float) -> Machine:
     """One core gives 10,000 frames/s now (share 1), two cores 20,000; timer p99 0.5 ms."""
     figures: dict[str, Any] = {
-        "timer_p50_s": 1e-4, "timer_p99_s": 5e-4, "timer_max_s": 2e-3,
-        "cpu_share": 1.0, "frames_per_cpu_s": 10_000.0, "cores": 2,
-    }  # fmt: skip
+        "timer_p50_s": 1e-4,
+        "timer_p99_s": 5e-4,
+        "timer_max_s": 2e-3,
+        "cpu_share": 1.0,
+        "frames_per_cpu_s": 10_000.0,
+        "cores": 2,
+    }
     figures.update(change)
     return Machine(**figures)
 
@@ -99,8 +103,10 @@ def test_another_job_on_another_core_leaves_fewer_cores() -> None:
     assert checked.verdict == DOES_NOT_FIT
     assert "more than the 1.00 of 2 cores free now" in checked.reasons[0], checked.reasons
     assert "other work 1.00 cores" in checked.reasons[0] and "other work 1.00" in checked.summary
-    busy_leaders = judge(machine(others_cores=1.0, leader_frames_per_cpu_s=10_000.0),
-                         Need(100.0, 1_000.0, 0.01, "Tokyo", leader_fps=1_000.0))  # fmt: skip
+    busy_leaders = judge(
+        machine(others_cores=1.0, leader_frames_per_cpu_s=10_000.0),
+        Need(100.0, 1_000.0, 0.01, "Tokyo", leader_fps=1_000.0),
+    )
     assert ": 0.16 of 1.00 free of 2 cores: fits" in busy_leaders.summary, busy_leaders.summary
     assert machine(cpu_share=0.6, others_cores=0.2).free_cores == pytest.approx(1.2)
 
@@ -115,8 +121,9 @@ def test_more_than_half_the_machine_is_tight_half_is_not() -> None:
 def test_timer_lateness_above_the_planned_headroom_is_tight() -> None:
     checked = judge(machine(timer_p99_s=0.002), need(headroom=0.001))
     assert checked.verdict == TIGHT
-    assert checked.reasons == ("timer lateness p99 2 ms is above the planned headroom of 1 ms: "
-                               "slot conflicts likely",)  # fmt: skip
+    assert checked.reasons == (
+        "timer lateness p99 2 ms is above the planned headroom of 1 ms: slot conflicts likely",
+    )
     assert judge(machine(timer_p99_s=0.002), need(headroom=math.inf)).verdict == FITS
     assert judge(machine(timer_p99_s=1e-5), need(headroom=0.0)).verdict == TIGHT  # none planned
 
@@ -144,8 +151,14 @@ def test_the_leaders_cpu_counts_beside_the_switches() -> None:
 def at_scale(base: Need, scale: float) -> Need:
     """`base` at another scale factor: every rate it asks falls as 1 / scale."""
     k = base.scale / scale
-    return Need(base.switch_fps * k, base.total_fps * k, base.headroom_s, base.busiest,
-                leader_fps=base.leader_fps * k, scale=scale)  # fmt: skip
+    return Need(
+        base.switch_fps * k,
+        base.total_fps * k,
+        base.headroom_s,
+        base.busiest,
+        leader_fps=base.leader_fps * k,
+        scale=scale,
+    )
 
 
 def test_a_plan_that_does_not_fit_names_the_least_scale_at_which_it_would() -> None:
@@ -272,8 +285,11 @@ def test_round_rates_turn_the_group_rate_into_frames_at_emulation_scale() -> Non
 
 
 def test_the_plan_needs_its_busiest_round_all_to_all_at_ample_memory() -> None:
-    em = resolve(parse_scenario("name: t\nscale: 100000\nmemory: [1.6GB]\n"
-                                "schedules: [all-to-all, cliques-3]\n"))  # fmt: skip
+    em = resolve(
+        parse_scenario(
+            "name: t\nscale: 100000\nmemory: [1.6GB]\nschedules: [all-to-all, cliques-3]\n"
+        )
+    )
     got = planned.plan_need(em)
     (all_to_all,) = em.points[0].plays[0].plan.costs
     (g,) = all_to_all.groups
@@ -382,8 +398,9 @@ def never_built(point: MemoryPoint) -> AbstractContextManager[RunningTestbed]:
     raise AssertionError("a testbed was built")
 
 
-def slow_machine(em: Emulation, backend: str | None = None, leader_fps: float = 0.0,
-                 target: str = "p4switch") -> Machine:  # fmt: skip
+def slow_machine(
+    em: Emulation, backend: str | None = None, leader_fps: float = 0.0, target: str = "p4switch"
+) -> Machine:
     return machine(frames_per_cpu_s=1.0)
 
 

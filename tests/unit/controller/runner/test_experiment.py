@@ -81,15 +81,24 @@ def test_the_training_section_becomes_the_trainers_config() -> None:
 def default_check() -> dict[tuple[str, str, str], float]:
     """`innet run --check` of the default scenario (256 lanes): the predicted consensus per
     (network, memory, family)."""
-    proc = subprocess.run([sys.executable, "-c", CLI, "run", str(DEFAULT), "--check"], cwd=REPO,
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", CLI, "run", str(DEFAULT), "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("scenario nine-cities: 9 islands x 2 hosts, scale 2000"), lines
     assert "inna, memory 25.6 MB -> pool 16.4 MB (4 slots/bank)" in proc.stdout  # 1 KB slots
-    found = re.findall(r"^  (\w+), (any memory|memory [\d.]+ [MG]B)[^:]*: ([\w-]+): "
-                       r"consensus in \d+ round\(s\), ([\d.]+) s predicted", proc.stdout,
-                       re.MULTILINE)  # fmt: skip
+    found = re.findall(
+        r"^  (\w+), (any memory|memory [\d.]+ [MG]B)[^:]*: ([\w-]+): "
+        r"consensus in \d+ round\(s\), ([\d.]+) s predicted",
+        proc.stdout,
+        re.MULTILINE,
+    )
     assert len(found) == len(lines) - 1 == 6, proc.stdout
     return {(net, mem, family): float(t) for net, mem, family, t in found}
 

@@ -32,8 +32,16 @@ def test_the_outlier_of_the_busy_demo_is_flagged_timing_and_jitter() -> None:
     """cliques-3 on one slot per bank beside two busy loops: 4.33 s against 0.97 s, 334 slot
     conflicts, 227 retransmissions, 13.7 ms of lag against 10.24 ms of headroom: it was `ok`
     and starred; it must carry both reasons."""
-    flags = flag_round(seen(time_s=4.325, predicted_s=0.971, slot_conflicts=334,
-                            retransmissions=227, lag_s=0.0137, headroom_s=0.01024))  # fmt: skip
+    flags = flag_round(
+        seen(
+            time_s=4.325,
+            predicted_s=0.971,
+            slot_conflicts=334,
+            retransmissions=227,
+            lag_s=0.0137,
+            headroom_s=0.01024,
+        )
+    )
     assert list(flags) == ["timing", "jitter"]
     assert "345% above its prediction" in flags["timing"]
     assert "334 slot conflict(s) and 227 retransmission(s)" in flags["timing"]
@@ -72,8 +80,10 @@ def test_noise_beyond_the_headroom_is_jitter_only_when_slots_ran_out_at_a_cost()
     assert flag_round(seen(**conflicts)) == {}
     # with a lossy WAN, retransmissions are the loss's: the conflicts cost the round nothing
     assert list(flag_round(seen(**conflicts, retransmissions=2, wan_loss=0.01))) == ["loss"]
-    assert flag_round(seen(lag_s=0.004, headroom_s=math.inf, slot_conflicts=3,
-                           retransmissions=2)) == {}  # fmt: skip
+    assert (
+        flag_round(seen(lag_s=0.004, headroom_s=math.inf, slot_conflicts=3, retransmissions=2))
+        == {}
+    )
 
 
 def test_a_round_that_did_not_finish_has_no_timing_flag() -> None:

@@ -19,11 +19,31 @@ from controller.runner.results.gap import (
 MEMORY = 1_600_000_000
 
 
-def rnd(network: str, r: int, time_s: float | None, predicted_s: float, accuracy: float,
-        status: str = "ok", flags: dict[str, str] | None = None) -> RoundRecord:  # fmt: skip
-    return RoundRecord(MEMORY, 64, "all-to-all", r, (("A", "B"),), 0.0, time_s, predicted_s,
-                       0.0, accuracy=accuracy, test_loss=1 - accuracy, network=network,
-                       status=status, flags=flags or {})  # fmt: skip
+def rnd(
+    network: str,
+    r: int,
+    time_s: float | None,
+    predicted_s: float,
+    accuracy: float,
+    status: str = "ok",
+    flags: dict[str, str] | None = None,
+) -> RoundRecord:
+    return RoundRecord(
+        MEMORY,
+        64,
+        "all-to-all",
+        r,
+        (("A", "B"),),
+        0.0,
+        time_s,
+        predicted_s,
+        0.0,
+        accuracy=accuracy,
+        test_loss=1 - accuracy,
+        network=network,
+        status=status,
+        flags=flags or {},
+    )
 
 
 def records() -> list[RoundRecord]:

@@ -23,8 +23,7 @@ NAMES = ("Tokyo", "Singapore", "Sydney")
 
 def islands_on(clock: FakeClock, sleep: Callable[[float], None]) -> Islands:
     """Three leaders that answer only what a test puts in their queues."""
-    islands = Islands([], NAMES, Path("unused.json"), Path("unused-logs"), clock=clock,
-                      sleep=sleep)  # fmt: skip
+    islands = Islands([], NAMES, Path("unused.json"), Path("unused-logs"), clock=clock, sleep=sleep)
     never_started = cast(subprocess.Popen[str], None)  # only read when a leader exits
     islands.leaders = [IslandProcess(u, NAMES[u], 1, never_started) for u in range(len(NAMES))]
     return islands

@@ -34,8 +34,9 @@ def test_lanes_innet_p4_is_not_built_with_are_refused(value: str, why: str) -> N
 
 def scenario(tmp_path: Path, lanes: int) -> Path:
     path = tmp_path / f"s{lanes}.yaml"
-    path.write_text(f"name: l\nscale: 1000\nlanes: {lanes}\nmemory: 51.2MB\n"
-                    "schedules: [all-to-all]\n")  # fmt: skip
+    path.write_text(
+        f"name: l\nscale: 1000\nlanes: {lanes}\nmemory: 51.2MB\nschedules: [all-to-all]\n"
+    )
     return path
 
 

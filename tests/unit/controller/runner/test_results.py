@@ -273,8 +273,14 @@ def test_format_table_names_the_first_to_consensus_per_memory() -> None:
     table = format_table(rows)
     lines = table.splitlines()
     assert lines[0].split() == [
-        "memory", "schedule", "consensus", "predicted", "ratio", "accuracy", "status"
-    ]  # fmt: skip
+        "memory",
+        "schedule",
+        "consensus",
+        "predicted",
+        "ratio",
+        "accuracy",
+        "status",
+    ]
     marked = [line for line in lines[1:-1] if " * " in line]
     # at 25.6 MB cliques-3 never finished a whole cycle; at 1.6 GB all-to-all's 5.5 s beats
     # the cliques' 10 s
@@ -366,8 +372,10 @@ def test_format_table_puts_a_plain_wan_beside_inna_and_gives_the_gain() -> None:
     cycles = {("plain", "all-to-all"): Cycle(1, 1), ("inna", "all-to-all"): Cycle(1, 1)}
     rows = summarise(records, cycles)
     assert [(r.network, r.per_memory) for r in rows] == [
-        ("plain", False), ("inna", True), ("inna", True)
-    ]  # fmt: skip
+        ("plain", False),
+        ("inna", True),
+        ("inna", True),
+    ]
     lines = format_table(rows).splitlines()
     assert lines[0].split()[:2] == ["network", "memory"] and "vs plain" in lines[0]
     assert lines[1].startswith("plain") and "any memory" in lines[1] and " * " not in lines[1]
@@ -386,9 +394,17 @@ def test_no_star_where_another_schedule_has_only_flagged_rounds_even_slower_ones
     The triples' network time is unknown (their prediction is the faster one), so all-to-all
     cannot be named first at that memory."""
     records = [rec(25_600_000, "all-to-all", 0, 8.4, predicted_s=8.5)]
-    records += [rec(25_600_000, "cliques-3", i, 9.0, predicted_s=0.6,
-                    flags={"cpu_bound": "a switch or leader fell 108 ms behind"})
-                for i in range(3)]  # fmt: skip
+    records += [
+        rec(
+            25_600_000,
+            "cliques-3",
+            i,
+            9.0,
+            predicted_s=0.6,
+            flags={"cpu_bound": "a switch or leader fell 108 ms behind"},
+        )
+        for i in range(3)
+    ]
     table = format_table(summarise(records, CYCLES))
     assert " * " not in table
     assert "no star at 25.6 MB: cliques-3 there has only flagged rounds to compare" in table

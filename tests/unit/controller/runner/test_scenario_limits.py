@@ -36,10 +36,14 @@ def test_a_scenario_that_is_not_a_regular_file_is_not_read() -> None:
 
 def test_a_scenario_whose_topology_has_33_cities_is_refused_at_check(tmp_path: Path) -> None:
     lines = ["name: line", "sources: {s: made up}", "cities:"]
-    lines += [f"  - {{name: C{i}, code: C{i}, continent: X, lat: 0, lon: {i}, source: s}}"
-              for i in range(33)]  # fmt: skip
-    lines += ["links:"] + [f"  - {{a: C{i - 1}, b: C{i}, delay: 1ms, capacity: 10Gbps, source: s}}"
-                           for i in range(1, 33)]  # fmt: skip
+    lines += [
+        f"  - {{name: C{i}, code: C{i}, continent: X, lat: 0, lon: {i}, source: s}}"
+        for i in range(33)
+    ]
+    lines += ["links:"] + [
+        f"  - {{a: C{i - 1}, b: C{i}, delay: 1ms, capacity: 10Gbps, source: s}}"
+        for i in range(1, 33)
+    ]
     (tmp_path / "line.yaml").write_text("\n".join(lines) + "\n")
     path = tmp_path / "s.yaml"
     path.write_text("name: s\nhosts: 1\ntopology: line.yaml\n")

@@ -23,9 +23,20 @@ NAMES = ("Tokyo", "London", "Lima")
 
 def rec(network: str, number: int, sums: dict[str, str], status: str = "ok") -> RoundRecord:
     done = status == "ok"
-    return RoundRecord(int(1.6 * GB), 256, "all-to-all", number, (NAMES,), 0.0,
-                       1.0 if done else None, 1.0, 1.0, status=status, network=network,
-                       sums=sums)  # fmt: skip
+    return RoundRecord(
+        int(1.6 * GB),
+        256,
+        "all-to-all",
+        number,
+        (NAMES,),
+        0.0,
+        1.0 if done else None,
+        1.0,
+        1.0,
+        status=status,
+        network=network,
+        sums=sums,
+    )
 
 
 def same(digest: str) -> dict[str, str]:
@@ -79,8 +90,11 @@ def test_a_group_whose_members_got_different_sums_is_named_with_every_digest() -
 def test_rounds_compared_by_network_memory_schedule_and_number() -> None:
     here = [rec("inna", 0, same("aa")), rec("inna", 1, same("bb")), rec("gloo", 0, {})]
     assert compare_sums(here, list(reversed(here))).same  # the order of the lines is no matter
-    there = [rec("inna", 0, same("aa")), rec("inna", 1, {**same("bb"), "Lima": "bc"}),
-             rec("gloo", 0, {})]  # fmt: skip
+    there = [
+        rec("inna", 0, same("aa")),
+        rec("inna", 1, {**same("bb"), "Lima": "bc"}),
+        rec("gloo", 0, {}),
+    ]
     result = compare_sums(here, there)
     assert (result.compared, result.without, result.same) == (2, 1, False)
     assert result.differences == ("inna 1.6 GB all-to-all round 1: Lima bb here, bc there",)

@@ -15,31 +15,66 @@ from workers import textlm
 BAD = [
     ("step-zero", "compute:\n  step_time: 0s\n", "compute.step_time", 3, ["positive"]),
     ("step-negative", "compute:\n  step_time: -450ms\n", "compute.step_time", 3, ["positive"]),
-    ("step-and-flops", "compute:\n  step_time: 1s\n  mfu: 0.5\n", "compute.mfu", 4,
-     ["not both"]),
+    ("step-and-flops", "compute:\n  step_time: 1s\n  mfu: 0.5\n", "compute.mfu", 4, ["not both"]),
     ("neither", "compute:\n  mfu: 0.5\n", "compute", 3, ["give step_time"]),
-    ("mfu-above-one", "compute:\n  tokens_per_step: 4M\n  mfu: 1.5\n", "compute.mfu", 4,
-     ["(0, 1]"]),
-    ("accelerator", "compute:\n  tokens_per_step: 4M\n  accelerator: tpu9\n",
-     "compute.accelerator", 4, ["unknown accelerator 'tpu9'", "a100, h100"]),
-    ("tokens", "compute:\n  tokens_per_step: lots\n", "compute.tokens_per_step", 3,
-     ["positive count"]),
-    ("accuracy-above-one", "training:\n  target_accuracy: 1.5\n", "training.target_accuracy",
-     3, ["(0, 1]"]),
-    ("accuracy-zero", "training:\n  target_accuracy: 0\n", "training.target_accuracy", 3,
-     ["above 0"]),
+    (
+        "mfu-above-one",
+        "compute:\n  tokens_per_step: 4M\n  mfu: 1.5\n",
+        "compute.mfu",
+        4,
+        ["(0, 1]"],
+    ),
+    (
+        "accelerator",
+        "compute:\n  tokens_per_step: 4M\n  accelerator: tpu9\n",
+        "compute.accelerator",
+        4,
+        ["unknown accelerator 'tpu9'", "a100, h100"],
+    ),
+    (
+        "tokens",
+        "compute:\n  tokens_per_step: lots\n",
+        "compute.tokens_per_step",
+        3,
+        ["positive count"],
+    ),
+    (
+        "accuracy-above-one",
+        "training:\n  target_accuracy: 1.5\n",
+        "training.target_accuracy",
+        3,
+        ["(0, 1]"],
+    ),
+    (
+        "accuracy-zero",
+        "training:\n  target_accuracy: 0\n",
+        "training.target_accuracy",
+        3,
+        ["above 0"],
+    ),
     ("loss-negative", "training:\n  target_loss: -1\n", "training.target_loss", 3, ["above 0"]),
-    ("overlap-not-bool", "training:\n  overlap: sometimes\n", "training.overlap", 3,
-     ["true or false"]),
+    (
+        "overlap-not-bool",
+        "training:\n  overlap: sometimes\n",
+        "training.overlap",
+        3,
+        ["true or false"],
+    ),
     ("model", "training:\n  model: rnn\n", "training.model", 3, ["unknown model 'rnn'"]),
-    ("width", "training:\n  model: transformer\n  hidden: 100\n", "training.hidden", 4,
-     ["multiple of 32"]),
+    (
+        "width",
+        "training:\n  model: transformer\n  hidden: 100\n",
+        "training.hidden",
+        4,
+        ["multiple of 32"],
+    ),
     ("one-dc", "one_dc: maybe\n", "one_dc", 2, ["true or false"]),
-]  # fmt: skip
+]
 
 
-@pytest.mark.parametrize(("text", "key", "line", "words"), [b[1:] for b in BAD],
-                         ids=[b[0] for b in BAD])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "key", "line", "words"), [b[1:] for b in BAD], ids=[b[0] for b in BAD]
+)
 def test_bad_input_names_the_line(
     tmp_path: Path, text: str, key: str, line: int, words: list[str]
 ) -> None:
@@ -65,8 +100,10 @@ def test_a_corpus_that_cannot_be_found_is_refused_at_the_model_line(
 
 
 def test_compute_from_flops_and_the_round_trip() -> None:
-    text = ("name: c\ncompute:\n  tokens_per_step: 4M\n  accelerators: 256\n  mfu: 0.5\n"
-            "training:\n  overlap: true\n  target_accuracy: 0.9\n")  # fmt: skip
+    text = (
+        "name: c\ncompute:\n  tokens_per_step: 4M\n  accelerators: 256\n  mfu: 0.5\n"
+        "training:\n  overlap: true\n  target_accuracy: 0.9\n"
+    )
     sc = parse_scenario(text)
     assert sc.one_dc  # the reference comes with compute unless switched off
     assert sc.training.overlap and sc.training.target_accuracy == 0.9
@@ -75,8 +112,9 @@ def test_compute_from_flops_and_the_round_trip() -> None:
     assert step.step_time_s == pytest.approx(6 * 250e6 * 4e6 / (256 * 989e12 * 0.5))
     import yaml
 
-    again = parse_scenario("name: c\n" + yaml.safe_dump({k: v for k, v in sc.to_dict().items()
-                                                         if k != "name"}))  # fmt: skip
+    again = parse_scenario(
+        "name: c\n" + yaml.safe_dump({k: v for k, v in sc.to_dict().items() if k != "name"})
+    )
     assert again == sc
 
 

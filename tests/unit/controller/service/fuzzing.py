@@ -158,8 +158,13 @@ def install_schedules(client: Client, cities: list[str], examples: int) -> int:
     """Set `examples` random schedules, installing each one's first round; returns how many."""
     done = []
 
-    @hypothesis.settings(max_examples=examples, deadline=None, derandomize=True, database=None,
-                         suppress_health_check=list(HealthCheck))  # fmt: skip
+    @hypothesis.settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(rounds=schedules(cities))
     def one(rounds: Rounds) -> None:
         put = client.put("/schedule", json={"name": "random", "rounds": rounds})

@@ -213,11 +213,13 @@ def test_experiment_is_idle_until_started(client: TestClient) -> None:
         ({"rounds": 0}, ["body", "rounds"]),
         ({"rounds": 2, "name": "Bad Name"}, ["body", "name"]),
         ({"rounds": 2, "training": {"inner_steps": 0}}, ["body", "training", "inner_steps"]),
-        ({"rounds": 2, "training": {"outer_momentum": 1.0}}, ["body", "training",
-                                                              "outer_momentum"]),
+        (
+            {"rounds": 2, "training": {"outer_momentum": 1.0}},
+            ["body", "training", "outer_momentum"],
+        ),
         ({"rounds": 2, "trainig": {}}, ["body", "trainig"]),
     ],
-)  # fmt: skip
+)
 def test_bad_experiment_bodies_are_422_naming_the_field(
     client: TestClient, body: dict, loc: list
 ) -> None:

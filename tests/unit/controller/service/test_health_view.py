@@ -10,13 +10,24 @@ from innet.jsontypes import JSONValue
 
 WELL = SwitchHealth("A", "s0", process=True, p4runtime=True, control=None)
 LOST = SwitchHealth(
-    "B", "s1", True, True, None, primary="lost",
+    "B",
+    "s1",
+    True,
+    True,
+    None,
+    primary="lost",
     reason="another client is primary (election id 9); the controller asks again once it leaves",
-)  # fmt: skip
+)
 TIMED_OUT = SwitchHealth(
-    "C", "s2", True, True, None, state="diverged", write="timed out",
+    "C",
+    "s2",
+    True,
+    True,
+    None,
+    state="diverged",
+    write="timed out",
     reason="state diverged: a write of 3 updates ended with DEADLINE_EXCEEDED",
-)  # fmt: skip
+)
 
 
 def test_each_field_that_is_not_ok_makes_the_switch_and_the_testbed_unwell() -> None:
@@ -26,9 +37,18 @@ def test_each_field_that_is_not_ok_makes_the_switch_and_the_testbed_unwell() -> 
     switches = body["switches"]
     assert isinstance(switches, list)
     rows = {s["switch"]: s for s in switches if isinstance(s, dict)}
-    assert rows["s0"] == {"city": "A", "switch": "s0", "process": True, "p4runtime": True,
-                          "control": None, "primary": "ok", "state": "ok", "write": "ok",
-                          "reason": "", "ok": True}  # fmt: skip
+    assert rows["s0"] == {
+        "city": "A",
+        "switch": "s0",
+        "process": True,
+        "p4runtime": True,
+        "control": None,
+        "primary": "ok",
+        "state": "ok",
+        "write": "ok",
+        "reason": "",
+        "ok": True,
+    }
     assert (rows["s1"]["primary"], rows["s1"]["ok"]) == ("lost", False)
     assert (rows["s2"]["state"], rows["s2"]["write"]) == ("diverged", "timed out")
     reason = str(body["reason"])

@@ -166,22 +166,31 @@ def test_a_body_over_the_limit_is_413_before_it_is_parsed(client: TestClient) ->
 
 def test_a_body_that_is_not_json_is_refused_without_500(client: TestClient) -> None:
     for raw in ('{"memory": 1', "\xff\xfe", '{"memory": %s}' % ("9" * 5000), "[]", "null"):
-        reply = client.post("/schedule/plan", content=raw.encode("utf-8", "surrogateescape"),
-                            headers={"content-type": "application/json"})  # fmt: skip
+        reply = client.post(
+            "/schedule/plan",
+            content=raw.encode("utf-8", "surrogateescape"),
+            headers={"content-type": "application/json"},
+        )
         assert reply.status_code in (400, 422), (raw[:20], reply.text)
 
 
 def test_the_validation_answer_holds_any_input() -> None:
     """NaN, bytes and a huge int in what pydantic reports: the answer is still JSON."""
-    error = {"loc": ("body", b"\xff", 3), "msg": "Value error, bad\x00", "type": "value_error",
-             "input": float("nan"), "ctx": {"error": ValueError(b"\x00")},
-             "big": 10**400}  # fmt: skip
+    error = {
+        "loc": ("body", b"\xff", 3),
+        "msg": "Value error, bad\x00",
+        "type": "value_error",
+        "input": float("nan"),
+        "ctx": {"error": ValueError(b"\x00")},
+        "big": 10**400,
+    }
     err = RequestValidationError([error])
     reply = validation_failed(None, err)  # type: ignore[arg-type]
     assert reply.status_code == 422
     body = json.loads(bytes(reply.body))
-    assert body == {"detail": [{"loc": ["body", "b'\\xff'", 3], "msg": "bad\\x00",
-                                "type": "value_error"}]}  # fmt: skip
+    assert body == {
+        "detail": [{"loc": ["body", "b'\\xff'", 3], "msg": "bad\\x00", "type": "value_error"}]
+    }
 
 
 BODY = {"400", "413", "422"}

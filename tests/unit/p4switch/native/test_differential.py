@@ -30,8 +30,16 @@ pytestmark = pytest.mark.skipif(native.available() is not None, reason=f"{native
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 EXTRAS = Path(__file__).resolve().parent / "programs"
-NAMES = ("l2.p4", "ipv4_lpm.p4", "multicast.p4", "clone.p4", "register_counter.p4", "agg32.p4",
-         "features.p4", "p4info_full.p4")  # fmt: skip
+NAMES = (
+    "l2.p4",
+    "ipv4_lpm.p4",
+    "multicast.p4",
+    "clone.p4",
+    "register_counter.p4",
+    "agg32.p4",
+    "features.p4",
+    "p4info_full.p4",
+)
 SETTINGS = settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -195,8 +203,10 @@ def ipv4(rng: random.Random) -> bytes:
     dst = rng.choice([0x0A000001, 0x0A000002, 0x0A000003, rng.getrandbits(32)])
     header = bytearray(
         bytes([0x45, 0, 0, 40, 0, 0, 0, 0, rng.choice([0, 1, 2, 64]), rng.choice([6, 17])])
-        + bytes(2) + rng.getrandbits(32).to_bytes(4, "big") + dst.to_bytes(4, "big")
-    )  # fmt: skip
+        + bytes(2)
+        + rng.getrandbits(32).to_bytes(4, "big")
+        + dst.to_bytes(4, "big")
+    )
     if rng.random() < 0.8:
         header[10:12] = h.ipv4_checksum(bytes(header)).to_bytes(2, "big")
     return bytes(header)
@@ -205,8 +215,11 @@ def ipv4(rng: random.Random) -> bytes:
 def random_frame(rng: random.Random) -> bytes:
     dst = key_value(48, rng) if rng.random() < 0.7 else rng.getrandbits(48)
     ether_type = rng.choice([0x0800, 0x0800, 0x88B5, 0x88B5, 0x88B6, 0x88B7, 0x1234])
-    body = ipv4(rng) if ether_type == 0x0800 else bytes([rng.choice([1, 2, 3, 4, 5, 0x13, 0x20,
-                                                                     0x21, 0xFF])])  # fmt: skip
+    body = (
+        ipv4(rng)
+        if ether_type == 0x0800
+        else bytes([rng.choice([1, 2, 3, 4, 5, 0x13, 0x20, 0x21, 0xFF])])
+    )
     body += rng.randbytes(rng.randint(0, 60))
     frame = dst.to_bytes(6, "big") + key_value(48, rng).to_bytes(6, "big")
     frame += ether_type.to_bytes(2, "big") + body

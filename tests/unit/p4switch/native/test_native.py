@@ -217,9 +217,13 @@ def test_holding_the_state_lock_holds_the_packet_path() -> None:
     got: list[list[tuple[int, bytes]]] = []
     ctx_fn, ctx = pipe.native_entry
     process = ctypes.CFUNCTYPE(
-        ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_uint32,
+        ctypes.c_int,
         ctypes.c_void_p,
-    )(ctx_fn)  # fmt: skip
+        ctypes.c_uint32,
+        ctypes.c_char_p,
+        ctypes.c_uint32,
+        ctypes.c_void_p,
+    )(ctx_fn)
     out = Out()
 
     def run() -> None:
@@ -273,9 +277,13 @@ def test_direct_counts_set_under_the_lock_reach_c_and_c_counts_read_back() -> No
         table.default_packets = 7
     fn, ctx = pipe.native_entry
     process = ctypes.CFUNCTYPE(
-        ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_uint32,
+        ctypes.c_int,
         ctypes.c_void_p,
-    )(fn)  # fmt: skip
+        ctypes.c_uint32,
+        ctypes.c_char_p,
+        ctypes.c_uint32,
+        ctypes.c_void_p,
+    )(fn)
     out = Out()
     frame = l2_frame(0, 0x88B6, bytes(32))
     for _ in range(3):

@@ -182,21 +182,39 @@ REFUSALS = [
     (lambda p: update(Update.INSERT, member(p, 1, 1)), "ALREADY_EXISTS", "already exists"),
     (lambda p: update(Update.MODIFY, member(p, 8, 1)), "NOT_FOUND", "no member 8"),
     (lambda p: update(Update.DELETE, member(p, 1, 1)), "FAILED_PRECONDITION", "is in group 7"),
-    (lambda p: update(Update.DELETE, group(p, 7, [])), "FAILED_PRECONDITION",
-     "used by table entries"),
+    (
+        lambda p: update(Update.DELETE, group(p, 7, [])),
+        "FAILED_PRECONDITION",
+        "used by table entries",
+    ),
     (lambda p: update(Update.INSERT, group(p, 8, [1, 9])), "NOT_FOUND", "no member 9"),
     (lambda p: update(Update.INSERT, group(p, 7, [1])), "ALREADY_EXISTS", "already exists"),
-    (lambda p: update(Update.INSERT, group(p, 8, [1, 2], max_size=1)), "RESOURCE_EXHAUSTED",
-     "at most 1 members"),
-    (lambda p: update(Update.INSERT, group(p, 8, [1], weight=2)), "UNIMPLEMENTED",
-     "members of weight 1"),
-    (lambda p: update(Update.INSERT, group(p, 8, [1], weight=0)), "INVALID_ARGUMENT",
-     "weight of 1 or more"),
-    (lambda p: update(Update.INSERT, ecmp_entry(p, 11, action_profile_member_id=9)),
-     "NOT_FOUND", "no member 9"),
-    (lambda p: update(Update.INSERT, ecmp_entry(p, 12, action_profile_group_id=8)),
-     "NOT_FOUND", "no group 8"),
-]  # fmt: skip
+    (
+        lambda p: update(Update.INSERT, group(p, 8, [1, 2], max_size=1)),
+        "RESOURCE_EXHAUSTED",
+        "at most 1 members",
+    ),
+    (
+        lambda p: update(Update.INSERT, group(p, 8, [1], weight=2)),
+        "UNIMPLEMENTED",
+        "members of weight 1",
+    ),
+    (
+        lambda p: update(Update.INSERT, group(p, 8, [1], weight=0)),
+        "INVALID_ARGUMENT",
+        "weight of 1 or more",
+    ),
+    (
+        lambda p: update(Update.INSERT, ecmp_entry(p, 11, action_profile_member_id=9)),
+        "NOT_FOUND",
+        "no member 9",
+    ),
+    (
+        lambda p: update(Update.INSERT, ecmp_entry(p, 12, action_profile_group_id=8)),
+        "NOT_FOUND",
+        "no group 8",
+    ),
+]
 
 
 @pytest.mark.parametrize(("make", "code", "words"), REFUSALS)
@@ -214,8 +232,9 @@ def test_what_profiles_refuse_beside_the_selector(ecmp) -> None:
     mac_group = group(program, 1, [])
     mac_group.action_profile_id = ids(program)["mac_profile"]
     assert refused(client, update(Update.INSERT, mac_group))[0] == (
-        "INVALID_ARGUMENT", "mac_profile is an action profile: it has no groups"
-    )  # fmt: skip
+        "INVALID_ARGUMENT",
+        "mac_profile is an action profile: it has no groups",
+    )
     direct = ecmp_entry(program, 14)
     direct.action.action.action_id = ids(program)["I.set_port"]
     assert refused(client, update(Update.INSERT, direct))[0][0] == "INVALID_ARGUMENT"

@@ -95,9 +95,24 @@ PROGRAMS = {"innet": innet, "simple": simple}
 # An entity is drawn right, or with one thing wrong (`flaw`): the write path's every check meets
 # inputs that pass all the others.
 
-TABLE_FLAWS = ("table_id", "field_id", "kind", "value", "prefix", "mask", "missing", "extra",
-               "priority", "action_id", "param_id", "param_value", "no_action", "default",
-               "counter_data", "const")  # fmt: skip
+TABLE_FLAWS = (
+    "table_id",
+    "field_id",
+    "kind",
+    "value",
+    "prefix",
+    "mask",
+    "missing",
+    "extra",
+    "priority",
+    "action_id",
+    "param_id",
+    "param_value",
+    "no_action",
+    "default",
+    "counter_data",
+    "const",
+)
 
 
 def flaws(names: tuple[str, ...]) -> st.SearchStrategy[str | None]:
@@ -160,8 +175,13 @@ def field_match(
 
 
 @st.composite
-def action_of(draw: st.DrawFn, p4info: p4info_pb2.P4Info, table: p4info_pb2.Table,
-              default: bool, flaw: str | None) -> p4runtime_pb2.Action:  # fmt: skip
+def action_of(
+    draw: st.DrawFn,
+    p4info: p4info_pb2.P4Info,
+    table: p4info_pb2.Table,
+    default: bool,
+    flaw: str | None,
+) -> p4runtime_pb2.Action:
     refused = p4info_pb2.ActionRef.TABLE_ONLY if default else p4info_pb2.ActionRef.DEFAULT_ONLY
     refs = [r.id for r in table.action_refs if r.scope != refused] or [table.action_refs[0].id]
     action_id = draw(st.sampled_from(refs))
@@ -318,13 +338,20 @@ def snapshot(server: P4RuntimeServer, p4info: p4info_pb2.P4Info, registers: bool
     """Everything a client can read back (the registers if asked: the slow part), in a
     canonical order."""
     counts = p4runtime_pb2.CounterData()
-    queries = [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(counter_data=counts)),
-               p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry())]  # fmt: skip
+    queries = [
+        p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(counter_data=counts)),
+        p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry()),
+    ]
     if registers:
         queries.append(p4runtime_pb2.Entity(register_entry=p4runtime_pb2.RegisterEntry()))
-    queries += [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(
-                    table_id=t.preamble.id, is_default_action=True, counter_data=counts))
-                for t in p4info.tables]  # fmt: skip
+    queries += [
+        p4runtime_pb2.Entity(
+            table_entry=p4runtime_pb2.TableEntry(
+                table_id=t.preamble.id, is_default_action=True, counter_data=counts
+            )
+        )
+        for t in p4info.tables
+    ]
     for which in ("multicast_group_entry", "clone_session_entry"):
         pre = p4runtime_pb2.PacketReplicationEngineEntry()
         getattr(pre, which).SetInParent()
