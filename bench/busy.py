@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 
 from innet.cpuload import CpuHogs  # noqa: E402
 
-MAIN = "import sys; from controller.cli import main; sys.exit(main())"
+MAIN = "import sys; from innet_cli import main; sys.exit(main())"
 TOLERANCE = 0.20
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
-MAIN = "import sys; from controller.cli import main; sys.exit(main())"
+MAIN = "import sys; from innet_cli import main; sys.exit(main())"
 
 
 def innet(run_dir: Path, *args: str) -> str:

@@ -5,7 +5,7 @@ P4Runtime client (`p4rt/`), the entries each round installs (`rounds.py`), the t
 controller (`testbed.py`, over the `network.py` seam), its run directory (`rundir.py`) and the
 one way a testbed is brought up and down (`bringup.py`).
 
-Applications: the experiment runner (`runner/`, `innet run`), the testbed service with its REST
-API (`service/`, `innet net up` and the commands that talk to it), and the `innet` command line
-(`cli.py`).
+Applications: the experiment runner (`runner/`, `innet run`) and the testbed service with its
+REST API (`service/`, `innet net up` and the commands that talk to it). The `innet` command line
+that puts them together is the package above this one, `innet_cli`.
 """

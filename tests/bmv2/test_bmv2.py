@@ -39,7 +39,7 @@ RESULT_FILES = {
 
 
 def innet(*args: str, run_dir: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())"]
+    argv = [sys.executable, "-c", "import sys; from innet_cli import main; sys.exit(main())"]
     env = {**os.environ, "INNET_RUN_DIR": str(run_dir)}
     return subprocess.run(
         [*argv, *args],

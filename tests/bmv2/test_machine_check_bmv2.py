@@ -72,7 +72,7 @@ def test_innet_run_on_bmv2_refuses_the_demo_at_scale_2000_and_names_a_scale(
     argv = [
         sys.executable,
         "-c",
-        "import sys; from controller.cli import main; sys.exit(main())",
+        "import sys; from innet_cli import main; sys.exit(main())",
         "run",
         "scenarios/nine-cities.yaml",
         "--target",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
-PACKAGES = ("innet", "controller", "workers", "topo", "p4switch", "p4diff")
+PACKAGES = ("innet", "innet_cli", "controller", "workers", "topo", "p4switch", "p4diff")
 DOCS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
 
 MODES = ("run", "netns", "parse", "options", "skip")

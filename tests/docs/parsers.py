@@ -29,9 +29,9 @@ def _quiet_parse(parser: argparse.ArgumentParser, args: list[str]) -> tuple[obje
 
 
 def innet_parser(args: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
-    """The parser `innet ARGS` is read with, and the arguments it reads (as controller.cli.main
+    """The parser `innet ARGS` is read with, and the arguments it reads (as innet_cli.main
     dispatches: `plan sweep`, `plan simulate` and `plan bandwidth` have parsers of their own)."""
-    from controller.cli import PLAN_COMMANDS, build_parser
+    from innet_cli.main import PLAN_COMMANDS, build_parser
 
     parsers = build_parser()
     if len(args) >= 2 and args[0] == "plan" and args[1] in PLAN_COMMANDS:
@@ -255,7 +255,7 @@ def _all_options(parser: argparse.ArgumentParser) -> set[str]:
 @functools.cache
 def known_options() -> frozenset[str]:
     """Every option of innet's commands and of p4switch."""
-    from controller.cli import build_parser
+    from innet_cli import build_parser
 
     found = set(_all_options(p4switch_parser()))
     for parser in build_parser().values():

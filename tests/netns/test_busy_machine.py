@@ -37,7 +37,7 @@ def run(tmp_path: Path, scenario: Path, timeout: float, *options: str) -> tuple[
     argv = [
         sys.executable,
         "-c",
-        "import sys; from controller.cli import main; sys.exit(main())",
+        "import sys; from innet_cli import main; sys.exit(main())",
         "run",
         str(scenario),
         "--out",

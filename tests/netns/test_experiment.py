@@ -88,7 +88,7 @@ def start_run(
     argv = [
         sys.executable,
         "-c",
-        "import sys; from controller.cli import main; sys.exit(main())",
+        "import sys; from innet_cli import main; sys.exit(main())",
         "run",
         str(scenario),
         "--out",

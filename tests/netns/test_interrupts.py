@@ -272,7 +272,7 @@ def net_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[subprocess.
     argv = [
         sys.executable,
         "-c",
-        "import sys; from controller.cli import main; sys.exit(main())",
+        "import sys; from innet_cli import main; sys.exit(main())",
         "net",
         "up",
         "--hosts",

@@ -47,7 +47,7 @@ def free_port() -> int:
 
 def innet(run_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "INNET_RUN_DIR": str(run_dir)}
-    argv = [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())"]
+    argv = [sys.executable, "-c", "import sys; from innet_cli import main; sys.exit(main())"]
     done = subprocess.run(
         [*argv, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
+from innet_cli import main
 from tests.unit.folders import unwritable
 
 NINE = [

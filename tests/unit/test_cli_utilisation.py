@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from controller.cli import main
 from controller.planner.compute import steady_utilisation
+from innet_cli import main
 
 SETTING = ["--memory", "1.6GB", "--update-size", "1GB"]
 COMPUTE = ["--compute", "450ms", "--inner-steps", "20"]  # C = 9 s

@@ -17,7 +17,17 @@ import pytest
 from innet.exceptions import InnetError
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("innet", "controller", "workers", "topo", "p4switch", "p4diff", "bench", "scripts")
+PACKAGES = (
+    "innet",
+    "innet_cli",
+    "controller",
+    "workers",
+    "topo",
+    "p4switch",
+    "p4diff",
+    "bench",
+    "scripts",
+)
 PROJECT = (*PACKAGES, "tests")
 
 
@@ -70,8 +80,8 @@ def importers(root: str, forbidden: tuple[str, ...]) -> list[str]:
             ),
         ),
         # the core does not know the applications built on it
-        ("controller/p4rt", ("controller.runner", "controller.service", "controller.cli")),
-        ("controller/runner", ("controller.service", "controller.cli")),
+        ("controller/p4rt", ("controller.runner", "controller.service", "innet_cli")),
+        ("controller/runner", ("controller.service", "innet_cli")),
         ("workers", ("controller", "p4switch", "bench", "tests")),
         ("topo", ("controller", "workers", "bench", "tests")),
         ("p4switch", ("controller", "workers", "topo", "bench", "tests")),
@@ -85,13 +95,19 @@ def test_dependencies_point_one_way(root: str, forbidden: tuple[str, ...]) -> No
     assert importers(root, forbidden) == []
 
 
+def test_nothing_below_the_command_line_imports_it() -> None:
+    """`innet_cli` is the top application: the packages it is built on know nothing of it."""
+    below = [package for package in PACKAGES if package != "innet_cli"]
+    assert [hit for package in below for hit in importers(package, ("innet_cli",))] == []
+
+
 def test_the_core_of_the_controller_does_not_import_its_applications() -> None:
-    core = [p for p in (REPO / "controller").glob("*.py") if p.name != "cli.py"]
+    core = list((REPO / "controller").glob("*.py"))
     found = [
         f"{p.name}: {name}"
         for p in core
         for name in sorted(imports(p))
-        if name.startswith(("controller.runner", "controller.service", "controller.cli"))
+        if name.startswith(("controller.runner", "controller.service", "innet_cli"))
     ]
     assert found == []
 

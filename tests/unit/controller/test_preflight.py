@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import main
+from innet_cli import main
 from topo import bmv2
 from topo.bmv2 import missing_tools
 from topo.shaping import netem_available

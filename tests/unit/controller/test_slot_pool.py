@@ -11,7 +11,6 @@ from typing import Any, cast
 
 import pytest
 
-from controller.cli import build_parser
 from controller.planner.schedule import Round, Schedule
 from controller.runner.emulation import resolve
 from controller.runner.scenario import Training, parse_scenario
@@ -21,6 +20,7 @@ from controller.service.experiment import ServiceExperiment
 from controller.service.options import ServiceConfig
 from controller.testbed import Testbed
 from innet.packetformat import PacketFormat
+from innet_cli import build_parser
 from tests.unit.controller.conftest import InProcessNetwork, Switch, triangle
 from topo.siteplan import SlotPool
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.cli import main
 from controller.p4rt import P4RuntimeError
 from controller.runner.emulation import resolve
 from controller.runner.exceptions import ExperimentError, ScenarioError
@@ -20,11 +19,12 @@ from controller.runner.leaders import local_lag, send_policy
 from controller.runner.play import install_round
 from controller.runner.scenario import parse_scenario
 from controller.testbed import InstalledRound
+from innet_cli import main
 from workers.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[4]
 DEFAULT = REPO / "scenarios" / "nine-cities.yaml"
-CLI = "import sys; from controller.cli import main; sys.exit(main())"
+CLI = "import sys; from innet_cli import main; sys.exit(main())"
 
 
 def scenario(extra: str = ""):

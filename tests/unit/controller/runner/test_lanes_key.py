@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.cli import main
 from controller.runner.exceptions import ScenarioError
 from controller.runner.scenario import parse_scenario
 from innet.packetformat import PacketFormat
+from innet_cli import main
 
 
 def test_lanes_default_to_32_and_round_trip() -> None:

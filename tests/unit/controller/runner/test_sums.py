@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.cli import main
 from controller.runner.play import split_sums
 from controller.runner.records import RoundRecord
 from controller.runner.results.sums import compare_sums
 from controller.runner.results.writer import ROUNDS_FILE
+from innet_cli import main
 from workers.protocol import Done, decode_event, encode
 from workers.quantise import sum_digest
 
