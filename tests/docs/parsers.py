@@ -233,9 +233,20 @@ def _option_problems(parser: argparse.ArgumentParser, words: list[str], who: str
             problems += [
                 f"{who} {flag} does not take {v!r}; it takes {takes}"
                 for v in value.split("|")
-                if v not in choices
+                if not _takes(options[flag], v)
             ]
     return problems
+
+
+def _takes(action: argparse.Action, text: str) -> bool:
+    """Whether the option accepts `text` as argparse reads it: its type first (a word made a
+    number, a member), then its choices."""
+    convert = action.type if callable(action.type) else str
+    try:
+        value = convert(text)
+    except (TypeError, ValueError, argparse.ArgumentTypeError):
+        return False
+    return action.choices is None or value in action.choices
 
 
 # --- commands and options in prose ------------------------------------------------------------
