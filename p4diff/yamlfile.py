@@ -17,6 +17,8 @@ from typing import Any
 import yaml
 
 from p4diff.exceptions import CaseError
+from topo.exceptions import YamlLimitError
+from topo.yamlfile import MAX_YAML_BYTES, BoundedLoader, read_text
 
 
 class Mapping(dict[str, Any]):
@@ -31,9 +33,10 @@ class Sequence(list[Any]):
     line: int = 0
 
 
-class _Loader(yaml.SafeLoader):
-    """The safe loader, building `Mapping` and `Sequence` with their lines, and reading no
-    base-60 integers: `12:34:56:78:9a:bc` is a MAC address, not 2_708_736_000 and something."""
+class _Loader(BoundedLoader):
+    """innet's bounded safe loader (topo/yamlfile.py: no deeper than MAX_YAML_DEPTH), building
+    `Mapping` and `Sequence` with their lines, and reading no base-60 integers:
+    `12:34:56:78:9a:bc` is a MAC address, not 2_708_736_000 and something."""
 
 
 _INT = "tag:yaml.org,2002:int"
@@ -72,11 +75,16 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequen
 
 
 def load_text(text: str, path: Path | str) -> Mapping:
-    """The top mapping of a YAML document; CaseError (with the line) if it is not one."""
+    """The top mapping of a YAML document; CaseError (with the line) if it is not one, or over
+    innet's size or depth limits."""
+    if len(text) > MAX_YAML_BYTES:
+        raise CaseError(path, None, f"larger than {MAX_YAML_BYTES:,} bytes, the most innet reads")
     loader = _Loader(text)
     loader.name = str(path)
     try:
         doc = loader.get_single_data()
+    except YamlLimitError as err:
+        raise CaseError(path, err.line, err.what) from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -92,7 +100,9 @@ def load_text(text: str, path: Path | str) -> Mapping:
 
 def load(path: Path) -> Mapping:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
+    except YamlLimitError as err:
+        raise CaseError(path, None, f"cannot read the case file: {err.what}") from None
     except OSError as err:
         raise CaseError(path, None, f"cannot read the case file: {err.strerror}") from None
     except UnicodeDecodeError as err:

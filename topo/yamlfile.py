@@ -1,4 +1,4 @@
-"""The YAML files innet reads (topologies, scenarios, schedules), bounded before they are parsed.
+"""The YAML files innet reads (topologies, scenarios, schedules, p4diff cases), bounded first.
 
     >>> compose("rounds: [[[TYO, SIN]]]").value[0][1].value[0].value[0].value[1].value
     'SIN'
@@ -7,6 +7,7 @@
     topo.exceptions.YamlLimitError: line 1: nested deeper than 16 levels; ...
 
 `read_text(path)` reads a file for `compose`: a regular file of at most MAX_YAML_BYTES.
+`BoundedLoader` is the loader `compose` uses; p4diff's case files are read by one built on it.
 
 PyYAML composes nested collections by recursion, so a file of 20,000 opening brackets ends in a
 RecursionError; and a topology or scenario of hundreds of megabytes is a mistake, not a WAN.
@@ -44,15 +45,16 @@ def compose(text: str) -> yaml.Node | None:
     YamlLimitError beyond MAX_YAML_BYTES or MAX_YAML_DEPTH, yaml.YAMLError when malformed."""
     if len(text) > MAX_YAML_BYTES:
         raise YamlLimitError(None, f"larger than {MAX_YAML_BYTES:,} bytes, the most innet reads")
-    loader = _BoundedLoader(text)
+    loader = BoundedLoader(text)
     try:
         return loader.get_single_node()
     finally:
         loader.dispose()
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """The safe loader, refusing collections nested deeper than MAX_YAML_DEPTH."""
+class BoundedLoader(yaml.SafeLoader):
+    """The safe loader, refusing collections nested deeper than MAX_YAML_DEPTH (a base for a
+    loader of its own, as p4diff's case files have)."""
 
     def __init__(self, text: str) -> None:
         super().__init__(text)

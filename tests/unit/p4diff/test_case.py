@@ -110,6 +110,18 @@ def test_frames_built_from_layers_are_the_workers_encoding() -> None:
     assert first.frame[36:38] == (20041).to_bytes(2, "big")
 
 
+def test_a_case_file_over_innet_s_yaml_limits_is_refused_at_its_line(tmp_path: Path) -> None:
+    """As topologies and scenarios are (topo/yamlfile.py): a file nested too deep or too large
+    is one error, not a RecursionError or minutes of parsing."""
+    deep = GOOD.replace("ports: 3", "ports: 3\ndescription: " + "[" * 40 + "]" * 40, 1)
+    err = refused(tmp_path, deep)
+    assert ":3: nested deeper than 16 levels" in str(err)
+    path = tmp_path / "big.yaml"
+    path.write_text("description: " + "x" * 1_000_001 + "\n")
+    with pytest.raises(CaseError, match="larger than 1,000,000 bytes"):
+        load_case(path)
+
+
 def test_innet_frames_follow_the_case_s_lanes(tmp_path: Path) -> None:
     """A case built with -D LANES=64 sends 64-lane innet frames; one without, innet.p4's 32."""
     text = (CASES / "innet.yaml").read_text()
