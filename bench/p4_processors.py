@@ -13,6 +13,7 @@ import ctypes
 from pathlib import Path
 
 from bench.native_tools import build_library
+from p4switch import EXAMPLES
 from p4switch import runtime as rt
 from p4switch.dataplane import PacketProcessor
 from p4switch.program import CompiledProgram, compile_file
@@ -31,7 +32,7 @@ def _ip(text: str) -> int:
 
 
 def _l2_program() -> tuple[CompiledProgram, rt.SwitchState]:
-    program = compile_file(PROGRAMS / "l2.p4")
+    program = compile_file(EXAMPLES / "l2.p4")
     state = program.new_state()
     for port, (mac, _) in HOSTS.items():
         action = rt.ActionCall("L2Ingress.forward", (port,))

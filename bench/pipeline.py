@@ -1,7 +1,7 @@
 """p4switch pipeline benchmarks: frames/s through the pipeline alone, in process (no sockets), on
 both back ends, side by side in one run.
 
-- (a) L2 forwarding: parse Ethernet, one exact-match table, deparse (tests' l2.p4).
+- (a) L2 forwarding: parse Ethernet, one exact-match table, deparse (p4switch's example l2.p4).
 - (b) The aggregation shape: Ethernet/IPv4/UDP plus a header of 32 int32 values, each added
   into its own register lane, the sums written back, a contribution count (tests' agg32.p4).
 - (c) innet.p4 at a member edge, as the testbed programs it (the machine check's entries): all
@@ -45,7 +45,7 @@ from controller.runner.bmv2rate import bmv2_rate
 from controller.runner.emulation import resolve
 from controller.runner.scenario import parse_scenario
 from innet.exceptions import InnetError, one_line
-from p4switch import native
+from p4switch import EXAMPLES, native
 from p4switch import runtime as rt
 from p4switch.program import CompiledProgram, compile_file
 from topo.local_switch import LocalSwitch
@@ -104,7 +104,7 @@ def c_loop_rate(entry: tuple[int, int], frames: Frames, seconds: float) -> float
 
 
 def l2_case() -> tuple[CompiledProgram, Callable[[rt.SwitchState], None], Frames]:
-    program = compile_file(PROGRAMS / "l2.p4")
+    program = compile_file(EXAMPLES / "l2.p4")
 
     def setup(state: rt.SwitchState) -> None:
         table = state.table("L2Ingress.dmac")

@@ -39,6 +39,7 @@ from typing import Any
 
 from controller.p4rt.exceptions import SchemaError
 from controller.p4rt.schema import to_int
+from innet.checksum import internet_checksum
 from innet.packetformat import PacketFormat
 from p4diff.exceptions import FrameError
 from workers.packets import Flag, PacketType
@@ -61,16 +62,6 @@ def from_hex(text: str) -> bytes:
     if len(digits) % 2:
         raise FrameError(f"{len(digits)} hex digits: a byte is two, so the count must be even")
     return bytes.fromhex(digits)
-
-
-def checksum16(data: bytes) -> int:
-    """The Internet checksum (RFC 1071) of `data`."""
-    if len(data) % 2:
-        data += b"\0"
-    total: int = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 # --- field values ------------------------------------------------------------------------------
@@ -174,7 +165,7 @@ def _ipv4(f: Fields, following: str | None, tpid: int | None, rest: bytes) -> by
         )
         + options
     )
-    check = _number(f, "checksum", 16, checksum16(head))
+    check = _number(f, "checksum", 16, internet_checksum(head))
     return head[:10] + check.to_bytes(2, "big") + head[12:] + rest
 
 

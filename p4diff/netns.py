@@ -32,8 +32,14 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from p4diff.exceptions import NetnsError
-from p4switch.ports import ETH_P_ALL, PACKET_AUXDATA, PACKET_OUTGOING, SOL_PACKET
-from p4switch.vlan import AUXDATA_SPACE, as_on_wire
+from p4switch import (
+    AUXDATA_SPACE,
+    ETH_P_ALL,
+    PACKET_AUXDATA,
+    PACKET_OUTGOING,
+    SOL_PACKET,
+    as_on_wire,
+)
 
 log = logging.getLogger(__name__)
 

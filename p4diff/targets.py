@@ -41,9 +41,9 @@ from p4diff.exceptions import TargetError, TargetUnavailable
 from p4diff.netns import PeerPort, SwitchNamespace
 from p4diff.recording import Cells
 from p4diff.writes import Batch, updates
-from p4switch.p4info_diff import load as load_p4info
-from p4switch.program import compile_file
+from p4switch import compile_file, load_p4info
 from topo.bmv2 import CPU_PORT, THRIFT_BASE_PORT, bmv2_command, compile_bmv2, missing_tools
+from topo.exceptions import from_p4switch
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,8 @@ class P4switchKind:
     name = "p4switch"
 
     def pipeline(self, case: Case, build_dir: Path) -> TargetPipeline:
-        compiled = compile_file(case.program, [case.program.parent], case.defines)
+        with from_p4switch():
+            compiled = compile_file(case.program, [case.program.parent], case.defines)
         return TargetPipeline(compiled.p4info, case.program.read_bytes())
 
     def command(self, case: Case, interfaces: dict[int, str], grpc_addr: str) -> list[str]:

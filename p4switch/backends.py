@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from innet.exceptions import InnetError, one_line
-from p4switch.exceptions import UsageError
+from p4switch.exceptions import P4SwitchError, UsageError, one_line
 
 if TYPE_CHECKING:
     from p4switch import runtime
@@ -101,7 +100,7 @@ def build_pipeline(
                 state, cpu_port=cpu_port, parser_reject=parser_reject, backend="native"
             )
             return Built(pipeline, choice)
-        except InnetError as err:  # NativeUnsupported or NativeBuildError
+        except P4SwitchError as err:  # NativeUnsupported or NativeBuildError
             if requested == "native":
                 raise BackendError(f"the native back end cannot run this program: {err}") from err
             choice = BackendChoice("python", one_line(err))
@@ -138,7 +137,7 @@ def build_switch(
                 ports, processor, shaping=shaping, pcap_dir=pcap_dir, cpu_port=cpu_port
             )
             return native, choice
-        except InnetError as err:  # e.g. a build that failed
+        except P4SwitchError as err:  # e.g. a build that failed
             if requested == "native":
                 raise BackendError(f"the native I/O loop cannot run: {err}") from err
             choice = BackendChoice("python", one_line(err))

@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from innet.exceptions import InnetError
+from p4switch.exceptions import P4SwitchError
 
 COMPILER = "gcc"
 BUILD_TIMEOUT_S = 120.0  # innet.p4 builds in a few seconds; this bounds a pathological program
@@ -75,7 +75,7 @@ def compile_library(
     c_files: Sequence[Path],
     library: Path,
     flags: Sequence[str],
-    error: type[InnetError],
+    error: type[P4SwitchError],
     what: str,
     libs: Sequence[str] = (),
 ) -> None:

@@ -32,10 +32,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from innet.argparsing import OneLineParser
-from innet.exceptions import InnetError, one_line
-from innet.paths import make_folder
-from p4switch.exceptions import ControlError, P4CompileError, PortError, UsageError
+from p4switch.commandline import OneLineParser, make_folder
+from p4switch.exceptions import (
+    ControlError,
+    P4CompileError,
+    P4SwitchError,
+    PortError,
+    UsageError,
+    one_line,
+)
 
 if TYPE_CHECKING:
     from p4switch.dataplane import PacketProcessor
@@ -220,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except P4CompileError as err:  # file:line:column and the line itself, as compilers print
         print(err, file=sys.stderr)
         return err.exit_status
-    except InnetError as err:
+    except P4SwitchError as err:
         print(f"p4switch: error: {one_line(err)}", file=sys.stderr)
         return err.exit_status
     except OSError as err:  # the program or an include cannot be read
@@ -295,7 +300,7 @@ def _serve(
             ports, processor, io, shaping=shaping, pcap_dir=args.pcap, cpu_port=cpu_port
         )
         log_choice("I/O loop", io_choice)
-    except InnetError as err:
+    except P4SwitchError as err:
         print(f"p4switch: error: {one_line(err)}", file=sys.stderr)
         return err.exit_status
     except (PortError, LookupError, OSError) as err:

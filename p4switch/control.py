@@ -29,8 +29,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NoReturn, Protocol
+from typing import Any, Protocol
 
+from p4switch.commandline import OneLineParser
 from p4switch.exceptions import ControlError, ShapeError, UnknownPortError
 from p4switch.shaping import ShapeSpec, parse_spec
 from p4switch.stats import SwitchStats
@@ -273,16 +274,11 @@ def read_stats(path: Path | str, reset_peaks: bool = False, timeout: float = 2.0
     return SwitchStats.from_json(reply.get("stats"))
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m p4switch.control", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m p4switch.control", description=__doc__.splitlines()[0])
     parser.add_argument("socket", type=Path, help="the switch's control socket")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds to wait for a reply")
-    commands = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser)
     commands.add_parser("ping", help="check the switch answers")
     commands.add_parser("stats", help="print per-port counters as JSON")
     shape = commands.add_parser("shape", help="change a port's egress shaping")

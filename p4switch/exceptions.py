@@ -1,10 +1,10 @@
-"""Every exception p4switch defines, each a kind of `innet.exceptions.InnetError`.
+"""Every exception p4switch defines, all below `P4SwitchError`, and how its commands answer each.
 
 `InputError`s are mistakes in what p4switch was given: a P4 program it refuses, a command-line
 value, a shaping spec, a capture or P4Info file, a P4Info that does not describe the program, a
-port number the switch does not have. The others are failures of something asked for correctly.
-A class that had a builtin base (`ValueError`, `LookupError`, `RuntimeError`) keeps it, so
-`except ValueError` and the like still catch it.
+port number the switch does not have; a command exits 2 on one. The others are failures of
+something asked for correctly; a command exits 1. A class that had a builtin base (`ValueError`,
+`LookupError`, `RuntimeError`) keeps it, so `except ValueError` and the like still catch it.
 
 The control-flow signals of the generated pipeline code (`compiler.support.ParserReject` and
 `ControlExit`) are not errors and are not here.
@@ -14,10 +14,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from innet.exceptions import InnetError, InputError
-
 if TYPE_CHECKING:
     from p4switch.ir import Loc
+
+
+class P4SwitchError(Exception):
+    """Something p4switch could not do; str() says what, where and what to do about it."""
+
+    exit_status: ClassVar[int] = 1
+
+
+class InputError(P4SwitchError):
+    """Bad input: a program, a file, a flag or a request p4switch refuses."""
+
+    exit_status: ClassVar[int] = 2
+
+
+def one_line(err: BaseException) -> str:
+    """An error's message on one line (P4 compile errors can span several)."""
+    return " ".join(str(err).split())
+
 
 # --- the P4 front end and compiler -------------------------------------------------------------
 
@@ -40,14 +56,14 @@ class P4CompileError(InputError):
         return cls(loc.path, loc.line, loc.col, what)
 
 
-class CompilerBug(InnetError, RuntimeError):
+class CompilerBug(P4SwitchError, RuntimeError):
     """The code generator met IR the type checker should have refused: a p4switch bug."""
 
     def __init__(self, what: str) -> None:
         super().__init__(f"internal error in the p4switch compiler: {what}; please report it")
 
 
-class NativeBuildError(InnetError, RuntimeError):
+class NativeBuildError(P4SwitchError, RuntimeError):
     """The native (C) pipeline cannot be had: the python back end runs the program instead.
     A failed build names the generated .c file, kept for inspection."""
 
@@ -64,7 +80,7 @@ class NativeUnsupported(NativeBuildError):
 # --- the run-time state ------------------------------------------------------------------------
 
 
-class StateError(InnetError):
+class StateError(P4SwitchError):
     """A change the state refuses; `code` is the gRPC canonical code name to report."""
 
     code: ClassVar[str] = "INVALID_ARGUMENT"
@@ -101,7 +117,7 @@ class PermissionDenied(StateError):
 # --- the P4Runtime server ----------------------------------------------------------------------
 
 
-class P4RTError(InnetError):
+class P4RTError(P4SwitchError):
     """A request, or one update or read of it, refused with a canonical gRPC code."""
 
     def __init__(self, code: int, message: str) -> None:
@@ -114,7 +130,7 @@ class P4InfoMismatchError(InputError, ValueError):
     """The P4Info does not describe the loaded program, or uses what p4switch cannot program."""
 
 
-class ArbitrationRefusedError(InnetError):
+class ArbitrationRefusedError(P4SwitchError):
     """An arbitration update the server refuses: the stream ends with this canonical code."""
 
     def __init__(self, code: int, message: str) -> None:
@@ -123,7 +139,7 @@ class ArbitrationRefusedError(InnetError):
         self.message = message
 
 
-class PacketInError(InnetError, ValueError):
+class PacketInError(P4SwitchError, ValueError):
     """A frame for the CPU port too short to hold the packet_in header."""
 
 
@@ -134,7 +150,7 @@ class UsageError(InputError):
     """A bad command-line value; printed as one line, exit status 2."""
 
 
-class PortError(InnetError):
+class PortError(P4SwitchError):
     """An interface the switch cannot use as a port; the message says which one and what to do."""
 
 
@@ -146,7 +162,7 @@ class ShapeError(InputError, ValueError):
     """A shaping specification that cannot be used; the message says which part and why."""
 
 
-class ControlError(InnetError):
+class ControlError(P4SwitchError):
     """The control channel cannot be set up or reached; the message says what to do."""
 
 
@@ -156,3 +172,7 @@ class PcapError(InputError, ValueError):
 
 class P4InfoError(InputError, ValueError):
     """A file that is not a P4Info in protobuf text format."""
+
+
+class UnitError(InputError, ValueError):
+    """A rate or duration that cannot be parsed; the message quotes it and lists the units."""

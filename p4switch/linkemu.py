@@ -22,9 +22,8 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 
-from innet.argparsing import OneLineParser
-from innet.exceptions import InnetError, one_line
-from p4switch.exceptions import ControlError, PortError, UsageError
+from p4switch.commandline import OneLineParser
+from p4switch.exceptions import ControlError, P4SwitchError, PortError, UsageError, one_line
 from p4switch.shaping import ShapeSpec, parse_shape
 
 log = logging.getLogger("p4switch.linkemu")
@@ -113,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ports = wire_ports(args.interfaces)
         shapes = wire_shapes(args.shape, ports)
-    except InnetError as err:
+    except P4SwitchError as err:
         print(f"linkemu: error: {one_line(err)}", file=sys.stderr)
         return err.exit_status
     return _serve(args, ports, shapes)

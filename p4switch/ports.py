@@ -134,7 +134,7 @@ def arrival_time(ancdata: list[tuple[int, int, bytes]]) -> float | None:
     for level, kind, data in ancdata:
         if kind == SCM_TIMESTAMPNS and level == socket.SOL_SOCKET and len(data) >= _TIMESPEC.size:
             seconds, nanoseconds = _TIMESPEC.unpack_from(data)
-            return seconds + nanoseconds * 1e-9
+            return float(seconds + nanoseconds * 1e-9)
     return None
 
 
@@ -147,4 +147,5 @@ def take_kernel_drops(sock: socket.socket) -> int:
         raw = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, _TPACKET_STATS.size)
     except OSError:
         return 0
-    return _TPACKET_STATS.unpack(raw)[1]
+    drops: int = _TPACKET_STATS.unpack(raw)[1]
+    return drops

@@ -1,10 +1,10 @@
 """Compile a P4_16 v1model program once: its P4Info, its run-time specs, and its pipeline.
 
-    >>> from innet.paths import INNET_P4
-    >>> program = compile_file(INNET_P4)  # p4src/innet.p4
+    >>> from p4switch import EXAMPLES
+    >>> program = compile_file(EXAMPLES / "l2.p4")  # forwarding by destination MAC
     >>> state = program.new_state()  # tables, registers, counters, replication engine
     >>> pipe = program.pipeline(state, cpu_port=510)
-    >>> pipe.process(ingress_port=1, data=bytes(64))  # [(egress_port, frame), ...]; not IPv4
+    >>> pipe.process(ingress_port=1, data=bytes(64))  # [(egress_port, frame), ...]; no entry
     []
 
 As a command: `python -m p4switch.program prog.p4 [-I dir] [--p4info out.txt]` checks the

@@ -38,9 +38,8 @@ from enum import IntEnum
 from functools import partial
 from typing import Any, Protocol
 
-from innet.exceptions import UnitError
-from innet.units import format_duration, format_rate, parse_duration, parse_rate
-from p4switch.exceptions import ShapeError
+from p4switch.exceptions import ShapeError, UnitError
+from p4switch.units import format_duration, format_rate, parse_duration, parse_rate
 
 DEFAULT_QUEUE_LIMIT = 1000
 SPEC_KEYS = ("delay", "rate", "loss", "limit", "jitter", "reorder")

@@ -26,8 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from p4switch.p4info_diff import load as load_p4info
-from p4switch.stats import PortStats
+from p4switch import PortStats, load_p4info
 from topo.exceptions import Bmv2Error, SwitchControlError, SwitchStartError
 from topo.p4node import P4Switch, PortCounters, SwitchPipeline
 

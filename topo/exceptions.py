@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import p4switch
 from innet.exceptions import InnetError, InputError
 
 
@@ -72,3 +75,24 @@ class SwitchStartError(InnetError):
 
 class Bmv2Error(InnetError):
     """The BMv2 toolchain is missing or refused the program; the message says which."""
+
+
+class P4SwitchRefusedError(InputError):
+    """What innet gave p4switch (a program, its defines, a back end) refused: p4switch's own
+    message (`file:line:col: error: ...` for a program)."""
+
+
+class P4SwitchFailedError(InnetError):
+    """Something innet asked of p4switch correctly that it could not do: p4switch's message."""
+
+
+@contextmanager
+def from_p4switch() -> Iterator[None]:
+    """Around a call into p4switch: its errors come out as innet's, bad input still bad input
+    (p4switch is a project of its own, whose errors are not `InnetError`s)."""
+    try:
+        yield
+    except p4switch.InputError as err:
+        raise P4SwitchRefusedError(str(err)) from err
+    except p4switch.P4SwitchError as err:
+        raise P4SwitchFailedError(str(err)) from err

@@ -24,18 +24,15 @@ import struct
 from collections.abc import Mapping, Sequence
 from ipaddress import IPv4Address
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2
+from innet.checksum import internet_checksum
+from p4switch import InProcessSwitch, PacketProcessor, compile_file
+from topo.exceptions import from_p4switch
 
-from innet.exceptions import InnetError
-from p4switch.backends import build_pipeline
-from p4switch.compiler.support import csum16
-from p4switch.dataplane import PacketProcessor
-from p4switch.p4rt.codec import InstalledPipeline
-from p4switch.p4rt.schema import P4InfoIndex
-from p4switch.p4rt.write import apply_batch
-from p4switch.program import CompiledProgram, compile_file
+if TYPE_CHECKING:
+    from p4.config.v1 import p4info_pb2
+    from p4.v1 import p4runtime_pb2
 
 _IPV4 = struct.Struct("!BBHHHBBH4s4s")
 _UDP = struct.Struct("!HHHH")
@@ -46,59 +43,47 @@ UDP_PROTOCOL = 17
 Endpoint = tuple[str, str]  # (IPv4 address, MAC) of a frame's source or destination
 
 
-class LocalSwitchError(InnetError):
-    """A write the in-process switch refused: names the update and why."""
-
-
 class LocalSwitch:
-    """One switch's pipeline and state, in this process: the program at `path` compiled with
-    these -D defines, as the testbed's P4Switch nodes compile it, and no entries yet."""
+    """One switch's pipeline and state, in this process (p4switch's `InProcessSwitch`): the
+    program at `path` compiled with these -D defines, as the testbed's P4Switch nodes compile
+    it, and no entries yet. What p4switch refuses comes out as `topo.exceptions` errors."""
 
     def __init__(
         self, path: Path, defines: Mapping[str, str] | None = None, backend: str | None = None
     ) -> None:
-        self._load(compile_file(Path(path), defines=dict(defines or {})), backend)
+        with from_p4switch():
+            self._switch = InProcessSwitch(
+                compile_file(Path(path), defines=dict(defines or {})), backend
+            )
+        self.p4info: p4info_pb2.P4Info = self._switch.p4info
+        self.backend = self._switch.backend  # what runs it: native unless asked or unable
 
     def fresh(self) -> LocalSwitch:
         """Another switch of the same program and back end, with a fresh state and no entries
         (the program is not compiled again)."""
         switch = LocalSwitch.__new__(LocalSwitch)
-        switch._load(self._program, self._backend)
+        with from_p4switch():
+            switch._switch = self._switch.fresh()
+        switch.p4info, switch.backend = self.p4info, self.backend
         return switch
 
-    def _load(self, program: CompiledProgram, backend: str | None) -> None:
-        self._program, self._backend = program, backend
-        self.p4info: p4info_pb2.P4Info = program.p4info
-        self._state = program.new_state()
-        self._installed = InstalledPipeline(
-            P4InfoIndex.bind(program.p4info, self._state), self._state
-        )
-        built = build_pipeline(
-            program, self._state, backend, cpu_port=None, parser_reject="ingress"
-        )
-        self._pipeline: PacketProcessor = built.pipeline
-        self.backend = built.choice.name  # what runs it: native unless asked or unable
-
     def write(self, updates: Sequence[p4runtime_pb2.Update]) -> None:
-        """Apply one atomic batch, as a P4Runtime Write would; LocalSwitchError if refused."""
-        with self._state.lock:
-            results = apply_batch(self._installed, updates, atomic=True)
-        for i, error in enumerate(results):
-            if error is not None:
-                raise LocalSwitchError(f"update {i} of {len(updates)} refused: {error}")
+        """Apply one atomic batch, as a P4Runtime Write would; P4SwitchFailedError if refused."""
+        with from_p4switch():
+            self._switch.write(updates)
 
     @property
     def pipeline(self) -> PacketProcessor:
         """The pipeline itself (a native one offers `native_entry` to C callers)."""
-        return self._pipeline
+        return self._switch.pipeline
 
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """One frame in on `port`: the (egress port, frame) pairs it produces."""
-        return self._pipeline.process(port, frame)
+        return self._switch.process(port, frame)
 
     def counter(self, name: str) -> list[int]:
         """The packet counts of counter `name` (P4Info name), index by index."""
-        return list(self._state.counter(name).packets)
+        return self._switch.counter(name)
 
 
 def udp_frame(payload: bytes, src: Endpoint, dst: Endpoint, port: int) -> bytes:
@@ -108,6 +93,6 @@ def udp_frame(payload: bytes, src: Endpoint, dst: Endpoint, port: int) -> bytes:
     head = _IPV4.pack(
         0x45, 0, _IPV4.size + len(udp) + len(payload), 0, 0, TTL, UDP_PROTOCOL, 0, *addresses
     )
-    head = head[:10] + struct.pack("!H", csum16(head)) + head[12:]
+    head = head[:10] + struct.pack("!H", internet_checksum(head)) + head[12:]
     macs = bytes.fromhex(dst[1].replace(":", "")) + bytes.fromhex(src[1].replace(":", ""))
     return macs + IPV4_ETHERTYPE + head + udp + payload

@@ -32,11 +32,8 @@ from mininet.node import Switch
 from p4.config.v1 import p4info_pb2
 
 from innet.stopping import held
-from p4switch.control import read_stats
-from p4switch.exceptions import ControlError
-from p4switch.program import compile_file
-from p4switch.stats import PortStats
-from topo.exceptions import SwitchControlError, SwitchStartError
+from p4switch import ControlError, PortStats, compile_file, read_stats
+from topo.exceptions import SwitchControlError, SwitchStartError, from_p4switch
 
 log = logging.getLogger(__name__)
 
@@ -263,7 +260,8 @@ class P4Switch(SwitchProcess):
 
         `build_dir` is unused here (p4switch compiles the source itself); BMv2 writes p4c's
         output there."""
-        compiled = compile_file(self.program, defines=self.defines)
+        with from_p4switch():
+            compiled = compile_file(self.program, defines=self.defines)
         return SwitchPipeline(compiled.p4info, self.program.read_bytes())
 
     def command(self) -> list[str]:

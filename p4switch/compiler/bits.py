@@ -61,7 +61,9 @@ def simple(header: ir.StructT) -> bool:
     return all(len(c.codes) == 1 and len(c.fields) == 1 for c in chunks(header))
 
 
-def unpack(src: Source, header: ir.StructT, targets: list[str], st: str, data: str, off: str):
+def unpack(
+    src: Source, header: ir.StructT, targets: list[str], st: str, data: str, off: str
+) -> None:
     """Emit code that reads `header` at `data[off:]` into `targets` (one per field)."""
     parts = chunks(header)
     if simple(header):

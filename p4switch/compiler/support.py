@@ -85,7 +85,7 @@ def csum16(data: bytes) -> int:
     """The Internet checksum (RFC 1071) of `data`, padded with a zero byte if odd."""
     if len(data) % 2:
         data += b"\x00"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    total: int = sum(struct.unpack(f"!{len(data) // 2}H", data))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF

@@ -23,6 +23,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from typing import Any
 
 from p4switch import runtime
 from p4switch.compiler.layout import (
@@ -72,20 +73,20 @@ class Pipeline:
         ns = code.bind(state, random.Random(seed))
         self._payload: list[bytes] = ns["PAYLOAD_DATA"]  # for checksums with payload
         self._digest: list[tuple[str, tuple[int, ...]] | None] = ns["DIGEST"]
-        self._parse: Callable[[list, bytes], int] = ns["parse"]
+        self._parse: Callable[[list[Any], bytes], int] = ns["parse"]
         # an empty control is not called at all (None): a call costs more than the check
         empty = code.empty_controls
-        self._verify: Callable[[list], None] | None = (
+        self._verify: Callable[[list[Any]], None] | None = (
             None if "verify_checksum" in empty else ns["C_verify_checksum"]
         )
-        self._ingress: Callable[[list], None] = ns["C_ingress"]
-        self._egress_fn: Callable[[list], None] | None = (
+        self._ingress: Callable[[list[Any]], None] = ns["C_ingress"]
+        self._egress_fn: Callable[[list[Any]], None] | None = (
             None if "egress" in empty else ns["C_egress"]
         )
-        self._compute: Callable[[list], None] | None = (
+        self._compute: Callable[[list[Any]], None] | None = (
             None if "compute_checksum" in empty else ns["C_compute_checksum"]
         )
-        self._deparse: Callable[[list, list], None] = ns["deparse"]
+        self._deparse: Callable[[list[Any], list[Any]], None] = ns["deparse"]
         self._template = list(code.template)
         sm = code.sm
         self._ingress_port = sm["ingress_port"]
@@ -122,7 +123,7 @@ class Pipeline:
         self,
         ingress_port: int,
         data: bytes,
-        again: tuple[int, list, int] | None,
+        again: tuple[int, list[Any], int] | None,
         out: list[tuple[int, bytes]],
         passes: int,
     ) -> None:
@@ -182,7 +183,7 @@ class Pipeline:
 
     def _egress(
         self,
-        S: list,
+        S: list[Any],
         data: bytes,
         out: list[tuple[int, bytes]],
         cut: int,
@@ -219,13 +220,13 @@ class Pipeline:
 
     # --- clones -------------------------------------------------------------------------------
 
-    def _session(self, S: list) -> runtime.CloneSession | None:
+    def _session(self, S: list[Any]) -> runtime.CloneSession | None:
         session = self.state.pre.sessions.get(S[CLONE_SESSION])
         if session is None:
             self._count("drop.clone_session_missing")
         return session
 
-    def _fresh(self, S: list) -> list:
+    def _fresh(self, S: list[Any]) -> list[Any]:
         """A copy of `S` with every metadata field reset, but for the preserved field list."""
         copy = S[:]
         template = self._template
@@ -238,7 +239,7 @@ class Pipeline:
         copy[RECIRCULATE] = -1
         return copy
 
-    def _clone_i2e(self, S: list, data: bytes, out: list[tuple[int, bytes]]) -> None:
+    def _clone_i2e(self, S: list[Any], data: bytes, out: list[tuple[int, bytes]]) -> None:
         S[CLONE] = 0
         session = self._session(S)
         if session is None:
@@ -260,7 +261,9 @@ class Pipeline:
             copy[self._egress_rid] = r.instance
             self._egress(copy, data, out, session.packet_length_bytes, 0)
 
-    def _clone_e2e(self, S: list, data: bytes, out: list[tuple[int, bytes]], depth: int) -> None:
+    def _clone_e2e(
+        self, S: list[Any], data: bytes, out: list[tuple[int, bytes]], depth: int
+    ) -> None:
         S[CLONE] = 0
         if depth >= MAX_EGRESS_CLONES:
             self._count("drop.clone_depth")

@@ -16,7 +16,8 @@ from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import blocks, declcheck
 from p4switch.frontend import syntax as s
-from p4switch.frontend.calls import BlockContext, CallLowering
+from p4switch.frontend.calls import CallLowering
+from p4switch.frontend.context import BlockContext
 from p4switch.frontend.env import (
     ActionEntity,
     BlockInstanceEntity,
@@ -207,10 +208,10 @@ class ProgramChecker:
         n: int,
         unit_at: int = -1,
         units: str = "CounterType",
-    ) -> list:
+    ) -> list[Any]:
         if len(st.args) != n:
             raise P4CompileError.at(st.loc, f"{type_name(st.type)} takes {n} argument(s)")
-        out: list = []
+        out: list[Any] = []
         for i, a in enumerate(st.args):
             if i == unit_at:
                 c = self.x.expr(a, scope)

@@ -136,7 +136,7 @@ class NativePipeline:
             self._sync.push()
         self._process = lib.p4s_process
         # v1model's clock, unless replaced (a test's fake clock): then frames are stamped from it
-        clock = v1model.time.monotonic_ns
+        clock = v1model.time.monotonic_ns  # type: ignore[attr-defined]  # the module tests replace
         self._clock = None if clock is time.monotonic_ns else clock
         self._start = clock()
         self._local = threading.local()  # output buffers: one per thread calling process

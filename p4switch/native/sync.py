@@ -63,7 +63,8 @@ class StateSync:
         self.stamp = -1  # sum of the versions copied: any change moves it
 
     def current(self) -> int:
-        return sum(map(_VERSION, self.tables), self.pre.version)
+        version: int = sum(map(_VERSION, self.tables), self.pre.version)
+        return version
 
     # --- C to Python ------------------------------------------------------------------------------
 

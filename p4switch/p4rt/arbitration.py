@@ -26,7 +26,7 @@ CLOSE = object()  # queued last on a Session's outbox: its response stream ends
 
 
 def election_id(msg: p4runtime_pb2.Uint128) -> int:
-    return (msg.high << 64) | msg.low
+    return int((msg.high << 64) | msg.low)
 
 
 def _uint128(value: int) -> p4runtime_pb2.Uint128:

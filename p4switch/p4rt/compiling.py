@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PUSHED_NAME = "device_config"  # how compile errors name a program sent over P4Runtime
-_PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent  # holds p4switch/ and innet/
+_PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent  # the folder p4switch/ is in
 
 
 @dataclass(frozen=True)

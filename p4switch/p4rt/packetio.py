@@ -17,10 +17,11 @@ from p4switch.p4rt.schema import ControllerHeaderInfo
 
 def packet_out_frame(header: ControllerHeaderInfo | None, packet: p4runtime_pb2.PacketOut) -> bytes:
     """The frame to inject on the CPU port; raise P4RTError (INVALID_ARGUMENT) on bad metadata."""
+    payload: bytes = packet.payload
     if header is None:
         if packet.metadata:
             raise invalid("the program has no packet_out header: PacketOut takes no metadata")
-        return packet.payload
+        return payload
     fields = {f.id: f for f in header.fields}
     values: dict[int, int] = {}
     for md in packet.metadata:
@@ -38,7 +39,7 @@ def packet_out_frame(header: ControllerHeaderInfo | None, packet: p4runtime_pb2.
                 raise invalid(f"packet_out metadata {info.name} is missing")
             value = 0
         word = (word << info.bitwidth) | value
-    return word.to_bytes(header.byte_len, "big") + packet.payload
+    return word.to_bytes(header.byte_len, "big") + payload
 
 
 def packet_in_message(header: ControllerHeaderInfo | None, frame: bytes) -> p4runtime_pb2.PacketIn:

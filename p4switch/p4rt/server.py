@@ -117,7 +117,7 @@ class P4RuntimeServer:
         # undecodable requests: INVALID_ARGUMENT
         add_to_server(P4RuntimeService(self, self._clock), server)
         try:
-            port = server.add_insecure_port(address)
+            port: int = server.add_insecure_port(address)
         except RuntimeError as err:
             raise OSError(f"P4Runtime server cannot listen on {address}: {err}") from err
         if port == 0:

@@ -83,7 +83,7 @@ def _deadline(context: grpc.ServicerContext, clock: Clock) -> float | None:
     remaining = context.time_remaining()
     if remaining is None or remaining > _NO_DEADLINE:  # grpc reports "none" as centuries left
         return None
-    return clock() + remaining
+    return clock() + float(remaining)
 
 
 def _fail_batch(context: grpc.ServicerContext, errors: list[P4RTError | None], what: str) -> None:
@@ -94,7 +94,7 @@ def _fail_batch(context: grpc.ServicerContext, errors: list[P4RTError | None], w
     context.set_details(status.message)
 
 
-class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
+class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[misc]  # no stubs
     """The gRPC face of a device: request checks, then the device's methods. `clock` is what
     the device's deadlines are instants of (the device's own)."""
 

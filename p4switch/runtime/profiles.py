@@ -43,6 +43,10 @@ class Group:
     max_size: int = 0  # 0: the profile's max_group_size (or no limit)
 
 
+# a profile's members, their BMv2 handles and its groups, kept to undo an update
+Saved = tuple[dict[int, ActionCall], dict[int, int], dict[int, Group]]
+
+
 class ProfileState:
     """The members and groups of one action profile or selector."""
 
@@ -141,10 +145,10 @@ class ProfileState:
             raise FailedPrecondition(f"{table}: {what}")
 
     # saving and restoring (an update undone)
-    def snapshot(self) -> tuple[dict, dict, dict]:
+    def snapshot(self) -> Saved:
         return dict(self.members), dict(self.handles), dict(self.groups)
 
-    def restore(self, saved: tuple[dict, dict, dict]) -> None:
+    def restore(self, saved: Saved) -> None:
         members, handles, groups = saved
         self.members, self.handles, self.groups = dict(members), dict(handles), {}
         self._chosen = {}

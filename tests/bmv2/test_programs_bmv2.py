@@ -14,6 +14,7 @@ import pytest
 
 from innet.exceptions import one_line
 from innet.packetformat import PacketFormat
+from p4switch import EXAMPLES
 from p4switch.p4info_diff import diff
 from p4switch.program import compile_file
 from topo.bmv2 import bmv2_pipeline
@@ -47,7 +48,7 @@ def test_innet_p4_agrees_for_every_pool_the_testbed_compiles(
 
 def test_a_program_p4c_refuses_is_one_error_naming_the_file_and_line(tmp_path: Path) -> None:
     program = tmp_path / "broken.p4"
-    source = (REPO / "tests" / "unit" / "p4switch" / "programs" / "l2.p4").read_text()
+    source = (EXAMPLES / "l2.p4").read_text()
     lines = source.splitlines()
     at = len(lines) // 2  # inside a control block
     lines.insert(at, "this is not P4;")

@@ -1,7 +1,7 @@
 """The `p4switch` command between namespaces: a real P4 program, programmed over P4Runtime by
 p4runtime-shell, forwarding real packets.
 
-    h1 -- s1-eth1 [p4switch: tests/unit/p4switch/programs/l2.p4] s1-eth2 -- h2
+    h1 -- s1-eth1 [p4switch: p4switch/examples/l2.p4] s1-eth2 -- h2
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from p4switch import EXAMPLES
 from p4switch.control import control_request
 from p4switch.exceptions import ControlError
 from p4switch.pcap import read_pcap
@@ -24,7 +25,7 @@ from tests.netns.topology import TwoHostNet
 
 pytestmark = pytest.mark.netns
 
-L2_P4 = REPO / "tests" / "unit" / "p4switch" / "programs" / "l2.p4"
+L2_P4 = EXAMPLES / "l2.p4"
 GRPC = "127.0.0.1:50051"  # the switch namespace's own loopback
 UDP_PORT = 4790
 

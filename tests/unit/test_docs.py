@@ -41,6 +41,8 @@ DOCTESTED = {
     "controller.rounds",
     "controller.runner.emulation",
     "controller.runner.records",
+    "innet.checksum",
+    "p4switch.inprocess",
     "p4switch.program",
     "topo.siteplan",
     "workers.config",

@@ -1,7 +1,8 @@
-"""The layout's rules, read from the code: which package may import which, no class name defined
-twice, no module that reads the environment at import, functions simple enough (ruff's C901
-checks that). How long a module is, is a reviewer's call (a module does one thing and reads in
-one sitting), not a count a test holds: a line cap cut modules by size, not by concern."""
+"""The layout's rules, read from the code: which package may import which, p4switch a project of
+its own that innet reaches only through its public API, no class name defined twice in a project,
+no module that reads the environment at import, functions simple enough (ruff's C901 checks
+that). How long a module is, is a reviewer's call (a module does one thing and reads in one
+sitting), not a count a test holds: a line cap cut modules by size, not by concern."""
 
 from __future__ import annotations
 
@@ -14,21 +15,31 @@ from pathlib import Path
 
 import pytest
 
+import p4switch
 from innet.exceptions import InnetError
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = (
+PACKAGES = (  # innet's
     "innet",
     "innet_cli",
     "controller",
     "workers",
     "topo",
-    "p4switch",
     "p4diff",
     "bench",
     "scripts",
 )
-PROJECT = (*PACKAGES, "tests")
+P4SWITCH = "p4switch"  # a project of its own, which innet depends on
+PROJECT = (*PACKAGES, P4SWITCH, "tests")
+# bench's benchmarks of p4switch's internals (its pipelines, native loop and build, its I/O
+# loops): p4switch's own benchmarks, timed from here until they move into its project
+P4SWITCH_BENCHMARKS = (
+    "bench/p4_processors.py",
+    "bench/native_tools.py",
+    "bench/forwarding.py",
+    "bench/pipeline.py",
+    "bench/timing.py",
+)
 
 
 def modules(*roots: str) -> Iterator[Path]:
@@ -84,7 +95,7 @@ def importers(root: str, forbidden: tuple[str, ...]) -> list[str]:
         ("controller/runner", ("controller.service", "innet_cli")),
         ("workers", ("controller", "p4switch", "bench", "tests")),
         ("topo", ("controller", "workers", "bench", "tests")),
-        ("p4switch", ("controller", "workers", "topo", "bench", "tests")),
+        ("p4switch", tuple(p for p in PROJECT if p != P4SWITCH)),  # none of innet
         ("innet", ("controller", "workers", "topo", "p4switch", "bench", "tests")),
         ("p4diff", ("tests", "bench")),
         ("bench", ("tests",)),
@@ -93,6 +104,49 @@ def importers(root: str, forbidden: tuple[str, ...]) -> list[str]:
 )
 def test_dependencies_point_one_way(root: str, forbidden: tuple[str, ...]) -> None:
     assert importers(root, forbidden) == []
+
+
+def p4switch_imports(path: Path) -> list[str]:
+    """What `path` takes from p4switch but its public API: `module` for a module below it,
+    `p4switch.NAME` for a name not in p4switch.__all__."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == P4SWITCH:
+                found += [
+                    f"p4switch.{a.name}" for a in node.names if a.name not in p4switch.__all__
+                ]
+            elif node.module.startswith(P4SWITCH + "."):
+                found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith(P4SWITCH + ".")]
+    return found
+
+
+def test_innet_reaches_p4switch_only_through_its_public_api() -> None:
+    found = [
+        f"{path.relative_to(REPO)}: {name}"
+        for path in modules(*PACKAGES)
+        if str(path.relative_to(REPO)) not in P4SWITCH_BENCHMARKS
+        for name in p4switch_imports(path)
+    ]
+    assert found == []
+
+
+def test_the_public_api_check_sees_an_internal_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import p4switch\nfrom p4switch import compile_file, Switch\n"
+        "from p4switch.program import compile_file\nimport p4switch.control\n"
+    )
+    assert p4switch_imports(module) == ["p4switch.Switch", "p4switch.program", "p4switch.control"]
+
+
+def test_p4switch_s_public_names_are_all_there() -> None:
+    """Every name p4switch.__all__ lists is one it has (they are loaded when first used)."""
+    missing = [name for name in p4switch.__all__ if getattr(p4switch, name, None) is None]
+    assert missing == []
+    assert set(p4switch.__all__) == {"EXAMPLES", *p4switch._PUBLIC}
 
 
 def test_nothing_below_the_command_line_imports_it() -> None:
@@ -136,7 +190,7 @@ def test_no_module_reads_the_environment_at_import() -> None:
     fixed for a whole process by what its environment said when a module was imported."""
     found = [
         f"{path.relative_to(REPO)}:{line}"
-        for path in modules(*PACKAGES)
+        for path in modules(*PACKAGES, P4SWITCH)
         for line in environment_reads_at_import(path)
     ]
     assert found == []
@@ -151,21 +205,33 @@ def test_the_environment_check_sees_a_read_at_import(tmp_path: Path) -> None:
     assert environment_reads_at_import(module) == [2]
 
 
-def test_no_class_name_is_defined_twice() -> None:
+@pytest.mark.parametrize("project", [PACKAGES, (P4SWITCH,)], ids=["innet", "p4switch"])
+def test_no_class_name_is_defined_twice_in_a_project(project: tuple[str, ...]) -> None:
     where: dict[str, list[str]] = {}
-    for path in modules(*PACKAGES):
+    for path in modules(*project):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
                 where.setdefault(node.name, []).append(str(path.relative_to(REPO)))
     assert {name: files for name, files in where.items() if len(files) > 1} == {}
 
 
-def test_every_innet_exception_descends_from_the_root() -> None:
-    """Every class named ...Error, ...Exception or deriving from an exception, in the project's
-    packages, is an InnetError (the pipeline's control-flow signals aside: they never leave it)."""
+@pytest.mark.parametrize(
+    ("packages", "base"),
+    [
+        (("innet", "controller", "workers", "topo", "p4diff"), InnetError),
+        ((P4SWITCH,), p4switch.P4SwitchError),
+    ],
+    ids=["innet", "p4switch"],
+)
+def test_every_exception_descends_from_its_project_s_root(
+    packages: tuple[str, ...], base: type[Exception]
+) -> None:
+    """Every class deriving from an exception, in a project's packages, descends from its root:
+    InnetError in innet's, P4SwitchError in p4switch (the pipeline's control-flow signals aside:
+    they never leave it)."""
     signals = {"ParserReject", "ControlExit"}  # p4switch's compiled P4 `reject` and `exit`
     strays = []
-    for package in ("innet", "controller", "workers", "topo", "p4switch", "p4diff"):
+    for package in packages:
         root = importlib.import_module(package)
         for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
             if info.name.endswith("__main__"):
@@ -174,6 +240,6 @@ def test_every_innet_exception_descends_from_the_root() -> None:
             for name, cls in inspect.getmembers(module, inspect.isclass):
                 if cls.__module__ != module.__name__ or not issubclass(cls, BaseException):
                     continue
-                if not issubclass(cls, InnetError) and name not in signals:
+                if not issubclass(cls, base) and name not in signals:
                     strays.append(f"{info.name}.{name}")
     assert strays == []

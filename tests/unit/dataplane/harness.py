@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from controller.rounds import STATS, STATS_COUNTER
+from innet.checksum import internet_checksum
 from innet.packetformat import PacketFormat
 from p4switch import runtime as rt
 from p4switch.compiler import Pipeline, v1model
@@ -127,18 +128,11 @@ class Innet:
     version: int = 1
 
 
-def ipv4_checksum(header: bytes) -> int:
-    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
 def ipv4_frame(
     src: bytes, dst: bytes, protocol: int, payload: bytes, *, ttl: int = 64, dmac: bytes = b""
 ) -> bytes:
     header = _IPV4.pack(0x45, 0, 20 + len(payload), 1, 0, ttl, protocol, 0, src, dst)
-    header = header[:10] + struct.pack("!H", ipv4_checksum(header)) + header[12:]
+    header = header[:10] + struct.pack("!H", internet_checksum(header)) + header[12:]
     eth = _ETH.pack(dmac or bytes(6), host_mac(src[2]), 0x0800)
     return eth + header + payload
 
@@ -178,7 +172,7 @@ def parse_delivered(frame: bytes) -> Delivered:
     vt, flags, job, rnd, grp, src, chunk, bitmap = _INNET.unpack_from(frame, 42)
     values = _VALUES.unpack_from(frame, 58)
     msg = Innet(vt & 15, flags, job, rnd, grp, src, chunk, values, bitmap, vt >> 4)
-    return Delivered(eth_dst, ip[12:16], ip[16:20], ipv4_checksum(ip) == 0, udp_checksum, msg)
+    return Delivered(eth_dst, ip[12:16], ip[16:20], internet_checksum(ip) == 0, udp_checksum, msg)
 
 
 # --- the network -----------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, fuzz
 
 from controller.rounds import STATS, STATS_COUNTER
+from innet.checksum import internet_checksum
 from innet.scapy_layer import Innet as InnetLayer
 from tests.unit.dataplane.harness import (
     CONTRIBUTION,
@@ -62,7 +63,6 @@ from tests.unit.dataplane.harness import (
     host_ip,
     host_mac,
     innet_frame,
-    ipv4_checksum,
     ipv4_frame,
     parse_delivered,
     peer,
@@ -152,7 +152,7 @@ def must_be_malformed(frame: bytes) -> bool:
         return True
     ip = frame[14:34]
     version, ihl = ip[0] >> 4, ip[0] & 15
-    if (ihl == 5 and ipv4_checksum(ip) != 0) or version != 4:
+    if (ihl == 5 and internet_checksum(ip) != 0) or version != 4:
         return True
     if ihl != 5 or struct.unpack_from("!H", ip, 6)[0] & 0x1FFF or ip[9] != 17:
         return False  # options, a fragment or not UDP: not innet

@@ -15,6 +15,7 @@ import types
 import numpy as np
 import pytest
 
+from innet.checksum import internet_checksum
 from p4switch.compiler import v1model
 from tests.unit.dataplane.harness import (
     BOUNCE,
@@ -38,7 +39,6 @@ from tests.unit.dataplane.harness import (
     N,
     Triangle,
     innet_frame,
-    ipv4_checksum,
 )
 from tests.unit.workers.network import FakeClock as WorkerClock
 from tests.unit.workers.network import (
@@ -302,7 +302,7 @@ def with_lengths(frame: bytes, ipv4: int | None = None, udp: int | None = None) 
     if ipv4 is not None:
         out[16:18] = ipv4.to_bytes(2, "big")
         out[24:26] = b"\0\0"
-        out[24:26] = ipv4_checksum(bytes(out[14:34])).to_bytes(2, "big")
+        out[24:26] = internet_checksum(bytes(out[14:34])).to_bytes(2, "big")
     if udp is not None:
         out[38:40] = udp.to_bytes(2, "big")
     return bytes(out)

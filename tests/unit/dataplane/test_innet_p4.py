@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 from p4.config.v1 import p4info_pb2
 
+from innet.checksum import internet_checksum
 from p4switch.exceptions import P4CompileError
 from p4switch.program import compile_file
 from tests.unit.dataplane.harness import (
@@ -32,7 +33,6 @@ from tests.unit.dataplane.harness import (
     compiled,
     host_ip,
     innet_frame,
-    ipv4_checksum,
     ipv4_frame,
 )
 
@@ -265,7 +265,7 @@ def test_ipv4_is_routed_with_ttl_decremented_and_a_valid_checksum() -> None:
     assert port == NEXT_PORT
     assert frame[:6] == gateway
     assert frame[22] == 63  # TTL
-    assert ipv4_checksum(frame[14:34]) == 0
+    assert internet_checksum(frame[14:34]) == 0
     assert frame[34:] == icmp
     # No route, TTL expiring, and non-IPv4 (ARP): dropped and counted.
     assert net.edges[A].pipe.process(HOST_PORT, ipv4_frame(host_ip(A), host_ip(C), 1, icmp)) == []
@@ -284,7 +284,7 @@ def test_udp_to_other_ports_is_routed_not_aggregated() -> None:
     frame[36:38] = (5001).to_bytes(2, "big")  # iperf's port, not innet's
     frame[30:34] = host_ip(C)
     frame[24:26] = b"\x00\x00"
-    frame[24:26] = ipv4_checksum(bytes(frame[14:34])).to_bytes(2, "big")
+    frame[24:26] = internet_checksum(bytes(frame[14:34])).to_bytes(2, "big")
     ((port, out),) = net.edges[A].pipe.process(HOST_PORT, bytes(frame))
     assert port == PREV_PORT and out[34:] == bytes(frame[34:])
     assert net.stats(A)["ipv4_forwarded"] == 1 and net.stats(A)["contribution"] == 0

@@ -17,11 +17,12 @@ from p4diff.case import ReadCounters, Send, Write, load_case
 from p4diff.exceptions import CaseError
 from p4diff.runner import check_against
 from p4diff.targets import P4switchKind
+from p4switch import EXAMPLES
 from workers.packets import Flag, InnetPacket, PacketType
 
 REPO = Path(__file__).resolve().parents[3]
 CASES = REPO / "tests" / "p4diff"
-L2 = REPO / "tests" / "unit" / "p4switch" / "programs" / "l2.p4"
+L2 = EXAMPLES / "l2.p4"
 
 FRAME = '{ethernet: {dst: "02:00:00:00:00:02", src: "02:00:00:00:00:01", type: 0x88b5}}'
 GOOD = f"""\

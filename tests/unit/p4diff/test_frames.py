@@ -6,9 +6,10 @@ import struct
 
 import pytest
 
+from innet.checksum import internet_checksum
 from innet.packetformat import PacketFormat
 from p4diff.exceptions import FrameError
-from p4diff.frames import build, checksum16, from_hex
+from p4diff.frames import build, from_hex
 from workers.packets import Flag, InnetPacket, PacketType
 
 ETH = {"ethernet": {"dst": "02:00:0a:00:00:fe", "src": "02:00:0a:00:00:01"}}
@@ -22,7 +23,7 @@ def test_ipv4_udp_lengths_types_and_a_checksum_that_verifies() -> None:
     assert frame[12:14] == b"\x08\x00"
     version_ihl, total, ttl, proto = frame[14], frame[16:18], frame[22], frame[23]
     assert (version_ihl, int.from_bytes(total, "big"), ttl, proto) == (0x45, 31, 64, 17)
-    assert checksum16(frame[14:34]) == 0  # the header with its checksum sums to zero
+    assert internet_checksum(frame[14:34]) == 0  # the header with its checksum sums to zero
     assert struct.unpack("!HHHH", frame[34:42]) == (1234, 5678, 11, 0)
     assert frame[42:] == b"\xc0\xff\xee"
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from p4switch import EXAMPLES
 from p4switch.cli import main
 from p4switch.p4info import read_p4info
 from p4switch.program import main as program_main
@@ -15,13 +16,13 @@ PROGRAMS = Path(__file__).parent / "programs"
 
 def test_check_compiles_and_writes_the_p4info(tmp_path: Path, capsys) -> None:
     out = tmp_path / "l2.p4info.txt"
-    assert main(["--p4", str(PROGRAMS / "l2.p4"), "--check", "--p4info-out", str(out)]) == 0
+    assert main(["--p4", str(EXAMPLES / "l2.p4"), "--check", "--p4info-out", str(out)]) == 0
     assert [t.preamble.name for t in read_p4info(out).tables] == ["L2Ingress.dmac"]
 
 
 def test_a_compile_error_names_file_line_and_column(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.p4"
-    bad.write_text((PROGRAMS / "l2.p4").read_text().replace("dmac.apply();", "dmac.aply();"))
+    bad.write_text((EXAMPLES / "l2.p4").read_text().replace("dmac.apply();", "dmac.aply();"))
     assert main(["--p4", str(bad), "--check"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{bad}:") and ": error: " in err and err.count("\n") == 1
@@ -49,7 +50,7 @@ def test_bad_arguments_get_one_line_and_status_2(argv, message, capsys) -> None:
 
 
 def test_defines_reach_the_preprocessor(tmp_path: Path) -> None:
-    source = (PROGRAMS / "l2.p4").read_text().replace("size = 256;", "size = TABLE_SIZE;")
+    source = (EXAMPLES / "l2.p4").read_text().replace("size = 256;", "size = TABLE_SIZE;")
     program = tmp_path / "sized.p4"
     program.write_text("#ifndef TABLE_SIZE\n#define TABLE_SIZE 8\n#endif\n" + source)
     out = tmp_path / "p4info.txt"
@@ -68,14 +69,14 @@ def test_a_missing_program_file(tmp_path: Path, capsys) -> None:
 
 def test_a_p4info_file_in_a_missing_folder_makes_it(tmp_path: Path) -> None:
     out = tmp_path / "build" / "p4" / "l2.p4info.txt"
-    assert main(["--p4", str(PROGRAMS / "l2.p4"), "--check", "--p4info-out", str(out)]) == 0
+    assert main(["--p4", str(EXAMPLES / "l2.p4"), "--check", "--p4info-out", str(out)]) == 0
     assert "tables" in out.read_text()
 
 
 def test_a_p4info_file_inside_a_file_is_refused_by_name(tmp_path: Path, capsys) -> None:
     (tmp_path / "build").write_text("x")
     out = tmp_path / "build" / "l2.p4info.txt"
-    assert main(["--p4", str(PROGRAMS / "l2.p4"), "--check", "--p4info-out", str(out)]) == 2
+    assert main(["--p4", str(EXAMPLES / "l2.p4"), "--check", "--p4info-out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{tmp_path / 'build'} is a file, not a folder" in err
     assert (tmp_path / "build").read_text() == "x"
@@ -86,7 +87,7 @@ def test_a_program_given_on_the_command_line_keeps_ordinary_includes(tmp_path: P
     operator's own and may include by absolute path, as cpp allows."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (elsewhere / "l2_body.p4").write_text((PROGRAMS / "l2.p4").read_text())
+    (elsewhere / "l2_body.p4").write_text((EXAMPLES / "l2.p4").read_text())
     program = tmp_path / "main.p4"
     program.write_text(f'#include "{elsewhere / "l2_body.p4"}"\n')
     assert main(["--p4", str(program), "--check"]) == 0

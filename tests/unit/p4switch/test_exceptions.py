@@ -1,4 +1,5 @@
-"""p4switch's exceptions: one module, all InnetErrors, builtin bases kept, exit statuses by kind."""
+"""p4switch's exceptions: one module, one root (P4SwitchError), builtin bases kept, exit statuses by
+kind."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import inspect
 
 import pytest
 
-from innet.exceptions import InnetError, InputError
 from p4switch import exceptions
 from p4switch.compiler.support import ControlExit, ParserReject
+from p4switch.exceptions import InputError, P4SwitchError
 
 CLASSES = [
     c
@@ -17,6 +18,8 @@ CLASSES = [
 ]
 
 INPUT = {
+    "InputError",
+    "UnitError",
     "P4CompileError",
     "UsageError",
     "ShapeError",
@@ -33,16 +36,17 @@ BUILTIN_BASES = {
     "ShapeError": ValueError,
     "PcapError": ValueError,
     "P4InfoError": ValueError,
+    "UnitError": ValueError,
 }
 
 
-def test_every_class_is_an_innet_error() -> None:
-    assert len(CLASSES) >= 19
-    assert all(issubclass(c, InnetError) for c in CLASSES)
+def test_every_class_is_a_p4switch_error() -> None:
+    assert len(CLASSES) >= 22
+    assert all(issubclass(c, P4SwitchError) for c in CLASSES)
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
-def test_exit_status_follows_the_kind(cls: type[InnetError]) -> None:
+def test_exit_status_follows_the_kind(cls: type[P4SwitchError]) -> None:
     assert issubclass(cls, InputError) == (cls.__name__ in INPUT)
     assert cls.exit_status == (2 if cls.__name__ in INPUT else 1)
 
@@ -53,7 +57,8 @@ def test_builtin_bases_are_kept(name: str, base: type[Exception]) -> None:
 
 
 def test_pipeline_signals_are_not_errors() -> None:
-    assert not issubclass(ParserReject, InnetError) and not issubclass(ControlExit, InnetError)
+    assert not issubclass(ParserReject, P4SwitchError)
+    assert not issubclass(ControlExit, P4SwitchError)
 
 
 def test_a_compile_error_says_where() -> None:

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from p4switch import EXAMPLES
 from p4switch.exceptions import P4CompileError
 from p4switch.program import compile_file
 
 PROGRAMS = Path(__file__).parent / "programs"
-L2 = (PROGRAMS / "l2.p4").read_text()
+L2 = (EXAMPLES / "l2.p4").read_text()
 
 
 def variant(tmp_path: Path, old: str, new: str, base: str = L2) -> tuple[Path, str]:
@@ -38,9 +39,11 @@ def refused(path: Path) -> P4CompileError:
     return info.value
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in PROGRAMS.glob("*.p4")))
-def test_every_test_program_compiles(name: str) -> None:
-    compiled = compile_file(PROGRAMS / name)
+@pytest.mark.parametrize(
+    "path", sorted([*PROGRAMS.glob("*.p4"), *EXAMPLES.glob("*.p4")]), ids=lambda p: p.name
+)
+def test_every_test_and_example_program_compiles(path: Path) -> None:
+    compiled = compile_file(path)
     assert compiled.p4info.pkg_info.arch == "v1model"
     assert "def parse(S, data):" in compiled.code.source
 
@@ -195,7 +198,7 @@ def test_command_line_exits_2_with_one_line(tmp_path: Path) -> None:
 def test_command_line_writes_p4info(tmp_path: Path) -> None:
     out = tmp_path / "l2.p4info.txt"
     run = subprocess.run(
-        [sys.executable, "-m", "p4switch.program", str(PROGRAMS / "l2.p4"), "--p4info", str(out)],
+        [sys.executable, "-m", "p4switch.program", str(EXAMPLES / "l2.p4"), "--p4info", str(out)],
         capture_output=True,
         text=True,
     )
@@ -258,6 +261,6 @@ def test_a_compiler_bug_is_one_line_not_a_traceback(
         raise CompilerBug("a test stand-in")
 
     monkeypatch.setattr(program, "compile_file", broken)
-    assert program.main([str(PROGRAMS / "l2.p4")]) == 3
+    assert program.main([str(EXAMPLES / "l2.p4")]) == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error" in err and "please report it" in err

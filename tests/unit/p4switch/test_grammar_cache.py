@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from p4switch import EXAMPLES
 from p4switch.frontend import parser
 from p4switch.program import compile_file
 
-L2 = Path(__file__).parent / "programs" / "l2.p4"
+L2 = EXAMPLES / "l2.p4"
 
 
 @pytest.fixture

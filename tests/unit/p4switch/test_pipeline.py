@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from p4switch import EXAMPLES
 from p4switch import runtime as rt
 from p4switch.program import CompiledProgram, compile_file
 
@@ -42,7 +43,7 @@ def compiled(name: str) -> CompiledProgram:
 
 @pytest.fixture(scope="module")
 def l2() -> CompiledProgram:
-    return compiled("l2.p4")
+    return compile_file(EXAMPLES / "l2.p4")
 
 
 # --- L2 ------------------------------------------------------------------------------------

@@ -15,12 +15,13 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
 
+from p4switch import EXAMPLES
 from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.p4rt.compiling import CompileLimits, SourceLoader
 from p4switch.program import Pipeline, compile_file
 from tests.unit.p4switch.p4rt.fixtures.p4rt_client import Client
 
-L2 = Path(__file__).parents[1] / "programs" / "l2.p4"
+L2 = EXAMPLES / "l2.p4"
 GENEROUS_S = 30.0  # seconds a pushed program may take to compile (l2.p4: about 1.5)
 TIGHT_S = 4.0  # the bound the slow program is held to
 RPC_TIMEOUT = 60.0  # seconds: a push that hangs fails the test instead of hanging it
