@@ -18,7 +18,7 @@ P4_BUILD := build/p4
 P4_SLOTS ?= 1024
 P4_GET   := get it with the VM (vagrant up, README) or the p4lang packages (p4lang-p4c), or name it: make p4 P4C=PATH
 
-.PHONY: setup system-packages demo test test-bmv2 diff-bmv2 bench fuzz lint p4 clean
+.PHONY: setup system-packages demo test test-p4switch p4switch-alone test-bmv2 diff-bmv2 bench fuzz lint p4 clean
 
 setup: system-packages $(STAMP)
 
@@ -33,10 +33,11 @@ system-packages:
 	echo "installing Debian packages:$$missing"; \
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing
 
-$(STAMP): pyproject.toml
+# innet and p4switch (a project of its own in p4switch/, which innet depends on), both editable
+$(STAMP): pyproject.toml p4switch/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e './p4switch[test]' -e '.[dev]'
 	touch $(STAMP)
 
 # The planner's memory sweep, then (as root) the default scenario through the emulated WAN:
@@ -52,8 +53,28 @@ demo: setup
 	  $(BIN)/innet run $(SCENARIO) --out $(DEMO_OUT)/run-$$(date +%Y%m%d-%H%M%S) --calibration warn; \
 	else echo "the emulated run (innet run) needs root: sudo make demo"; exit 1; fi
 
+# innet's tests, then p4switch's own (its project's tests, run from its folder)
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-p4switch
+
+test-p4switch: setup
+	cd p4switch && ../$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# p4switch with none of innet: a fresh environment (build/p4switch-alone) where only
+# ./p4switch is installed, as a user would (pip install ./p4switch); innet must not be importable
+# there, a program must compile and forward in process, and p4switch's own tests must pass.
+ALONE := build/p4switch-alone
+p4switch-alone:
+	rm -rf $(ALONE)
+	$(PYTHON) -m venv $(ALONE)
+	$(ALONE)/bin/python -m pip install -q --upgrade pip
+	$(ALONE)/bin/python -m pip install -q './p4switch[test]'
+	@if $(ALONE)/bin/python -c "import innet" 2>/dev/null; then \
+	  echo "p4switch-alone: innet is importable beside p4switch alone"; exit 1; fi
+	$(ALONE)/bin/p4switch --p4 p4switch/src/p4switch/examples/l2.p4 --check
+	$(ALONE)/bin/python -c "import p4switch; s = p4switch.InProcessSwitch(p4switch.compile_file(p4switch.EXAMPLES / 'l2.p4')); print('p4switch alone:', s.backend, 'back end;', s.process(1, bytes(64)))"
+	cd p4switch && ../$(ALONE)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # Every test marked bmv2, where simple_switch_grpc and p4c-bm2-ss are installed (python -m
 # topo.bmv2 says which is missing, and how to get it, and fails); no test collected is a failure.
@@ -90,13 +111,14 @@ bench: setup
 	else echo "bench/forwarding.py, aggregation.py and busy.py skipped: they need root"; fi
 
 # The fuzzers (docs/scapy.md) with twenty times the examples the tests run, new ones each run:
-# innet.p4's parser and accounting against random and crafted frames, the P4Runtime write path
-# against random batches, the scapy layer against the worker codec, and p4switch's front end
-# against mutated programs (3,000 a run: each compiles or is refused at a line).
-FUZZ_TESTS := tests/unit/dataplane/test_fuzz_frames.py tests/unit/p4switch/p4rt/test_write_fuzz.py \
-              tests/unit/test_scapy_layer.py tests/unit/p4switch/test_frontend_fuzz.py
+# innet.p4's parser and accounting against random and crafted frames and the scapy layer against
+# the worker codec; then p4switch's: its P4Runtime write path against random batches and its
+# front end against mutated programs (3,000 a run: each compiles or is refused at a line).
+FUZZ_TESTS := tests/unit/dataplane/test_fuzz_frames.py tests/unit/test_scapy_layer.py
+P4SWITCH_FUZZ_TESTS := tests/p4rt/test_write_fuzz.py tests/test_frontend_fuzz.py
 fuzz: setup
 	INNET_FUZZ=long $(BIN)/python -m pytest -q --durations=0 $(FUZZ_TESTS)
+	cd p4switch && P4SWITCH_FUZZ=long ../$(BIN)/python -m pytest -q --durations=0 $(P4SWITCH_FUZZ_TESTS)
 
 # Compile p4src/ with p4c for BMv2 (JSON and P4Info in build/p4/) and check that p4c's P4Info
 # and p4switch's agree on every table, action, register and counter (names and widths).
@@ -118,12 +140,13 @@ p4: setup
 	$(BIN)/python -m p4switch.p4info_diff $(P4_BUILD)/innet.p4info.txtpb \
 	  $(P4_BUILD)/innet.p4switch.p4info.txtpb
 
-# ruff (style, imports, complexity at most 15) and mypy (strict on innet, controller, workers
-# and topo; p4switch checked): the files and flags are in pyproject.toml
+# ruff (style, imports, complexity at most 15) and mypy, strict on innet's packages
+# (pyproject.toml) and on p4switch (p4switch/pyproject.toml)
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	cd p4switch && ../$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) results build *.egg-info .pytest_cache .ruff_cache

@@ -5,7 +5,7 @@ Run inside the switch namespace (`bench.forwarding_rows` plans it), as the other
 
     python bench/bmv2_forwarder.py PROGRAM BUILD IF1 IF2
 
-PROGRAM is l2 or agg32 (tests/unit/p4switch/programs), compiled by p4c-bm2-ss; BUILD is
+PROGRAM is l2 or agg32 (p4switch/tests/programs), compiled by p4c-bm2-ss; BUILD is
 `default` (the simple_switch_grpc found as `topo.bmv2` finds it: BMv2's default build, as the
 p4lang packages ship it, debug logging compiled in and switched off) or `fast` (the build for
 speed beside it, `fast/bin/` under the same prefix: no logging macros, -O3). It prints "ready"

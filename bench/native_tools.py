@@ -21,12 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from innet.exceptions import InnetError
+import p4switch.native
 from p4switch.cbuild import compile_library
+
+from innet.exceptions import InnetError
 
 SOURCES = Path(__file__).resolve().parent / "native"
 BUILD_DIR = SOURCES.parents[1] / "build" / "bench"
-ABI_DIR = SOURCES.parents[1] / "p4switch" / "native"  # abi.h, the pipeline's calling convention
+# abi.h, the pipeline's calling convention
+ABI_DIR = Path(p4switch.native.__file__).resolve().parent
 CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra")
 HEADERS = 14 + 20 + 8  # Ethernet, IPv4, UDP
 AGG_BYTES = 4 + 4 * 32  # agg32.p4's header: slot, contributions, 32 int32 lanes

@@ -38,6 +38,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
+from p4switch.program import CompiledProgram, compile_file
+
 from bench.bmv2_forwarder import BUILDS, switch_binary, unavailable
 from bench.native_tools import build_library
 from controller.runner import calibration as cal
@@ -47,11 +49,10 @@ from controller.runner.scenario import parse_scenario
 from innet.exceptions import InnetError, one_line
 from p4switch import EXAMPLES, native
 from p4switch import runtime as rt
-from p4switch.program import CompiledProgram, compile_file
 from topo.local_switch import LocalSwitch
 
 HERE = Path(__file__).resolve().parent
-PROGRAMS = HERE.parent / "tests" / "unit" / "p4switch" / "programs"
+PROGRAMS = HERE.parent / "p4switch" / "tests" / "programs"
 MEMBER_SCENARIO = "name: bench\nscale: 100000\nmemory: [1.6GB]\nhosts: 2\n"
 BMV2_REPEATS = 3  # spans on BMv2; the best counts, as in the machine check
 

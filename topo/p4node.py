@@ -44,7 +44,7 @@ IFNAMSIZ = 15
 
 
 # port -> what the switch counts there, as it reports it (interface, rx/tx packets and bytes,
-# drops, lateness_max_s, ...; docs/p4switch-process.md)
+# drops, lateness_max_s, ...; p4switch/docs/p4switch-process.md)
 PortCounters = dict[int, PortStats]  # port number -> its statistics
 
 
@@ -64,7 +64,8 @@ def _log_tail(path: Path, lines: int = 20) -> str:
 
 
 def control_ping(path: Path, timeout: float = 1.0) -> bool:
-    """True when a p4switch answers `ping` on its control socket (docs/p4switch-process.md)."""
+    """True when a p4switch answers `ping` on its control socket
+    (p4switch/docs/p4switch-process.md)."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)

@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from p4switch.p4info_diff import diff
+from p4switch.program import compile_file
 
 from innet.exceptions import one_line
 from innet.packetformat import PacketFormat
 from p4switch import EXAMPLES
-from p4switch.p4info_diff import diff
-from p4switch.program import compile_file
 from topo.bmv2 import bmv2_pipeline
 from topo.exceptions import Bmv2Error
 from topo.siteplan import program_defines
@@ -24,7 +24,7 @@ from topo.siteplan import program_defines
 pytestmark = [pytest.mark.bmv2]
 
 REPO = Path(__file__).resolve().parents[2]
-PROGRAMS = sorted((REPO / "tests" / "unit" / "p4switch" / "programs").glob("*.p4"))
+PROGRAMS = sorted((REPO / "p4switch" / "tests" / "programs").glob("*.p4"))
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.name for p in PROGRAMS])

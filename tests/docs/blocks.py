@@ -1,5 +1,6 @@
-"""README.md's and docs/*.md's fenced blocks and their markers, the commands in them, running
-them in a copy of the checkout; module docstrings' blocks (the rules: tests/docs/__init__.py)."""
+"""README.md's and docs/*.md's (innet's and p4switch's) fenced blocks and their markers, the
+commands in them, running them in a copy of the checkout; module docstrings' blocks (the rules:
+tests/docs/__init__.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 PACKAGES = ("innet", "innet_cli", "controller", "workers", "topo", "p4switch", "p4diff")
-DOCS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
+# innet's and p4switch's (a project of its own in p4switch/); paths in both are from the checkout
+DOCS = (
+    REPO / "README.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    REPO / "p4switch" / "README.md",
+    *sorted((REPO / "p4switch" / "docs").glob("*.md")),
+)
 
 MODES = ("run", "netns", "parse", "options", "skip")
 LANGUAGES = ("sh", "python", "yaml", "text")

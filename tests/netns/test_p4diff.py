@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from p4switch import EXAMPLES
+
 pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.usefixtures("netns_available")]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,7 +104,10 @@ def test_a_program_with_one_action_changed_is_caught(tmp_path: Path) -> None:
     variant.write_text(
         (CASES / "l2.yaml")
         .read_text()
-        .replace("program: ../../p4switch/examples/l2.p4", f"program: {CASES / 'l2-changed.p4'}")
+        .replace(
+            "program: ../../p4switch/src/p4switch/examples/l2.p4",
+            f"program: {CASES / 'l2-changed.p4'}",
+        )
     )
     done, pid = p4diff(str(variant), "--expect", str(recording))
     assert done.returncode == 1, done.stdout + done.stderr
@@ -125,7 +130,7 @@ def test_a_target_that_refuses_a_batch_the_case_needs_stops_the_run(tmp_path: Pa
     )
     case = tmp_path / "twice.yaml"
     case.write_text(f"""\
-program: {REPO / "p4switch/examples/l2.p4"}
+program: {EXAMPLES / "l2.p4"}
 ports: 2
 writes: [[{entry}]]
 steps:

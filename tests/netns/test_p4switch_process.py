@@ -1,7 +1,7 @@
 """The `p4switch` command between namespaces: a real P4 program, programmed over P4Runtime by
 p4runtime-shell, forwarding real packets.
 
-    h1 -- s1-eth1 [p4switch: p4switch/examples/l2.p4] s1-eth2 -- h2
+    h1 -- s1-eth1 [p4switch: p4switch/src/p4switch/examples/l2.p4] s1-eth2 -- h2
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from p4switch import EXAMPLES
 from p4switch.control import control_request
 from p4switch.exceptions import ControlError
 from p4switch.pcap import read_pcap
+
+from p4switch import EXAMPLES
 from tests.netns.harness import REPO, Receiver, ping_rtts, send_garbage, send_udp
 from tests.netns.topology import TwoHostNet
 

@@ -1,4 +1,4 @@
-/* p4switch/examples/l2.p4 with one action changed: forward() also rewrites the
+/* p4switch/src/p4switch/examples/l2.p4 with one action changed: forward() also rewrites the
  * source MAC. The p4diff tests show that the harness reports the difference byte by byte. */
 #include <core.p4>
 #include <v1model.p4>

@@ -1,0 +1,38 @@
+"""Compound assignment: `x op= e` is `x = x op e`, for every operator P4_16 gives one, on both
+back ends (checked against Python arithmetic on 16-bit values)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from p4switch.program import compile_file
+from tests.eth_program import eth_program
+
+M = 0xFFFF
+CASES = {
+    "+=": lambda x: (x + 9) & M,
+    "-=": lambda x: (x - 9) & M,
+    "*=": lambda x: (x * 9) & M,
+    "/=": lambda x: x // 9,
+    "%=": lambda x: x % 9,
+    "&=": lambda x: x & 9,
+    "|=": lambda x: x | 9,
+    "^=": lambda x: x ^ 9,
+    "<<=": lambda x: (x << 9) & M,
+    ">>=": lambda x: x >> 9,
+    "|+|=": lambda x: min(x + 9, M),
+    "|-|=": lambda x: max(x - 9, 0),
+}
+
+
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_compound_assignment(tmp_path: Path, backend: str, op: str) -> None:
+    path = tmp_path / "compound.p4"
+    path.write_text(eth_program(f"    apply {{ s.egress_spec = 1; h.eth.eth_type {op} 16w9; }}"))
+    program = compile_file(path)
+    pipe = program.pipeline(program.new_state())
+    for x in (0, 5, 0x1234, 0xFFFB):
+        ((_, out),) = pipe.process(0, bytes(12) + x.to_bytes(2, "big") + b"payload")
+        assert int.from_bytes(out[12:14], "big") == CASES[op](x), (op, x)
