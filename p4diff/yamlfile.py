@@ -1,5 +1,6 @@
 r"""YAML with line numbers: mappings and lists remember where they start, so that an error in a
-case file can say `file:line`.
+case file can say `file:line`. The file is read by innet's YAML reader (topo/yamlfile.py), within
+its limits, and every error is a `CaseError`.
 
     >>> doc = load_text("steps:\n  - send: {port: 1, hex: '00'}\n", "case.yaml")
     >>> doc["steps"][0].line, doc["steps"][0]["send"]["port"]
@@ -17,8 +18,8 @@ from typing import Any
 import yaml
 
 from p4diff.exceptions import CaseError
-from topo.exceptions import YamlLimitError
-from topo.yamlfile import MAX_YAML_BYTES, BoundedLoader, read_text
+from topo.yamlfile import BoundedLoader, YamlReader
+from topo.yamlfile import line_of as node_line
 
 
 class Mapping(dict[str, Any]):
@@ -53,20 +54,20 @@ _Loader.add_implicit_resolver(
 
 def _mapping(loader: _Loader, node: yaml.MappingNode) -> Mapping:
     out = Mapping()
-    out.line = node.start_mark.line + 1
+    out.line = node_line(node)
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, str):
-            raise CaseError(loader.name, key_node.start_mark.line + 1, f"key {key!r} is not a name")
+            raise CaseError(loader.name, node_line(key_node), f"key {key!r} is not a name")
         if key in out:
-            raise CaseError(loader.name, key_node.start_mark.line + 1, f"key {key!r} given twice")
+            raise CaseError(loader.name, node_line(key_node), f"key {key!r} given twice")
         out[key] = loader.construct_object(value_node, deep=True)
     return out
 
 
 def _sequence(loader: _Loader, node: yaml.SequenceNode) -> Sequence:
     out = Sequence(loader.construct_object(child, deep=True) for child in node.value)
-    out.line = node.start_mark.line + 1
+    out.line = node_line(node)
     return out
 
 
@@ -77,37 +78,23 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequen
 def load_text(text: str, path: Path | str) -> Mapping:
     """The top mapping of a YAML document; CaseError (with the line) if it is not one, or over
     innet's size or depth limits."""
-    if len(text) > MAX_YAML_BYTES:
-        raise CaseError(path, None, f"larger than {MAX_YAML_BYTES:,} bytes, the most innet reads")
-    loader = _Loader(text)
-    loader.name = str(path)
-    try:
-        doc = loader.get_single_data()
-    except YamlLimitError as err:
-        raise CaseError(path, err.line, err.what) from None
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 if mark is not None else None
-        raise CaseError(path, line, f"not valid YAML: {err.problem or err.context}") from None
-    except yaml.YAMLError as err:
-        raise CaseError(path, None, f"not valid YAML: {err}") from None
-    finally:
-        loader.dispose()
+    doc = _reader(path).load(text, _Loader)
     if not isinstance(doc, Mapping):
         raise CaseError(path, 1, "a case file is a mapping (program:, ports:, steps:, ...)")
     return doc
 
 
 def load(path: Path) -> Mapping:
-    try:
-        text = read_text(path)
-    except YamlLimitError as err:
-        raise CaseError(path, None, f"cannot read the case file: {err.what}") from None
-    except OSError as err:
-        raise CaseError(path, None, f"cannot read the case file: {err.strerror}") from None
-    except UnicodeDecodeError as err:
-        raise CaseError(path, None, f"not a UTF-8 text file ({err.reason})") from None
-    return load_text(text, path)
+    return load_text(_reader(path).read("the case file"), path)
+
+
+def _reader(path: Path | str) -> YamlReader:
+    """innet's YAML reader (topo/yamlfile.py), raising `CaseError`."""
+    return YamlReader(path, _error, syntax="not valid YAML")
+
+
+def _error(path: Path | str, line: int | None, key: str, what: str) -> CaseError:
+    return CaseError(path, line, f"{key}: {what}" if key else what)
 
 
 def line_of(value: object, default: int | None = None) -> int | None:

@@ -23,8 +23,8 @@ class TopologyError(InputError, ValueError):
 
 class YamlLimitError(InputError, ValueError):
     """A YAML file over innet's size or depth limits (topo/yamlfile.py); `line` is where it
-    goes too deep (None: the file as a whole). Each loader reports it as its own file:line
-    error."""
+    goes too deep (None: the file as a whole). `YamlReader` reports it as its caller's own
+    file:line error."""
 
     def __init__(self, line: int | None, what: str) -> None:
         super().__init__(what if line is None else f"line {line}: {what}")

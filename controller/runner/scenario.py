@@ -62,23 +62,16 @@ from controller.runner.exceptions import ScenarioError
 from controller.runner.training_spec import (
     TRAINING_FIELDS as TRAINING_FIELDS,  # re-exported: the scenario's sections live there
 )
-from controller.runner.training_spec import (
-    ComputeSpec,
-    Training,
-    boolean,
-    parse_compute,
-    parse_training,
-)
-from controller.runner.yamlnodes import NodeReader
+from controller.runner.training_spec import ComputeSpec, Training, parse_compute, parse_training
 from innet.jsontypes import JSONObject
 from innet.packetformat import DEFAULT_LANES, PacketFormat, PacketFormatError
 from innet.units import format_size, parse_duration, parse_rate, parse_size
 from innet.vocabulary import SCENARIO_NETWORKS, NetworkMode, VocabularyError
-from topo.exceptions import SlotPoolError, TopologyError, YamlLimitError
+from topo.exceptions import SlotPoolError, TopologyError
 from topo.loader import load_wan, parse_wan
 from topo.siteplan import SlotPool
 from topo.wan import Wan
-from topo.yamlfile import read_text
+from topo.yamlfile import YamlReader, line_of
 
 MAX_HOSTS = 8
 MAX_LOSS = 0.5  # a link losing half its frames is a broken link, not a WAN
@@ -200,22 +193,14 @@ def builtin_topologies() -> tuple[str, ...]:
 def load_scenario(path: Path | str) -> Scenario:
     """Load and check the scenario in a YAML file."""
     path = Path(path)
-    try:
-        text = read_text(path)  # a regular file of at most topo.yamlfile.MAX_YAML_BYTES
-    except OSError as err:
-        raise ScenarioError(path, None, "", f"cannot read scenario: {err.strerror}") from err
-    except UnicodeDecodeError as err:
-        raise ScenarioError(path, None, "", f"not a UTF-8 text file ({err.reason})") from err
-    except YamlLimitError as err:
-        raise ScenarioError(path, None, "", f"cannot read scenario: {err.what}") from None
-    return parse_scenario(text, path)
+    return parse_scenario(YamlReader(path, ScenarioError).read("scenario"), path)
 
 
 def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     """Parse and check scenario YAML; a relative topology path is resolved beside `path`."""
-    doc = NodeReader(path)
-    root = doc.compose(text)
-    top = doc.mapping(root, "", _KEYS)
+    doc = YamlReader(path, ScenarioError)
+    root = doc.compose(text, empty="empty file; a scenario needs at least a name")
+    top = doc.options(root, "", _KEYS, document="the scenario")
     if "name" not in top:
         raise doc.fail(root, "name", "missing; name the scenario (letters a-z, digits, '-')")
     name = doc.text(top["name"], "name")
@@ -236,7 +221,7 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     schedules = _schedules(doc, top.get("schedules"), wan)
     training = parse_training(doc, top.get("training"))
     compute = parse_compute(doc, top.get("compute"))
-    one_dc = boolean(doc, top.get("one_dc"), "one_dc", default=compute is not None)
+    one_dc = doc.boolean(top.get("one_dc"), "one_dc", default=compute is not None)
     deadline = doc.quantity(top.get("round_deadline"), "round_deadline", parse_duration, "60s")
     seed = doc.integer(top.get("seed"), "seed", 1, low=0)
     loss = doc.number(top.get("wan_loss"), "wan_loss", 0.0, low=0.0)
@@ -274,7 +259,7 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     )
 
 
-def _packet_format(doc: NodeReader, node: yaml.Node | None) -> PacketFormat:
+def _packet_format(doc: YamlReader, node: yaml.Node | None) -> PacketFormat:
     """`lanes`: the packet format of a lane count innet.p4 is built with."""
     lanes = doc.integer(node, "lanes", DEFAULT_LANES, low=1)
     try:
@@ -283,7 +268,7 @@ def _packet_format(doc: NodeReader, node: yaml.Node | None) -> PacketFormat:
         raise doc.fail(node, "lanes", str(err)) from None
 
 
-def _jitter(doc: NodeReader, node: yaml.Node | None) -> float | None:
+def _jitter(doc: YamlReader, node: yaml.Node | None) -> float | None:
     """`wan_jitter`: a duration in [0, MAX_JITTER_S], or None (absent or null)."""
     if node is None or doc.scalar(node) is None:
         return None
@@ -298,14 +283,14 @@ def _lines(top: Mapping[str, yaml.Node]) -> dict[str, int]:
     """The line of every top-level key's value, and of each item of a list value."""
     lines = {}
     for key, node in top.items():
-        lines[key] = int(node.start_mark.line) + 1
+        lines[key] = line_of(node)
         if isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):
-                lines[f"{key}[{i}]"] = int(item.start_mark.line) + 1
+                lines[f"{key}[{i}]"] = line_of(item)
     return lines
 
 
-def _topology(doc: NodeReader, node: yaml.Node | None, path: Path | str) -> tuple[str, Wan]:
+def _topology(doc: YamlReader, node: yaml.Node | None, path: Path | str) -> tuple[str, Wan]:
     name = DEFAULT_TOPOLOGY if node is None else doc.text(node, "topology")
     builtin = builtin_topologies()
     try:
@@ -330,7 +315,7 @@ def _topology(doc: NodeReader, node: yaml.Node | None, path: Path | str) -> tupl
 
 
 def _memory(
-    doc: NodeReader, node: yaml.Node | None, scale: float, packet_format: PacketFormat
+    doc: YamlReader, node: yaml.Node | None, scale: float, packet_format: PacketFormat
 ) -> tuple[int, ...]:
     if node is None:
         return (parse_size("1.6GB"),)
@@ -351,7 +336,7 @@ def _memory(
     return tuple(memory)
 
 
-def _schedules(doc: NodeReader, node: yaml.Node | None, wan: Wan) -> tuple[str, ...]:
+def _schedules(doc: YamlReader, node: yaml.Node | None, wan: Wan) -> tuple[str, ...]:
     planner = Planner(wan)
     if node is None:
         return tuple(planner.default_families())
@@ -370,7 +355,7 @@ def _schedules(doc: NodeReader, node: yaml.Node | None, wan: Wan) -> tuple[str, 
     return tuple(names)
 
 
-def _networks(doc: NodeReader, node: yaml.Node | None) -> tuple[NetworkMode, ...]:
+def _networks(doc: YamlReader, node: yaml.Node | None) -> tuple[NetworkMode, ...]:
     if node is None:
         return (NetworkMode.INNA,)
     if not isinstance(node, yaml.SequenceNode) or not node.value:

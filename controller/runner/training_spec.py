@@ -39,9 +39,9 @@ from typing import Any
 import yaml
 
 from controller.planner.compute import ACCELERATORS, Compute
-from controller.runner.yamlnodes import NodeReader
 from innet.jsontypes import JSONObject
 from innet.units import parse_duration
+from topo.yamlfile import YamlReader
 
 MODELS = ("mlp", "transformer")
 MAX_WIDTH = 1024  # a transformer wider than this does not train on two cores
@@ -104,11 +104,11 @@ class ComputeSpec:
         }
 
 
-def parse_training(doc: NodeReader, node: yaml.Node | None) -> Training:
+def parse_training(doc: YamlReader, node: yaml.Node | None) -> Training:
     if node is None:
         return Training()
     known = tuple(f.name for f in TRAINING_FIELDS)
-    items = doc.mapping(node, "training", known)
+    items = doc.options(node, "training", known)
     default = Training()
     values: dict[str, Any] = {}
     for key in ("rounds", "inner_steps", "batch_size", "layers"):
@@ -128,7 +128,7 @@ def parse_training(doc: NodeReader, node: yaml.Node | None) -> Training:
     )
     if momentum >= 1.0:
         raise doc.fail(items["outer_momentum"], "training.outer_momentum", "must be below 1")
-    values["overlap"] = boolean(doc, items.get("overlap"), "training.overlap")
+    values["overlap"] = doc.boolean(items.get("overlap"), "training.overlap")
     if "target_accuracy" in items:
         values["target_accuracy"] = _share(
             doc,
@@ -153,7 +153,7 @@ def parse_training(doc: NodeReader, node: yaml.Node | None) -> Training:
 
 
 def _transformer_checks(
-    doc: NodeReader, items: dict[str, yaml.Node], values: dict[str, Any]
+    doc: YamlReader, items: dict[str, yaml.Node], values: dict[str, Any]
 ) -> None:
     """A width the heads divide (32 per head), and a corpus this Python has."""
     width = values["hidden"]
@@ -168,11 +168,11 @@ def _transformer_checks(
         raise doc.fail(items["model"], "training.model", f"no corpus to train on: {err}") from None
 
 
-def parse_compute(doc: NodeReader, node: yaml.Node | None) -> ComputeSpec | None:
+def parse_compute(doc: YamlReader, node: yaml.Node | None) -> ComputeSpec | None:
     if node is None:
         return None
     keys = ("step_time", "params", "tokens_per_step", "accelerator", "accelerators", "mfu")
-    items = doc.mapping(node, "compute", keys)
+    items = doc.options(node, "compute", keys)
     if "step_time" in items:
         others = sorted(set(items) - {"step_time"})
         if others:
@@ -199,7 +199,7 @@ def parse_compute(doc: NodeReader, node: yaml.Node | None) -> ComputeSpec | None
     return ComputeSpec(**spec, mfu=mfu)
 
 
-def _share(doc: NodeReader, node: yaml.Node | None, key: str, default: float, what: str) -> float:
+def _share(doc: YamlReader, node: yaml.Node | None, key: str, default: float, what: str) -> float:
     """A number in (0, 1]."""
     value = doc.number(node, key, default, low=0.0, open_low=True)
     if value > 1.0:
@@ -207,16 +207,7 @@ def _share(doc: NodeReader, node: yaml.Node | None, key: str, default: float, wh
     return value
 
 
-def boolean(doc: NodeReader, node: yaml.Node | None, key: str, default: bool = False) -> bool:
-    if node is None:
-        return default
-    value = doc.scalar(node)
-    if not isinstance(value, bool):
-        raise doc.fail(node, key, f"must be true or false, got {node.value!r}")
-    return value
-
-
-def _count(doc: NodeReader, node: yaml.Node, key: str) -> float:
+def _count(doc: YamlReader, node: yaml.Node, key: str) -> float:
     """A positive count such as 4096, 4M, 1.5B or 4e6."""
     value = doc.scalar(node)
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
