@@ -70,10 +70,10 @@ p4switch-alone:
 	$(PYTHON) -m venv $(ALONE)
 	$(ALONE)/bin/python -m pip install -q --upgrade pip
 	$(ALONE)/bin/python -m pip install -q './p4switch[test]'
-	@if $(ALONE)/bin/python -c "import innet" 2>/dev/null; then \
+	@if $(ALONE)/bin/python -I -c "import innet" 2>/dev/null; then \
 	  echo "p4switch-alone: innet is importable beside p4switch alone"; exit 1; fi
 	$(ALONE)/bin/p4switch --p4 p4switch/src/p4switch/examples/l2.p4 --check
-	$(ALONE)/bin/python -c "import p4switch; s = p4switch.InProcessSwitch(p4switch.compile_file(p4switch.EXAMPLES / 'l2.p4')); print('p4switch alone:', s.backend, 'back end;', s.process(1, bytes(64)))"
+	$(ALONE)/bin/python -I -c "import p4switch; s = p4switch.InProcessSwitch(p4switch.compile_file(p4switch.EXAMPLES / 'l2.p4')); print('p4switch alone:', s.backend, 'back end;', s.process(1, bytes(64)))"
 	cd p4switch && ../$(ALONE)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # Every test marked bmv2, where simple_switch_grpc and p4c-bm2-ss are installed (python -m

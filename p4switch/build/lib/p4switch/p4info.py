@@ -1,0 +1,305 @@
+"""P4Info for a checked program, with the names, aliases and ids p4c gives.
+
+Ids follow p4c (and so BMv2 set-ups): the P4Runtime type prefix in the top byte, the low 24
+bits of the Jenkins one-at-a-time hash of the fully qualified name below it; names are hashed
+in sorted order and a collision takes the next free value; `@id` wins. So ids are stable across
+runs and equal to p4c's for the same program. Aliases are the shortest unique dotted suffix.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+
+from p4switch import ir
+from p4switch.exceptions import UsageError
+
+PREFIX = p4info_pb2.P4Ids
+SKIPPED_ANNOTATIONS = frozenset({"name", "id", "brief", "description", "hidden"})
+_MATCH = {
+    "exact": p4info_pb2.MatchField.EXACT,
+    "lpm": p4info_pb2.MatchField.LPM,
+    "ternary": p4info_pb2.MatchField.TERNARY,
+    "range": p4info_pb2.MatchField.RANGE,
+    "optional": p4info_pb2.MatchField.OPTIONAL,
+}
+_METER_UNIT = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
+_UNIT = {
+    "packets": p4info_pb2.CounterSpec.PACKETS,
+    "bytes": p4info_pb2.CounterSpec.BYTES,
+    "packets_and_bytes": p4info_pb2.CounterSpec.BOTH,
+}
+_SCOPE = {
+    "TABLE_AND_DEFAULT": p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
+    "TABLE_ONLY": p4info_pb2.ActionRef.TABLE_ONLY,
+    "DEFAULT_ONLY": p4info_pb2.ActionRef.DEFAULT_ONLY,
+}
+
+
+def jenkins_hash(name: str) -> int:
+    """Bob Jenkins' one-at-a-time hash of the name's bytes, as p4c computes ids."""
+    h = 0
+    for b in name.encode():
+        h = (h + b) & 0xFFFFFFFF
+        h = (h + (h << 10)) & 0xFFFFFFFF
+        h ^= h >> 6
+    h = (h + (h << 3)) & 0xFFFFFFFF
+    h ^= h >> 11
+    return (h + (h << 15)) & 0xFFFFFFFF
+
+
+class SymbolIds:
+    """Ids and aliases for named P4Info objects."""
+
+    def __init__(self) -> None:
+        self._wanted: dict[tuple[int, str], int | None] = {}
+        self._ids: dict[tuple[int, str], int] = {}
+        self._suffixes: Counter[tuple[str, ...]] = Counter()
+        self._names: set[str] = set()
+
+    def add(self, prefix: int, name: str, annotations: Iterable[ir.Annotation] = ()) -> None:
+        if (prefix, name) in self._wanted:
+            return
+        explicit = next((a for a in annotations if a.name == "id" and a.args), None)
+        wanted = None
+        if explicit is not None and isinstance(explicit.args[0], int):
+            wanted = explicit.args[0]
+            top = wanted & 0xFF000000
+            if top and top != prefix << 24:
+                raise ValueError(f"@id of {name} has the wrong 8-bit prefix")
+            wanted |= prefix << 24
+        self._wanted[(prefix, name)] = wanted
+        if name not in self._names:
+            self._names.add(name)
+            parts = tuple(name.split("."))
+            for k in range(1, len(parts) + 1):
+                self._suffixes[parts[-k:]] += 1
+
+    def assign(self) -> None:
+        taken: set[int] = set()
+        for key, wanted in self._wanted.items():
+            if wanted is not None:
+                if wanted in taken:
+                    raise ValueError(f"@id {wanted} is given to two objects")
+                taken.add(wanted)
+                self._ids[key] = wanted
+        for prefix, name in sorted(k for k, w in self._wanted.items() if w is None):
+            low = jenkins_hash(name) & 0xFFFFFF
+            for step in range(1 << 24):
+                candidate = (prefix << 24) | ((low + step) & 0xFFFFFF)
+                if candidate not in taken:
+                    break
+            else:  # pragma: no cover - 16 million objects of one kind
+                raise ValueError(f"no id left for {name}")
+            taken.add(candidate)
+            self._ids[(prefix, name)] = candidate
+
+    def id(self, prefix: int, name: str) -> int:
+        return self._ids[(prefix, name)]
+
+    def alias(self, name: str) -> str:
+        parts = tuple(name.split("."))
+        for k in range(1, len(parts) + 1):
+            if self._suffixes[parts[-k:]] < 2:
+                return ".".join(parts[-k:])
+        return name
+
+
+def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
+    ids = SymbolIds()
+    actions = [
+        a for a in program.actions if not a.function and a.name not in program.inlined_actions
+    ]
+    objects: list[tuple[int, Any]] = [
+        *((PREFIX.ACTION, a) for a in actions),
+        *((PREFIX.TABLE, t) for t in program.tables),
+        *((PREFIX.COUNTER, c) for c in program.counters),
+        *((PREFIX.DIRECT_COUNTER, d) for d in program.direct_counters),
+        *((PREFIX.REGISTER, r) for r in program.registers),
+        *((PREFIX.METER, m) for m in program.meters),
+        *((PREFIX.DIRECT_METER, d) for d in program.direct_meters),
+        *((PREFIX.VALUE_SET, v) for v in program.value_sets),
+        *((PREFIX.DIGEST, d) for d in program.digests),
+        *((PREFIX.ACTION_PROFILE, ap) for ap in program.action_profiles),
+    ]
+    for prefix, obj in objects:
+        ids.add(prefix, obj.name, getattr(obj, "annotations", ()))
+    for h in program.controller_headers:
+        ids.add(PREFIX.CONTROLLER_HEADER, h.type.name, h.annotations)
+    ids.assign()
+
+    info = p4info_pb2.P4Info()
+    info.pkg_info.arch = "v1model"
+    for t in program.tables:
+        _table(info.tables.add(), t, ids)
+    for a in actions:
+        msg = info.actions.add()
+        _preamble(msg.preamble, ids, PREFIX.ACTION, a.name, a.annotations)
+        for i, p in enumerate(a.control_params, start=1):
+            param = msg.params.add(id=i, name=p.name, bitwidth=ir.bit_width(p.type))
+            param.annotations.extend(_annotations(p.annotations))
+    for c in program.counters:
+        msg = info.counters.add(size=c.size)
+        _preamble(msg.preamble, ids, PREFIX.COUNTER, c.name, c.annotations)
+        msg.spec.unit = _UNIT[c.unit]
+    for d in program.direct_counters:
+        msg = info.direct_counters.add(direct_table_id=ids.id(PREFIX.TABLE, d.table))
+        _preamble(msg.preamble, ids, PREFIX.DIRECT_COUNTER, d.name, d.annotations)
+        msg.spec.unit = _UNIT[d.unit]
+    _meters(info, program, ids)
+    _profiles(info, program, ids)
+    for r in program.registers:
+        msg = info.registers.add(size=r.size)
+        _preamble(msg.preamble, ids, PREFIX.REGISTER, r.name, r.annotations)
+        bitstring = msg.type_spec.bitstring
+        (bitstring.int if r.value_type.signed else bitstring.bit).bitwidth = r.value_type.width
+    _digests(info, program, ids)
+    for h in program.controller_headers:
+        msg = info.controller_packet_metadata.add()
+        msg.preamble.id = ids.id(PREFIX.CONTROLLER_HEADER, h.type.name)
+        msg.preamble.name = msg.preamble.alias = h.name
+        msg.preamble.annotations.extend(_annotations(h.annotations))
+        for i, f in enumerate(h.type.fields, start=1):
+            msg.metadata.add(id=i, name=f.name, bitwidth=ir.bit_width(f.type))
+    return info
+
+
+def _meters(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> None:
+    """Meters, direct meters and (alike: arrays the control plane sets) parser value sets."""
+    for v in program.value_sets:
+        value_set = info.value_sets.add(size=v.size)
+        _preamble(value_set.preamble, ids, PREFIX.VALUE_SET, v.name, v.annotations)
+        if not v.fields:  # bit<N>: one exact field, unnamed, as p4c writes it
+            value_set.match.add(id=1, bitwidth=v.bitwidth, match_type=p4info_pb2.MatchField.EXACT)
+        for i, (name, width, kind) in enumerate(v.fields, start=1):
+            value_set.match.add(id=i, name=name, bitwidth=width, match_type=_MATCH[kind])
+    for m in program.meters:
+        meter = info.meters.add(size=m.size)
+        _preamble(meter.preamble, ids, PREFIX.METER, m.name, m.annotations)
+        meter.spec.unit = _METER_UNIT[m.unit]
+    for dm in program.direct_meters:
+        direct = info.direct_meters.add(direct_table_id=ids.id(PREFIX.TABLE, dm.table))
+        _preamble(direct.preamble, ids, PREFIX.DIRECT_METER, dm.name, dm.annotations)
+        direct.spec.unit = _METER_UNIT[dm.unit]
+
+
+def _digests(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> None:
+    """Digests, named after their struct types, which P4Info's type_info describes."""
+    for d in program.digests:
+        msg = info.digests.add()
+        _preamble(msg.preamble, ids, PREFIX.DIGEST, d.name, ())
+        _type_spec(msg.type_spec, d.type, info)
+    if _uses_error(info):
+        info.type_info.error.members.extend(program.errors)
+
+
+def _uses_error(info: p4info_pb2.P4Info) -> bool:
+    members = (m for s in info.type_info.structs.values() for m in s.members)
+    return any(m.type_spec.HasField("error") for m in members)
+
+
+def _type_spec(msg: p4info_pb2.P4DataTypeSpec, t: ir.Type, info: p4info_pb2.P4Info) -> None:
+    types = info.type_info
+    if isinstance(t, ir.BoolT):
+        msg.bool.SetInParent()
+    elif isinstance(t, ir.BitT):
+        (msg.bitstring.int if t.signed else msg.bitstring.bit).bitwidth = t.width
+    elif isinstance(t, ir.ErrorT):
+        msg.error.SetInParent()  # its members: type_info.error, every error of the program
+    elif isinstance(t, ir.EnumT):  # a serializable enum is its underlying bit<N> here
+        msg.enum.name = t.name
+        if t.name not in types.enums:
+            for member in t.members:
+                types.enums[t.name].members.add(name=member)
+    elif isinstance(t, ir.TupleT):
+        for e in t.elements:
+            _type_spec(msg.tuple.members.add(), e, info)
+    else:
+        assert isinstance(t, ir.StructT), "digest fields are checked by the front end"
+        msg.struct.name = t.name
+        if t.name not in info.type_info.structs:
+            struct = info.type_info.structs[t.name]
+            for f in t.fields:
+                _type_spec(struct.members.add(name=f.name).type_spec, f.type, info)
+
+
+def _profiles(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> None:
+    """Action profiles and selectors, with the tables they implement."""
+    for ap in program.action_profiles:
+        msg = info.action_profiles.add(with_selector=ap.selector, size=ap.size)
+        _preamble(msg.preamble, ids, PREFIX.ACTION_PROFILE, ap.name, ap.annotations)
+        msg.table_ids.extend(ids.id(PREFIX.TABLE, t) for t in ap.tables)
+        msg.max_group_size = ap.max_group_size
+
+
+def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
+    _preamble(msg.preamble, ids, PREFIX.TABLE, t.name, t.annotations)
+    for i, k in enumerate(t.keys, start=1):
+        width = 0 if k.symbols else k.bitwidth  # an error or enum key: by name, as p4c says
+        field = msg.match_fields.add(id=i, name=k.name, bitwidth=width)
+        field.match_type = _MATCH[k.match_kind]
+        field.annotations.extend(_annotations(k.annotations))
+    for ref in t.actions:
+        msg_ref = msg.action_refs.add(id=ids.id(PREFIX.ACTION, ref.action))
+        if ref.scope != "TABLE_AND_DEFAULT":
+            msg_ref.scope = _SCOPE[ref.scope]
+        msg_ref.annotations.extend(a.source() for a in ref.annotations)
+    if t.const_default:
+        msg.const_default_action_id = ids.id(PREFIX.ACTION, t.default_action)
+    if t.implementation is not None:
+        msg.implementation_id = ids.id(PREFIX.ACTION_PROFILE, t.implementation)
+    if t.direct_counter is not None:
+        msg.direct_resource_ids.append(ids.id(PREFIX.DIRECT_COUNTER, t.direct_counter))
+    if t.direct_meter is not None:
+        msg.direct_resource_ids.append(ids.id(PREFIX.DIRECT_METER, t.direct_meter))
+    msg.size = t.size
+    if t.const_entries:
+        msg.is_const_table = True
+    elif t.entries is not None:  # `entries`: the control plane may change them, as p4c says
+        msg.has_initial_entries = True
+
+
+def _preamble(
+    msg: p4info_pb2.Preamble,
+    ids: SymbolIds,
+    prefix: int,
+    name: str,
+    annotations: tuple[ir.Annotation, ...],
+) -> None:
+    msg.id = ids.id(prefix, name)
+    msg.name = name
+    msg.alias = ids.alias(name)
+    msg.annotations.extend(_annotations(annotations))
+
+
+def _annotations(annotations: Iterable[ir.Annotation]) -> list[str]:
+    return [a.source() for a in annotations if a.name not in SKIPPED_ANNOTATIONS]
+
+
+TEXT_SUFFIXES = (".txtpb", ".txt")  # protobuf text format: p4c's current name, then its old one
+
+
+def write_p4info(p4info: p4info_pb2.P4Info, path: Path) -> None:
+    """Write P4Info as text (`.txtpb`, or `.txt` as p4c used to name it) or binary (`.bin`)."""
+    path = Path(path)
+    if path.suffix in TEXT_SUFFIXES:
+        path.write_text(text_format.MessageToString(p4info))
+    elif path.suffix == ".bin":
+        path.write_bytes(p4info.SerializeToString())
+    else:
+        raise UsageError(f"{path}: a P4Info file name must end in .txtpb, .txt or .bin")
+
+
+def read_p4info(path: Path) -> p4info_pb2.P4Info:
+    path = Path(path)
+    info = p4info_pb2.P4Info()
+    if path.suffix == ".bin":
+        info.ParseFromString(path.read_bytes())
+    else:
+        text_format.Parse(path.read_text(), info)
+    return info
