@@ -46,6 +46,10 @@ from typing import Any, TextIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
+from p4switch.dataplane import PacketProcessor, Switch
+from p4switch.ports import PACKET_OUTGOING, open_port
+from p4switch.shaping import parse_shape
+
 from bench import forwarding_rows as rows
 from bench.native_tools import (
     ForwardingBenchError,
@@ -55,9 +59,6 @@ from bench.native_tools import (
     sender_command,
 )
 from bench.vethnet import H1_IP, H1_MAC, H2_IP, H2_MAC, Net, build, destroy, run, rx_packets
-from p4switch.dataplane import PacketProcessor, Switch
-from p4switch.ports import PACKET_OUTGOING, open_port
-from p4switch.shaping import parse_shape
 
 REPO = Path(__file__).resolve().parents[1]
 WARMUP_S = 0.5

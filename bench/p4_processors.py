@@ -12,12 +12,12 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
+from p4switch import EXAMPLES
+from p4switch import runtime as rt
 from p4switch.dataplane import PacketProcessor
 from p4switch.program import CompiledProgram, compile_file
 
 from bench.native_tools import build_library
-from p4switch import EXAMPLES
-from p4switch import runtime as rt
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "p4switch" / "tests" / "programs"
 HOSTS = {1: ("02:00:0a:00:00:01", "10.0.0.1"), 2: ("02:00:0a:00:00:02", "10.0.0.2")}

@@ -38,6 +38,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
+from p4switch import EXAMPLES, native
+from p4switch import runtime as rt
 from p4switch.program import CompiledProgram, compile_file
 
 from bench.bmv2_forwarder import BUILDS, switch_binary, unavailable
@@ -47,8 +49,6 @@ from controller.runner.bmv2rate import bmv2_rate
 from controller.runner.emulation import resolve
 from controller.runner.scenario import parse_scenario
 from innet.exceptions import InnetError, one_line
-from p4switch import EXAMPLES, native
-from p4switch import runtime as rt
 from topo.local_switch import LocalSwitch
 
 HERE = Path(__file__).resolve().parent

@@ -42,13 +42,14 @@ from typing import Any, Protocol, TextIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
+from p4switch.control import control_request
+from p4switch.exceptions import ControlError
+
 from bench import forwarding_rows as rows
 from bench.forwarding import Forwarder, ping_rtts, switch_ports
 from bench.native_tools import ForwardingBenchError
 from bench.vethnet import H1_MAC, H2_MAC, Net, build, destroy
 from p4diff.netns import in_namespace
-from p4switch.control import control_request
-from p4switch.exceptions import ControlError
 
 REPO = Path(__file__).resolve().parents[1]
 ETHERTYPE = 0x88B6  # local experimental: only this benchmark's frames

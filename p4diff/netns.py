@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from p4diff.exceptions import NetnsError
 from p4switch import (
     AUXDATA_SPACE,
     ETH_P_ALL,
@@ -40,6 +39,8 @@ from p4switch import (
     SOL_PACKET,
     as_on_wire,
 )
+
+from p4diff.exceptions import NetnsError
 
 log = logging.getLogger(__name__)
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Protocol
 
 from p4.config.v1 import p4info_pb2
+from p4switch import compile_file, load_p4info
 
 from controller.p4rt.connection import PacketIn, SwitchConnection
 from controller.p4rt.exceptions import ConnectionLost, P4RuntimeError, SwitchUnreachable
@@ -41,7 +42,6 @@ from p4diff.exceptions import TargetError, TargetUnavailable
 from p4diff.netns import PeerPort, SwitchNamespace
 from p4diff.recording import Cells
 from p4diff.writes import Batch, updates
-from p4switch import compile_file, load_p4info
 from topo.bmv2 import CPU_PORT, THRIFT_BASE_PORT, bmv2_command, compile_bmv2, missing_tools
 from topo.exceptions import from_p4switch
 

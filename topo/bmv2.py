@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from p4switch import PortStats, load_p4info
+
 from topo.exceptions import Bmv2Error, SwitchControlError, SwitchStartError
 from topo.p4node import P4Switch, PortCounters, SwitchPipeline
 

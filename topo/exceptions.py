@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import p4switch
+
 from innet.exceptions import InnetError, InputError
 
 

@@ -26,8 +26,9 @@ from ipaddress import IPv4Address
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from innet.checksum import internet_checksum
 from p4switch import InProcessSwitch, PacketProcessor, compile_file
+
+from innet.checksum import internet_checksum
 from topo.exceptions import from_p4switch
 
 if TYPE_CHECKING:

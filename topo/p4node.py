@@ -30,9 +30,9 @@ from pathlib import Path
 
 from mininet.node import Switch
 from p4.config.v1 import p4info_pb2
+from p4switch import ControlError, PortStats, compile_file, read_stats
 
 from innet.stopping import held
-from p4switch import ControlError, PortStats, compile_file, read_stats
 from topo.exceptions import SwitchControlError, SwitchStartError, from_p4switch
 
 log = logging.getLogger(__name__)

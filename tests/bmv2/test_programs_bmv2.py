@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from p4switch import EXAMPLES
 from p4switch.p4info_diff import diff
 from p4switch.program import compile_file
 
 from innet.exceptions import one_line
 from innet.packetformat import PacketFormat
-from p4switch import EXAMPLES
 from topo.bmv2 import bmv2_pipeline
 from topo.exceptions import Bmv2Error
 from topo.siteplan import program_defines

@@ -20,6 +20,7 @@ from typing import Any
 
 from p4switch.control import control_request
 from p4switch.exceptions import ControlError
+
 from tests.netns.topology import Host, TwoHostNet
 
 REPO = Path(__file__).resolve().parents[2]

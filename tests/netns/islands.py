@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from innet.packetformat import PacketFormat
 from p4switch.control import control_request
 from p4switch.exceptions import ControlError
+
+from innet.packetformat import PacketFormat
 from tests.netns.harness import REPO
 from tests.netns.topology import destroy, in_ns, run
 from topo.siteplan import program_defines

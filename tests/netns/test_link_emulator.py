@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from p4switch.exceptions import ControlError
+
 from tests.netns.harness import REPO, Receiver, SwitchProcess, ns_python, ping_rtts, send_udp
 from tests.netns.topology import TwoHostNet
 

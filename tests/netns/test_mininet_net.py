@@ -29,11 +29,12 @@ _REASON = why_no_mininet(("ip", "tc", "ethtool", "ping"))
 if _REASON is not None:
     pytest.skip(f"Mininet testbed test skipped: {_REASON}", allow_module_level=True)
 
+from p4switch.linkemu import peer as peer_port  # noqa: E402
+from p4switch.program import compile_file  # noqa: E402
+
 from controller.p4rt import Fabric, SwitchConnection, deadline_after  # noqa: E402
 from controller.rounds import Addressing, base_entries, install_changes, to_updates  # noqa: E402
 from innet.paths import INNET_P4  # noqa: E402
-from p4switch.linkemu import peer as peer_port  # noqa: E402
-from p4switch.program import compile_file  # noqa: E402
 from topo.exceptions import ShapingError  # noqa: E402
 from topo.linknode import emulated_links, link_ports  # noqa: E402
 from topo.loader import default_wan  # noqa: E402

@@ -10,13 +10,13 @@ import time
 from collections.abc import Iterator
 
 import pytest
-
 from p4switch.cli import Unprogrammed
 from p4switch.dataplane import Switch
 from p4switch.nativeio import NativeSwitch, available
 from p4switch.pcap import read_pcap
 from p4switch.ports import Port
 from p4switch.shaping import ShapeSpec
+
 from tests.netns import topology
 from tests.netns.forwarder import TwoPortForwarder
 from tests.netns.harness import Receiver, ping_rtts, send_udp

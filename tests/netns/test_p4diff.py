@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from p4switch import EXAMPLES
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.usefixtures("netns_available")]

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from p4switch import EXAMPLES
 from p4switch.control import control_request
 from p4switch.exceptions import ControlError
 from p4switch.pcap import read_pcap
 
-from p4switch import EXAMPLES
 from tests.netns.harness import REPO, Receiver, ping_rtts, send_garbage, send_udp
 from tests.netns.topology import TwoHostNet
 

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from p4switch.control import control_request
 from p4switch.pcap import read_pcap
+
 from tests.netns.harness import REPO, ns_python
 from tests.netns.test_p4switch_process import GRPC, start, stop
 from tests.netns.topology import Host, TwoHostNet

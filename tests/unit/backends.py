@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 
 import pytest
-
 from p4switch import native
 from p4switch.program import CompiledProgram
 

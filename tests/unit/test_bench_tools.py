@@ -153,8 +153,9 @@ def test_the_native_variants_forward_and_aggregate_as_the_python_ones(tools: Pat
 def test_the_c_port_swap_sends_1_to_2_and_2_to_1_and_drops_the_rest() -> None:
     import ctypes
 
-    from bench.p4_processors import portswap_c
     from p4switch.native.pipeline import Out
+
+    from bench.p4_processors import portswap_c
 
     swap = portswap_c()
     function, ctx = swap.native_entry

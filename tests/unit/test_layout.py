@@ -13,9 +13,9 @@ import pkgutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import p4switch
 import pytest
 
-import p4switch
 from innet.exceptions import InnetError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from p4switch.pcap import PcapWriter
 from scapy.fields import FlagValue
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -18,7 +19,6 @@ import workers.packets as codec
 from innet import scapy_layer
 from innet.packetformat import LANE_CHOICES, PacketFormat, PacketFormatError
 from innet.scapy_layer import Innet, innet_of
-from p4switch.pcap import PcapWriter
 from tests.unit.dataplane import harness
 from tests.unit.fuzz_profile import fuzz_settings
 

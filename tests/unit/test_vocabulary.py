@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from p4switch.backends import NAMES as P4SWITCH_BACKENDS
 
 from controller.planner.exceptions import PlanError
 from controller.planner.params import CostParams
@@ -27,7 +28,6 @@ from innet.vocabulary import (
     VocabularyError,
     WriteState,
 )
-from p4switch.backends import NAMES as P4SWITCH_BACKENDS
 from topo.exceptions import NetworkBuildError
 from topo.loader import default_wan
 from topo.mininet_net import NetworkSpec

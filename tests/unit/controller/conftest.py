@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 from p4.config.v1 import p4info_pb2
-
-from controller.network import NetworkFacts, SwitchSite
-from controller.p4rt import Fabric, SwitchConnection, deadline_after
 from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.program import CompiledProgram, compile_file
 from p4switch.runtime import SwitchState
+
+from controller.network import NetworkFacts, SwitchSite
+from controller.p4rt import Fabric, SwitchConnection, deadline_after
 from topo.p4node import PortCounters, SwitchPipeline
 from topo.wan import City, Wan, WanLink
 

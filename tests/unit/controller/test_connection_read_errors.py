@@ -17,10 +17,10 @@ import pytest
 from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-
-from controller.p4rt import P4RuntimeError, SwitchConnection, deadline_after
 from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.p4rt.service import P4RuntimeService
+
+from controller.p4rt import P4RuntimeError, SwitchConnection, deadline_after
 from tests.unit.controller.conftest import DEVICE_ID, Innet, Switch
 
 BMV2_MESSAGE = "Register reads are not supported yet"

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 
 import pytest
 from p4.config.v1 import p4info_pb2
+from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 
 from controller.p4rt import Fabric, SwitchConnection, deadline_after
 from controller.p4rt.exceptions import WriteError
 from controller.planner.schedule import Round
 from controller.rounds import Addressing, base_entries, install_changes, round_entries, to_updates
-from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from tests.unit.controller.conftest import DEVICE_ID, Innet, snapshot, triangle
 
 WAN = triangle()

@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-from controller.rounds import STATS, STATS_COUNTER
-from innet.checksum import internet_checksum
-from innet.packetformat import PacketFormat
 from p4switch import runtime as rt
 from p4switch.compiler import Pipeline, v1model
 from p4switch.native import NativePipeline
 from p4switch.program import CompiledProgram, compile_file
+
+from controller.rounds import STATS, STATS_COUNTER
+from innet.checksum import internet_checksum
+from innet.packetformat import PacketFormat
 
 P4_SOURCE = Path(__file__).resolve().parents[3] / "p4src" / "innet.p4"
 

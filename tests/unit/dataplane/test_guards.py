@@ -14,9 +14,9 @@ import types
 
 import numpy as np
 import pytest
+from p4switch.compiler import v1model
 
 from innet.checksum import internet_checksum
-from p4switch.compiler import v1model
 from tests.unit.dataplane.harness import (
     BOUNCE,
     CONTRIBUTION,

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from p4switch import EXAMPLES
 
 from controller.p4rt.schema import Schema
 from controller.rounds import Change, TableWrite
@@ -17,7 +18,6 @@ from p4diff.case import ReadCounters, Send, Write, load_case
 from p4diff.exceptions import CaseError
 from p4diff.runner import check_against
 from p4diff.targets import P4switchKind
-from p4switch import EXAMPLES
 from workers.packets import Flag, InnetPacket, PacketType
 
 REPO = Path(__file__).resolve().parents[3]

@@ -16,6 +16,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from p4switch.p4rt.codec import InstalledPipeline
+from p4switch.p4rt.schema import P4InfoIndex
+from p4switch.p4rt.write import apply_batch
+from p4switch.program import CompiledProgram, compile_file
 
 from controller.p4rt.schema import Schema
 from controller.rounds import STATS, STATS_COUNTER
@@ -26,10 +30,6 @@ from p4diff.generate import KINDS, GeneratedCase, generate_case, generate_family
 from p4diff.recording import Recording, StepRecord
 from p4diff.runner import check_against, target_names
 from p4diff.writes import updates
-from p4switch.p4rt.codec import InstalledPipeline
-from p4switch.p4rt.schema import P4InfoIndex
-from p4switch.p4rt.write import apply_batch
-from p4switch.program import CompiledProgram, compile_file
 from tests.unit.backends import backend
 from tests.unit.dataplane.harness import FakeClock
 

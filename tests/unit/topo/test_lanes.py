@@ -4,6 +4,8 @@ hosts' codec, the slot pool and the planner, passed where it is used; one proces
 from __future__ import annotations
 
 import pytest
+from p4switch.exceptions import P4CompileError
+from p4switch.program import compile_file
 
 from controller.planner.params import CostParams
 from controller.runner import calibration
@@ -11,8 +13,6 @@ from controller.runner.emulation import resolve
 from controller.runner.scenario import parse_scenario
 from innet.packetformat import LANE_CHOICES, PacketFormat, PacketFormatError
 from innet.paths import INNET_P4
-from p4switch.exceptions import P4CompileError
-from p4switch.program import compile_file
 from topo.siteplan import SlotPool, program_defines
 from workers.packets import Flag, InnetPacket, PacketType
 

@@ -3,10 +3,10 @@ out as topo's, bad input kept as bad input (exit status 2) and failures as failu
 
 from __future__ import annotations
 
+import p4switch
 import pytest
 from p4.v1 import p4runtime_pb2
 
-import p4switch
 from innet.exceptions import InnetError, InputError
 from innet.paths import INNET_P4
 from topo.exceptions import P4SwitchFailedError, P4SwitchRefusedError, from_p4switch

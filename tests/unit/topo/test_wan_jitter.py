@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from p4switch.shaping import parse_spec
+
 from topo.exceptions import TopologyError, WanError
 from topo.linknode import emulator_shapes
 from topo.loader import default_wan, load_wan
