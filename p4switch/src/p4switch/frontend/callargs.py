@@ -1,18 +1,13 @@
-"""Arguments of calls put in parameter order, `static_assert`, and headers read ahead
+"""Arguments of calls put in parameter order, and the fields of headers read ahead
 (`lookahead<T>()`): helpers of the expression and statement checkers."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
-from p4switch.frontend.env import Scope
-
-if TYPE_CHECKING:
-    from p4switch.frontend.exprcheck import ExprChecker
 
 
 def positional(call: s.CallExpr, decls: Sequence[s.ParamDecl], what: str) -> list[s.ExprSyntax]:
@@ -57,30 +52,3 @@ def lookahead_field(t: ir.StructT, name: str) -> ir.Expr:
             return ir.Cast(ft, bits)  # int<N> (same width) and bool (bit<1>)
         start += width
     raise AssertionError(f"{t} has no field {name}")
-
-
-def static_assert(x: ExprChecker, e: s.CallExpr, scope: Scope) -> ir.Expr:
-    """`static_assert(check[, message])`: `check` must be a constant true, or the program
-    is refused with the message; its value is true."""
-    if len(e.args) not in (1, 2):
-        raise P4CompileError.at(e.loc, "static_assert takes a condition and a message")
-    check = x.expr(e.args[0], scope)
-    if not (isinstance(check, ir.Const) and isinstance(check.type, ir.BoolT)):
-        raise P4CompileError.at(e.args[0].loc, "static_assert needs a constant bool")
-    if not check.value:
-        message = e.args[1] if len(e.args) == 2 else None
-        text = message.value if isinstance(message, s.StrLit) else "condition is false"
-        raise P4CompileError.at(e.loc, f"static_assert failed: {text}")
-    return ir.Const(ir.BoolT(), True)
-
-
-def lookahead(x: ExprChecker, e: s.CallExpr) -> ir.Expr:
-    if len(e.type_args) != 1 or e.args:
-        raise P4CompileError.at(e.loc, "use lookahead<T>() with one type and no arguments")
-    t = x.env.resolve(e.type_args[0])
-    if isinstance(t, ir.StructT) and all(isinstance(f.type, ir.BitT | ir.BoolT) for f in t.fields):
-        return ir.Lookahead(t)  # a header or flat struct: read by field (lookahead_field)
-    if not isinstance(t, ir.BitT) or t.signed:
-        what = f"lookahead of {t} is not supported (use bit<N>, or a header or struct of bits)"
-        raise P4CompileError.at(e.loc, what)
-    return ir.Lookahead(t)

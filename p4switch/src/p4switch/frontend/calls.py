@@ -12,9 +12,8 @@ from collections.abc import Callable
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
-from p4switch.frontend.callargs import static_assert
 from p4switch.frontend.context import BlockContext
-from p4switch.frontend.digests import lower_digest
+from p4switch.frontend.digests import DigestLowering
 from p4switch.frontend.env import (
     ActionEntity,
     BlockInstanceEntity,
@@ -48,6 +47,7 @@ ApplyBlock = Callable[[s.CallExpr, BlockInstanceEntity, Scope, BlockContext], li
 class CallLowering:
     def __init__(self, exprs: ExprChecker) -> None:
         self.x = exprs
+        self.digests = DigestLowering(exprs)
         # set by the program checker: `c.apply(...)` of a control instance, inlined
         self.apply_control: ApplyBlock | None = None
         self.apply_parser: ApplyBlock | None = None  # `p.apply(...)` of a sub-parser
@@ -73,7 +73,7 @@ class CallLowering:
             "log_msg": lambda call, scope, ctx: [],
             "static_assert": self._static_assert,
             "digest": lambda call, scope, ctx: [
-                lower_digest(self.x, call, scope, ctx.kind == "parser")
+                self.digests.lower(call, scope, ctx.kind == "parser")
             ],
         }
 
@@ -293,7 +293,7 @@ class CallLowering:
         return [ir.Clone(kind, session, field_list)]
 
     def _static_assert(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
-        static_assert(self.x, call, scope)  # refuses the program if false
+        self.x.static_assert(call, scope)  # refuses the program if false
         return []
 
     def _resubmit(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:

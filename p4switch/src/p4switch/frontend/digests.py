@@ -17,53 +17,79 @@ from p4switch.frontend.lowerings import field_items
 U32 = ir.BitT(32)
 
 
-def lower_digest(x: ExprChecker, call: s.CallExpr, scope: Scope, in_parser: bool) -> ir.DigestCall:
-    if in_parser:
-        raise P4CompileError.at(call.loc, "digest cannot be called from a parser")
-    if len(call.args) != 2:
-        what = f"digest(receiver, data) takes 2 argument(s), got {len(call.args)}"
-        raise P4CompileError.at(call.loc, what)
-    if len(call.type_args) > 1:
-        raise P4CompileError.at(call.loc, "digest takes one type argument: digest<T>")
-    receiver = x.expr(call.args[0], scope, U32)
-    data = call.args[1]
-    given = x.env.resolve(call.type_args[0]) if call.type_args else None
-    if isinstance(data, s.ListLit) and given is None and not data.names:
-        return _tuple_digest(x, call, receiver, data, scope)
-    if isinstance(data, s.ListLit):
-        if given is None:
-            what = "give the digest's struct type for {f = ...}: digest<T>(receiver, {...})"
-            raise P4CompileError.at(data.loc, what)
-        t = _struct(given, call.loc)
-        values = _list_values(x, data, t, scope)
-    else:
-        value = x.expr(data, scope)
-        t = _struct(value.type, data.loc)
-        if given is not None and given != t:
-            raise P4CompileError.at(data.loc, f"digest<{given}> is given a {t}")
-        _check_fields(t, data.loc)
-        values = tuple(_scalars(value, t))
-    digests = x.env.digests
-    if t.name in digests and digests[t.name].type != t:  # pragma: no cover - names are unique
-        raise P4CompileError.at(call.loc, f"two digest types are named {t.name}")
-    digests[t.name] = ir.Digest(t.name, t)
-    return ir.DigestCall(t.name, receiver, values)
+class DigestLowering:
+    """`digest(receiver, data)` calls, lowered to `ir.DigestCall`; each digest type is
+    recorded in the type environment (`TypeEnv.digests`), for P4Info."""
 
+    def __init__(self, exprs: ExprChecker) -> None:
+        self.x = exprs
 
-def _tuple_digest(
-    x: ExprChecker, call: s.CallExpr, receiver: ir.Expr, data: s.ListLit, scope: Scope
-) -> ir.DigestCall:
-    """`digest(r, {a, b})`: a digest of a tuple type, named `digest_<n>` for the n-th such
-    call, as p4c names it in P4Info."""
-    values = tuple(x.expr(item, scope) for item in data.items)
-    for v, item in zip(values, data.items, strict=True):
-        if not isinstance(v.type, ir.BitT | ir.BoolT | ir.ErrorT | ir.EnumT):
-            what = f"a digest's {{...}} holds bit<N>, int<N>, bool, error or enums, not {v.type}"
-            raise P4CompileError.at(item.loc, what)
-    digests = x.env.digests
-    name = f"digest_{sum(isinstance(d.type, ir.TupleT) for d in digests.values())}"
-    digests[name] = ir.Digest(name, ir.TupleT(tuple(v.type for v in values)))
-    return ir.DigestCall(name, receiver, values)
+    def lower(self, call: s.CallExpr, scope: Scope, in_parser: bool) -> ir.DigestCall:
+        if in_parser:
+            raise P4CompileError.at(call.loc, "digest cannot be called from a parser")
+        if len(call.args) != 2:
+            what = f"digest(receiver, data) takes 2 argument(s), got {len(call.args)}"
+            raise P4CompileError.at(call.loc, what)
+        if len(call.type_args) > 1:
+            raise P4CompileError.at(call.loc, "digest takes one type argument: digest<T>")
+        receiver = self.x.expr(call.args[0], scope, U32)
+        data = call.args[1]
+        given = self.x.env.resolve(call.type_args[0]) if call.type_args else None
+        if isinstance(data, s.ListLit) and given is None and not data.names:
+            return self._tuple_digest(call, receiver, data, scope)
+        if isinstance(data, s.ListLit):
+            if given is None:
+                what = "give the digest's struct type for {f = ...}: digest<T>(receiver, {...})"
+                raise P4CompileError.at(data.loc, what)
+            t = _struct(given, call.loc)
+            values = self._list_values(data, t, scope)
+        else:
+            value = self.x.expr(data, scope)
+            t = _struct(value.type, data.loc)
+            if given is not None and given != t:
+                raise P4CompileError.at(data.loc, f"digest<{given}> is given a {t}")
+            _check_fields(t, data.loc)
+            values = tuple(_scalars(value, t))
+        digests = self.x.env.digests
+        if t.name in digests and digests[t.name].type != t:  # pragma: no cover - names are unique
+            raise P4CompileError.at(call.loc, f"two digest types are named {t.name}")
+        digests[t.name] = ir.Digest(t.name, t)
+        return ir.DigestCall(t.name, receiver, values)
+
+    def _tuple_digest(
+        self, call: s.CallExpr, receiver: ir.Expr, data: s.ListLit, scope: Scope
+    ) -> ir.DigestCall:
+        """`digest(r, {a, b})`: a digest of a tuple type, named `digest_<n>` for the n-th such
+        call, as p4c names it in P4Info."""
+        values = tuple(self.x.expr(item, scope) for item in data.items)
+        for v, item in zip(values, data.items, strict=True):
+            if not isinstance(v.type, ir.BitT | ir.BoolT | ir.ErrorT | ir.EnumT):
+                what = (
+                    f"a digest's {{...}} holds bit<N>, int<N>, bool, error or enums, not {v.type}"
+                )
+                raise P4CompileError.at(item.loc, what)
+        digests = self.x.env.digests
+        name = f"digest_{sum(isinstance(d.type, ir.TupleT) for d in digests.values())}"
+        digests[name] = ir.Digest(name, ir.TupleT(tuple(v.type for v in values)))
+        return ir.DigestCall(name, receiver, values)
+
+    def _list_values(self, data: s.ListLit, t: ir.StructT, scope: Scope) -> tuple[ir.Expr, ...]:
+        """The scalars of `{...}` for struct type t: by position, or `{f = e}` by name."""
+        items = field_items(data, t)
+        out: list[ir.Expr] = []
+        for f, item in zip(t.fields, items, strict=True):
+            if isinstance(f.type, ir.StructT) and isinstance(item, s.ListLit):
+                out += self._list_values(item, _struct(f.type, item.loc), scope)
+                continue
+            value = self.x.expr(item, scope, f.type)
+            if isinstance(f.type, ir.StructT):
+                _check_fields(_struct(f.type, item.loc), item.loc)
+                out += _scalars(value, f.type)
+            elif isinstance(f.type, ir.BitT | ir.BoolT | ir.ErrorT | ir.EnumT):
+                out.append(value)
+            else:
+                _check_fields(t, item.loc)  # refuses the field's type by name
+        return tuple(out)
 
 
 def _struct(t: ir.Type, loc: ir.Loc) -> ir.StructT:
@@ -92,24 +118,3 @@ def _scalars(value: ir.Expr, t: ir.StructT) -> list[ir.Expr]:
         member = ir.Member(value, f.name, f.type)
         out += _scalars(member, f.type) if isinstance(f.type, ir.StructT) else [member]
     return out
-
-
-def _list_values(
-    x: ExprChecker, data: s.ListLit, t: ir.StructT, scope: Scope
-) -> tuple[ir.Expr, ...]:
-    """The scalars of `{...}` for struct type t: by position, or `{f = e}` by name."""
-    items = field_items(data, t)
-    out: list[ir.Expr] = []
-    for f, item in zip(t.fields, items, strict=True):
-        if isinstance(f.type, ir.StructT) and isinstance(item, s.ListLit):
-            out += _list_values(x, item, _struct(f.type, item.loc), scope)
-            continue
-        value = x.expr(item, scope, f.type)
-        if isinstance(f.type, ir.StructT):
-            _check_fields(_struct(f.type, item.loc), item.loc)
-            out += _scalars(value, f.type)
-        elif isinstance(f.type, ir.BitT | ir.BoolT | ir.ErrorT | ir.EnumT):
-            out.append(value)
-        else:
-            _check_fields(t, item.loc)  # refuses the field's type by name
-    return tuple(out)

@@ -13,7 +13,7 @@ from typing import Any
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
-from p4switch.frontend import callargs, stacks
+from p4switch.frontend import stacks
 from p4switch.frontend import syntax as s
 from p4switch.frontend.callargs import lookahead_field, positional
 from p4switch.frontend.env import FunctionEntity, PacketEntity, Scope, TableEntity, TypeEnv
@@ -90,10 +90,6 @@ class ExprChecker:
         return ir.Const(t, v & t.mask)
 
     # --- the cases --------------------------------------------------------------------------------
-
-    def check(self, e: s.ExprSyntax, scope: Scope) -> ir.Expr:
-        """`e` checked, as it is (no conversion to an expected type)."""
-        return self._expr(e, scope)
 
     def _expr(self, e: s.ExprSyntax, scope: Scope) -> ir.Expr:
         check = _EXPRESSIONS.get(type(e))
@@ -187,6 +183,32 @@ class ExprChecker:
         if isinstance(base, ir.Const):
             return ir.Const(t, (int(base.value) >> lo) & t.mask)
         return ir.Slice(base, hi, lo, t)
+
+    def _index(self, e: s.IndexExpr, scope: Scope) -> ir.Expr:
+        """`hs[i]`: a constant index is the element itself; any other is a `StackIndex`
+        (lowered away by `stacks.lower`). A tuple's index is a constant."""
+        stack = self._expr(e.base, scope)
+        t = stack.type
+        if isinstance(t, ir.TupleT) and not isinstance(stack, ir.ListExpr):
+            i = self.const_int(e.index, scope)
+            if not 0 <= i < len(t.elements):
+                raise P4CompileError.at(e.index.loc, f"index {i} is outside {t}")
+            return ir.Member(stack, str(i), t.elements[i])
+        if not isinstance(t, ir.StackT):
+            raise P4CompileError.at(e.loc, f"cannot index a {t} (only header stacks)")
+        index = self._expr(e.index, scope)
+        if isinstance(index, ir.Const) and isinstance(index.type, ir.BitT | ir.IntLitT):
+            i = int(index.value)
+            if not 0 <= i < t.size:
+                raise P4CompileError.at(e.index.loc, f"index {i} is outside {t} (0..{t.size - 1})")
+            return ir.Member(stack, str(i), t.element)
+        if not isinstance(index.type, ir.BitT):
+            raise P4CompileError.at(
+                e.index.loc, f"a stack index must be bit<N> or int<N>, not {index.type}"
+            )
+        if any(isinstance(part, ir.TableHit) for part in ir.walk(index)):
+            raise P4CompileError.at(e.index.loc, "a stack index may not apply a table")
+        return ir.StackIndex(stack, index, t.element, "index", e.loc)
 
     def _cast(self, e: s.CastExpr, scope: Scope) -> ir.Expr:
         target = self.env.resolve(e.type)
@@ -341,7 +363,7 @@ class ExprChecker:
             if isinstance(found, FunctionEntity):
                 return self.function_call(e, found, scope)
             if found is None and callee.name == "static_assert":
-                return callargs.static_assert(self, e, scope)
+                return self.static_assert(e, scope)
             if found is None:
                 self._name(callee, scope)  # raises: not declared, or a type
         if isinstance(callee, s.MemberExpr):
@@ -362,7 +384,7 @@ class ExprChecker:
             if callee.name == "lookahead" and isinstance(callee.base, s.Name):
                 packet = scope.lookup(callee.base.name)
                 if isinstance(packet, PacketEntity) and packet.kind == "packet_in":
-                    return callargs.lookahead(self, e)
+                    return self._lookahead(e)
             if self._table_apply(e, scope) is not None:
                 raise P4CompileError.at(
                     e.loc, "use t.apply() as a statement, or t.apply().hit / .miss"
@@ -378,6 +400,34 @@ class ExprChecker:
         args = self.call_args(e, fn.params, fn.decl.params, scope, f"function {fn.decl.name}")
         pure = all(p.direction in ("", "in") for p in fn.params)
         return ir.FunctionCall(fn.name, args, fn.returns, pure, e.loc)
+
+    def static_assert(self, e: s.CallExpr, scope: Scope) -> ir.Expr:
+        """`static_assert(check[, message])`: `check` must be a constant true, or the program
+        is refused with the message; its value is true."""
+        if len(e.args) not in (1, 2):
+            raise P4CompileError.at(e.loc, "static_assert takes a condition and a message")
+        check = self.expr(e.args[0], scope)
+        if not (isinstance(check, ir.Const) and isinstance(check.type, ir.BoolT)):
+            raise P4CompileError.at(e.args[0].loc, "static_assert needs a constant bool")
+        if not check.value:
+            message = e.args[1] if len(e.args) == 2 else None
+            text = message.value if isinstance(message, s.StrLit) else "condition is false"
+            raise P4CompileError.at(e.loc, f"static_assert failed: {text}")
+        return ir.Const(ir.BoolT(), True)
+
+    def _lookahead(self, e: s.CallExpr) -> ir.Expr:
+        """`packet.lookahead<T>()`: T's bits, read without consuming them."""
+        if len(e.type_args) != 1 or e.args:
+            raise P4CompileError.at(e.loc, "use lookahead<T>() with one type and no arguments")
+        t = self.env.resolve(e.type_args[0])
+        if isinstance(t, ir.StructT) and all(
+            isinstance(f.type, ir.BitT | ir.BoolT) for f in t.fields
+        ):
+            return ir.Lookahead(t)  # a header or flat struct: read by field (lookahead_field)
+        if not isinstance(t, ir.BitT) or t.signed:
+            what = f"lookahead of {t} is not supported (use bit<N>, or a header or struct of bits)"
+            raise P4CompileError.at(e.loc, what)
+        return ir.Lookahead(t)
 
 
 # How each kind of expression is checked: a method taking the expression and its scope.
@@ -395,7 +445,7 @@ _EXPRESSIONS: dict[type[s.ExprSyntax], Callable[[ExprChecker, Any, Scope], ir.Ex
     s.TernaryExpr: ExprChecker._ternary,
     s.CallExpr: ExprChecker._call,
     s.ListLit: ExprChecker._list,
-    s.IndexExpr: lambda x, e, scope: stacks.check_index(x, e, scope),
+    s.IndexExpr: ExprChecker._index,
 }
 # expressions that are keysets, not values
 _KEYSET_ONLY: dict[type[s.ExprSyntax], str] = {

@@ -9,88 +9,105 @@ variables bound to their values, so `hs[i]` in the body is a constant element. `
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.context import BlockContext, LoopFlags
 from p4switch.frontend.env import Scope
-from p4switch.frontend.exprcheck import ExprChecker
+
+if TYPE_CHECKING:
+    from p4switch.frontend.stmtcheck import StmtChecker
 
 MAX_ITERATIONS = 1024  # a loop unrolled into more iterations than this is refused
 
-Checker = Callable[[Sequence[s.StmtSyntax], Scope, BlockContext], tuple[ir.Stmt, ...]]
-# the compile-time value of an expression, of a type (an ir.Type, a TypeRef, or None: any)
-Const = Callable[[s.ExprSyntax, Scope, object], tuple[ir.Type, int | bool]]
 
+class LoopUnroller:
+    """`for` loops unrolled for the statement checker (`StmtChecker`), which checks each
+    iteration's body."""
 
-def unroll_for(
-    st: s.ForStmt, scope: Scope, ctx: BlockContext, check: Checker, const: Const
-) -> list[ir.Stmt]:
-    """The iterations of a three-part `for`. `check` checks statements; `const(e, scope, t)`
-    gives the compile-time value of `e` (or refuses it)."""
-    values: dict[str, tuple[ir.Type, int | bool]] = {}
-    for item in st.init:
-        if not isinstance(item, s.VarDecl) or item.init is None:
-            what = (
-                "p4switch unrolls for loops: declare each loop variable in the loop, with a value"
-            )
-            raise P4CompileError.at(item.loc, what)
-        t, value = const(item.init, scope, item.type)
-        values[item.name] = (t, value)
-    flags = _flags()
-    out: list[ir.Stmt] = []
-    for _ in range(MAX_ITERATIONS + 1):
-        here = scope.child()
-        for name, (t, value) in values.items():
-            here.declare(name, ir.Const(t, value), st.loc)
-        if st.cond is not None:
-            _, go = const(st.cond, here, None)
-            if not go:
-                return _with_flags(out, flags)
-        out += _iteration(check([st.body], here.child(), _in_loop(ctx, flags)), flags)
-        for update in st.updates:
-            target = update.target if isinstance(update, s.AssignStmt) else None
-            if not (isinstance(target, s.Name) and target.name in values):
-                what = "p4switch unrolls for loops: an update assigns a loop variable"
-                raise P4CompileError.at(update.loc, what)
-            assert isinstance(update, s.AssignStmt)
-            t = values[target.name][0]
-            values[target.name] = (t, const(update.value, here, t)[1])
-    raise P4CompileError.at(st.loc, f"this loop runs more than {MAX_ITERATIONS} times")
+    def __init__(self, stmts: StmtChecker) -> None:
+        self.stmts = stmts
 
-
-def unroll_for_in(
-    st: s.ForInStmt, scope: Scope, ctx: BlockContext, check: Checker, x: ExprChecker
-) -> list[ir.Stmt]:
-    """`for (T v in lo .. hi)` (each value, both ends included) or `for (H v in stack)` (a
-    copy of each element, in order)."""
-    t = x.env.resolve(st.type)
-    flags = _flags()
-    out: list[ir.Stmt] = []
-    if isinstance(st.over, s.RangeExpr):
-        low, high = x.const_int(st.over.lo, scope), x.const_int(st.over.hi, scope)
-        if high - low >= MAX_ITERATIONS:
-            raise P4CompileError.at(st.loc, f"this loop runs more than {MAX_ITERATIONS} times")
-        for v in range(low, high + 1):
+    def unroll_for(self, st: s.ForStmt, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        """The iterations of a three-part `for`."""
+        values: dict[str, tuple[ir.Type, int | bool]] = {}
+        for item in st.init:
+            if not isinstance(item, s.VarDecl) or item.init is None:
+                what = (
+                    "p4switch unrolls for loops: declare each loop variable in the loop,"
+                    " with a value"
+                )
+                raise P4CompileError.at(item.loc, what)
+            t, value = self._compile_time(item.init, scope, item.type)
+            values[item.name] = (t, value)
+        flags = _flags()
+        out: list[ir.Stmt] = []
+        for _ in range(MAX_ITERATIONS + 1):
             here = scope.child()
-            here.declare(st.name, x.coerce(ir.Const(ir.IntLitT(), v), t, st.loc), st.loc)
-            out += _iteration(check([st.body], here, _in_loop(ctx, flags)), flags)
+            for name, (t, value) in values.items():
+                here.declare(name, ir.Const(t, value), st.loc)
+            if st.cond is not None:
+                _, go = self._compile_time(st.cond, here, None)
+                if not go:
+                    return _with_flags(out, flags)
+            body = self.stmts.block([st.body], here.child(), _in_loop(ctx, flags))
+            out += _iteration(body, flags)
+            for update in st.updates:
+                target = update.target if isinstance(update, s.AssignStmt) else None
+                if not (isinstance(target, s.Name) and target.name in values):
+                    what = "p4switch unrolls for loops: an update assigns a loop variable"
+                    raise P4CompileError.at(update.loc, what)
+                assert isinstance(update, s.AssignStmt)
+                t = values[target.name][0]
+                values[target.name] = (t, self._compile_time(update.value, here, t)[1])
+        raise P4CompileError.at(st.loc, f"this loop runs more than {MAX_ITERATIONS} times")
+
+    def unroll_for_in(self, st: s.ForInStmt, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        """`for (T v in lo .. hi)` (each value, both ends included) or `for (H v in stack)` (a
+        copy of each element, in order)."""
+        x = self.stmts.x
+        t = x.env.resolve(st.type)
+        flags = _flags()
+        out: list[ir.Stmt] = []
+        if isinstance(st.over, s.RangeExpr):
+            low, high = x.const_int(st.over.lo, scope), x.const_int(st.over.hi, scope)
+            if high - low >= MAX_ITERATIONS:
+                raise P4CompileError.at(st.loc, f"this loop runs more than {MAX_ITERATIONS} times")
+            for v in range(low, high + 1):
+                here = scope.child()
+                here.declare(st.name, x.coerce(ir.Const(ir.IntLitT(), v), t, st.loc), st.loc)
+                out += _iteration(self.stmts.block([st.body], here, _in_loop(ctx, flags)), flags)
+            return _with_flags(out, flags)
+        stack = x.expr(st.over, scope)
+        if not isinstance(stack.type, ir.StackT):
+            raise P4CompileError.at(
+                st.over.loc, "a for-in loop runs over a range or a header stack"
+            )
+        if stack.type.element != t:
+            raise P4CompileError.at(st.loc, f"the elements of {stack.type} are not {t}")
+        for i in range(stack.type.size):
+            here = scope.child()
+            copy = ir.Var(st.name, t, in_slots=False)
+            here.declare(st.name, copy, st.loc)
+            body = self.stmts.block([st.body], here, _in_loop(ctx, flags))
+            element = ir.Member(stack, str(i), t)
+            out += [ir.Declare(copy, element), *_iteration(body, flags)]
         return _with_flags(out, flags)
-    stack = x.expr(st.over, scope)
-    if not isinstance(stack.type, ir.StackT):
-        raise P4CompileError.at(st.over.loc, "a for-in loop runs over a range or a header stack")
-    if stack.type.element != t:
-        raise P4CompileError.at(st.loc, f"the elements of {stack.type} are not {t}")
-    for i in range(stack.type.size):
-        here = scope.child()
-        copy = ir.Var(st.name, t, in_slots=False)
-        here.declare(st.name, copy, st.loc)
-        body = check([st.body], here, _in_loop(ctx, flags))
-        element = ir.Member(stack, str(i), t)
-        out += [ir.Declare(copy, element), *_iteration(body, flags)]
-    return _with_flags(out, flags)
+
+    def _compile_time(self, e: s.ExprSyntax, scope: Scope, t: object) -> tuple[ir.Type, int | bool]:
+        """The value of `e`, which must be known at compile time; of type `t` (an ir.Type, a
+        TypeRef, or None: any)."""
+        x = self.stmts.x
+        expected = x.env.resolve(t) if isinstance(t, s.TypeRef) else t
+        assert expected is None or isinstance(expected, ir.Type)
+        value = x.expr(e, scope, expected)
+        if not isinstance(value, ir.Const):
+            what = "p4switch unrolls for loops: this must be known at compile time"
+            raise P4CompileError.at(e.loc, what)
+        return value.type, value.value
 
 
 def jump(st: s.BreakStmt | s.ContinueStmt, ctx: BlockContext) -> list[ir.Stmt]:

@@ -15,16 +15,11 @@ read leaves its destination as it was, the spec's "unspecified value").
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import rewrite
 from p4switch.frontend import syntax as s
-from p4switch.frontend.env import Scope
-
-if TYPE_CHECKING:
-    from p4switch.frontend.exprcheck import ExprChecker
 
 
 def dynamic(st: ir.Stmt) -> ir.StackIndex | None:
@@ -84,32 +79,6 @@ def _replace(st: ir.Stmt, found: ir.StackIndex, element: ir.Expr) -> ir.Stmt:
 
     replaced: ir.Stmt = rewrite.replace(st, pick)
     return replaced
-
-
-def check_index(x: ExprChecker, e: s.IndexExpr, scope: Scope) -> ir.Expr:
-    """`hs[i]`: a constant index is the element itself; any other is a `StackIndex`."""
-    stack = x.check(e.base, scope)
-    t = stack.type
-    if isinstance(t, ir.TupleT) and not isinstance(stack, ir.ListExpr):
-        i = x.const_int(e.index, scope)
-        if not 0 <= i < len(t.elements):
-            raise P4CompileError.at(e.index.loc, f"index {i} is outside {t}")
-        return ir.Member(stack, str(i), t.elements[i])
-    if not isinstance(t, ir.StackT):
-        raise P4CompileError.at(e.loc, f"cannot index a {t} (only header stacks)")
-    index = x.check(e.index, scope)
-    if isinstance(index, ir.Const) and isinstance(index.type, ir.BitT | ir.IntLitT):
-        i = int(index.value)
-        if not 0 <= i < t.size:
-            raise P4CompileError.at(e.index.loc, f"index {i} is outside {t} (0..{t.size - 1})")
-        return ir.Member(stack, str(i), t.element)
-    if not isinstance(index.type, ir.BitT):
-        raise P4CompileError.at(
-            e.index.loc, f"a stack index must be bit<N> or int<N>, not {index.type}"
-        )
-    if any(isinstance(x_, ir.TableHit) for x_ in ir.walk(index)):
-        raise P4CompileError.at(e.index.loc, "a stack index may not apply a table")
-    return ir.StackIndex(stack, index, t.element, "index", e.loc)
 
 
 def stack_member(stack: ir.Expr, e: s.MemberExpr) -> ir.Expr:

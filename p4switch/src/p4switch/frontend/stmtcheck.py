@@ -6,14 +6,16 @@ from collections.abc import Callable, Sequence
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
-from p4switch.frontend import loops, rewrite, stacks, switches
+from p4switch.frontend import rewrite, stacks
 from p4switch.frontend import syntax as s
 from p4switch.frontend.callargs import lookahead_field
 from p4switch.frontend.calls import CallLowering
 from p4switch.frontend.context import BlockContext
 from p4switch.frontend.env import Scope, ValueSetEntity
 from p4switch.frontend.exprcheck import ExprChecker
+from p4switch.frontend.loops import LoopUnroller, jump
 from p4switch.frontend.lowerings import field_items, union_siblings_invalid
+from p4switch.frontend.switches import SwitchChecker, is_action_run
 
 FINAL_STATES = ("accept", "reject")
 
@@ -24,6 +26,8 @@ class StmtChecker:
         self.calls = calls
         self.tables = tables  # checked tables by name, for `switch (t.apply().action_run)`
         self._temps = 0
+        self.loops = LoopUnroller(self)
+        self.switches = SwitchChecker(self)
 
     def block(
         self, stmts: Sequence[s.StmtSyntax], scope: Scope, ctx: BlockContext
@@ -75,20 +79,10 @@ class StmtChecker:
         ctx: BlockContext,
     ) -> list[ir.Stmt]:
         if isinstance(st, s.ForStmt):
-            return loops.unroll_for(st, scope, ctx, self.block, self._compile_time)
+            return self.loops.unroll_for(st, scope, ctx)
         if isinstance(st, s.ForInStmt):
-            return loops.unroll_for_in(st, scope, ctx, self.block, self.x)
-        return loops.jump(st, ctx)
-
-    def _compile_time(self, e: s.ExprSyntax, scope: Scope, t: object) -> tuple[ir.Type, int | bool]:
-        """The value of `e`, which must be known at compile time (an unrolled loop's)."""
-        expected = self.x.env.resolve(t) if isinstance(t, s.TypeRef) else t
-        assert expected is None or isinstance(expected, ir.Type)
-        value = self.x.expr(e, scope, expected)
-        if not isinstance(value, ir.Const):
-            what = "p4switch unrolls for loops: this must be known at compile time"
-            raise P4CompileError.at(e.loc, what)
-        return value.type, value.value
+            return self.loops.unroll_for_in(st, scope, ctx)
+        return jump(st, ctx)
 
     def _temp(self, t: ir.Type) -> ir.Var:
         self._temps += 1
@@ -120,9 +114,9 @@ class StmtChecker:
         if isinstance(st, s.EmptyStmt):
             return []
         if isinstance(st, s.SwitchStmt):
-            if switches.is_action_run(st.expr):
-                return [switches.switch_table(self, st, scope, ctx)]
-            return list(self.block([switches.switch_value(self, st, scope)], scope, ctx))
+            if is_action_run(st.expr):
+                return [self.switches.on_action_run(st, scope, ctx)]
+            return list(self.block([self.switches.on_value(st, scope)], scope, ctx))
         if isinstance(st, s.ForStmt | s.ForInStmt | s.BreakStmt | s.ContinueStmt):
             return self._loop(st, scope, ctx)
         if isinstance(st, s.Instantiation):
