@@ -56,8 +56,15 @@ class LocalSwitch:
             self._switch = InProcessSwitch(
                 compile_file(Path(path), defines=dict(defines or {})), backend
             )
-        self.p4info: p4info_pb2.P4Info = self._switch.p4info
-        self.backend = self._switch.backend  # what runs it: native unless asked or unable
+
+    @property
+    def p4info(self) -> p4info_pb2.P4Info:
+        return self._switch.p4info
+
+    @property
+    def backend(self) -> str:
+        """What runs it: native unless asked for python or unable."""
+        return self._switch.backend
 
     def fresh(self) -> LocalSwitch:
         """Another switch of the same program and back end, with a fresh state and no entries
@@ -65,7 +72,6 @@ class LocalSwitch:
         switch = LocalSwitch.__new__(LocalSwitch)
         with from_p4switch():
             switch._switch = self._switch.fresh()
-        switch.p4info, switch.backend = self.p4info, self.backend
         return switch
 
     def write(self, updates: Sequence[p4runtime_pb2.Update]) -> None:

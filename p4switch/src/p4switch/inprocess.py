@@ -2,7 +2,7 @@
 with the P4Runtime updates a controller would write to a switch process, on the back end that
 process would choose (`backend`: None, native where it can run; "python"; "native").
 
-    >>> from p4switch import EXAMPLES
+    >>> from p4switch import EXAMPLES, compile_file
     >>> switch = InProcessSwitch(compile_file(EXAMPLES / "l2.p4"))
     >>> switch.process(1, bytes(10))  # a runt frame: the parser rejects it, nothing goes out
     []
@@ -24,15 +24,13 @@ from p4switch.exceptions import P4SwitchError
 from p4switch.p4rt.codec import InstalledPipeline
 from p4switch.p4rt.schema import P4InfoIndex
 from p4switch.p4rt.write import apply_batch
-from p4switch.program import CompiledProgram, compile_file
 
 if TYPE_CHECKING:
     from p4.config.v1 import p4info_pb2
     from p4.v1 import p4runtime_pb2
 
     from p4switch.dataplane import PacketProcessor
-
-__all__ = ["InProcessSwitch", "WriteRefusedError", "compile_file"]
+    from p4switch.program import CompiledProgram
 
 
 class WriteRefusedError(P4SwitchError):

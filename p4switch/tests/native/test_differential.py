@@ -29,15 +29,20 @@ pytestmark = pytest.mark.skipif(native.available() is not None, reason=f"{native
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 EXTRAS = Path(__file__).resolve().parent / "programs"
-NAMES = (
-    "l2.p4",
-    "ipv4_lpm.p4",
-    "multicast.p4",
-    "clone.p4",
-    "register_counter.p4",
-    "agg32.p4",
-    "features.p4",
-    "p4info_full.p4",
+PATHS = (
+    EXAMPLES / "l2.p4",
+    *(
+        PROGRAMS / name
+        for name in (
+            "ipv4_lpm.p4",
+            "multicast.p4",
+            "clone.p4",
+            "register_counter.p4",
+            "agg32.p4",
+            "features.p4",
+            "p4info_full.p4",
+        )
+    ),
 )
 SETTINGS = settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -166,15 +171,13 @@ def pair(path: Path, seed: int, parser_reject: str) -> tuple[AnyPipeline, AnyPip
     return pipes[0], pipes[1]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
 @SETTINGS
 @given(seed=st.integers(0, 2**32), parser_reject=st.sampled_from(["ingress", "drop"]))
 def test_programs_agree_with_random_entries_and_frames(
-    name: str, seed: int, parser_reject: str
+    path: Path, seed: int, parser_reject: str
 ) -> None:
-    pipes = pair(
-        EXAMPLES / name if (EXAMPLES / name).exists() else PROGRAMS / name, seed, parser_reject
-    )
+    pipes = pair(path, seed, parser_reject)
     rng = random.Random(seed)
     run_both(pipes, [(rng.randint(0, 5), random_frame(rng)) for _ in range(40)])
 

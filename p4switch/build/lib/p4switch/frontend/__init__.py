@@ -1,1 +1,0 @@
-"""P4_16 front-end: preprocess with cpp, parse the subset p4switch runs, check types."""
