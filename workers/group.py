@@ -90,10 +90,15 @@ class SendPolicy:
     nack_after: int = 2  # resends without a result before a NACK
     deadline_s: float  # give up on one allreduce after this long
     linger_s: float | None = None  # after the sum: answer NACKs until this long without one
+    # the own edge's slot cells (2 x SLOTS): a RESULT of chunk c frees cell c mod cells, and a
+    # contribution held for that cell is replayed at once. None: bounces wait their timers only
+    cells: int | None = None
 
     def __post_init__(self) -> None:
         if self.window < 1:
             raise PolicyError(f"window {self.window}: at least one chunk must be in flight")
+        if self.cells is not None and self.cells < 1:
+            raise PolicyError(f"cells {self.cells}: an edge has at least one slot cell")
         if self.rate_bps is not None and not self.rate_bps > 0:
             raise PolicyError(f"rate_bps {self.rate_bps} must be positive (or None: unpaced)")
         if not self.start_s >= 0.0:
@@ -132,6 +137,7 @@ class AggregatorStats:
     heals_sent: int = 0  # contributions replayed to the own edge after a recovery
     recovered_chunks: int = 0  # chunks summed in software from RECOVER copies
     bounced: int = 0  # contributions the own edge's busy slot sent back (BOUNCE), replayed
+    overtaken: int = 0  # chunks a later chunk of their cell overtook at the own edge
     duplicates_ignored: int = 0  # RESULTs or RECOVERs for chunks already done
     results: int = 0  # RESULTs that completed a chunk
     foreign: int = 0  # packets of another job, round or group, or not for a host

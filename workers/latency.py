@@ -4,13 +4,16 @@
 chunk's first copy to its sum, with the back-off that stands in for a measurement while no sum
 comes in (RFC 6298, 5.5). `workers.stream` says how its chunks use it ("The timeout follows the
 network"): a chunk's first timeout is the largest of the floor, twice the smoothed latency and
-that latency plus four deviations, backed off while nothing is measured.
+that latency plus four deviations, backed off while nothing is measured, and never beyond a
+ceiling: a network that once answered in seconds must not postpone recovery past the deadline.
 
     >>> lat = Latency(floor=0.2, ceiling=5.0, backoff=2.0, now=0.0, measures=True)
     >>> lat.timeout()  # nothing measured: the floor
     0.2
     >>> lat.sample(0.3); lat.timeout()  # 0.3 s, deviation 0.15: 0.3 + 4 x 0.15
     0.8999999999999999
+    >>> lat.sample(30.0); lat.timeout()  # sums 30 s late: the ceiling
+    5.0
 """
 
 from __future__ import annotations
@@ -46,10 +49,12 @@ class Latency:
         self.srtt = 0.875 * self.srtt + 0.125 * seconds
 
     def measured(self) -> float:
-        """The floor, or what the measured latency asks for if that is longer."""
+        """The floor, or what the measured latency asks for if that is longer, up to the
+        ceiling (the floor if that is higher)."""
         if self.srtt is None:
             return self.floor
-        return max(self.floor, 2 * self.srtt, self.srtt + 4 * self.rttvar)
+        asked = max(2 * self.srtt, self.srtt + 4 * self.rttvar)
+        return max(self.floor, min(asked, self.ceiling))
 
     def timeout(self) -> float:
         """A chunk's first timeout: `measured`, backed off while no sum comes in."""

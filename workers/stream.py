@@ -23,8 +23,11 @@ that arrived, and answers with the packets to send. The rules it follows (docs/p
   recomputed from the current figures when it comes, so a chunk whose sum the latency
   measured since says may still be on the way waits longer instead of being resent. Before
   any sum has come, a first timeout that fires after a whole timeout without one multiplies the
-  first timeouts of the chunks still waiting by `backoff` (up to `deadline_s / 4`), as TCP
-  backs off its timer (RFC 6298, 5.5); the first sum ends it. Later timeouts are capped at
+  first timeouts of the chunks still waiting by `backoff`, as TCP backs off its timer
+  (RFC 6298, 5.5); the first sum ends it. Measured or backed off, a first timeout is at most
+  `deadline_s / 8` (`TIMEOUT_SHARE`), so a chunk lost for good has its two resends and its
+  NACK out by 5/8 of the deadline (the retry timeouts double up to twice the measured one);
+  sums that took longer still come, as duplicates of the resends. Later timeouts are capped at
   `max_timeout_s` or twice the measured one, and `nack_horizon` says how long a member may
   wait for its NACK: `Aggregator.serve` lingers at least that long. Without this, switches that fell
   behind made every chunk in flight time out at once, and the resends, NACKs and RECOVERs that
@@ -46,12 +49,18 @@ that arrived, and answers with the packets to send. The rules it follows (docs/p
   which also completes a slot whose own contribution was lost on the host link. The RESULT the
   healed slot emits is then a duplicate; it is checked against the software sum.
 - **Bounces.** A contribution the own edge's busy slot refused comes back as a BOUNCE; the
-  leader replays it to the own edge only (LOCAL|RETRANSMIT, under its member's `src`) after
-  the waits `workers.bounces` gives: a frame time of the schedule (`BOUNCE_WAIT_S` unpaced),
-  doubling up to `timeout_s`. Replays leave when due, off the WAN schedule (they never cross
-  the WAN). A slot held a little late by timing noise then costs the chunks that meet it a
-  frame time or two, not a timeout and a NACK (docs/protocol.md, "Bounces"). Once the chunk
-  has its sum its bounces are forgotten, and later ones ignored.
+  leader replays it to the own edge only (LOCAL|RETRANSMIT, under its member's `src`) when
+  `workers.bounces` says: at once when a RESULT shows its cell completed (with the policy's
+  `cells`: the lowest chunk held for that cell), and otherwise after a frame time of the
+  schedule (`BOUNCE_WAIT_S` unpaced), doubling up to `timeout_s`. Replays leave when due, off
+  the WAN schedule (they never cross the WAN). A slot held a little late by timing noise then
+  costs the chunks that meet it a frame time or two, not a timeout and a NACK
+  (docs/protocol.md, "Bounces"). Once the chunk has its sum its bounces are forgotten, and
+  later ones ignored.
+- **Overtaken.** A RESULT of chunk c + k x cells while chunk c has no sum: a later chunk took
+  c's cell first, and the edge refuses c as a late copy from then on. c is summed from the own
+  contribution and the bounces held for it, or NACKed at once if a member's is missing; no
+  healing (docs/protocol.md, "Overtaken chunks").
 - **Exactness.** A RESULT must carry the group's bitmap, and a second RESULT for a chunk must
   equal the first: anything else raises `ResultMismatch`. The own contribution is only ever
   added once (RECOVERs naming the own island or a non-member are refused).
@@ -72,6 +81,7 @@ from workers.packets import Flag, InnetPacket, PacketType
 
 LOCAL_REPLAY = Flag.LOCAL | Flag.RETRANSMIT  # healing, bounces: to the own edge only
 BOUNCE_WAIT_S = 0.001  # an unpaced stream's first wait before replaying a bounced contribution
+TIMEOUT_SHARE = 8  # a first timeout is at most this fraction of the deadline
 
 
 @dataclass
@@ -86,6 +96,7 @@ class _Pending:
     nacks: int = 0
     queued: bool = False  # timed out, waiting for a paced send
     recovered: dict[int, np.ndarray] = field(default_factory=dict)
+    overtaken: bool = False  # a later chunk took its cell at the own edge: nothing to heal
 
     @property
     def retried(self) -> bool:
@@ -130,13 +141,13 @@ class ChunkStream:
         self._retry_at = now
         self.latency = Latency(
             policy.timeout_s,
-            policy.deadline_s / 4,
+            policy.deadline_s / TIMEOUT_SHARE,
             policy.backoff,
             now,
             measures=bool(self._interval),
         )
         self.pacing_lag_s = 0.0  # the most a fresh copy left after its paced time (a busy CPU)
-        self.bounces = Bounces(self._interval or BOUNCE_WAIT_S, policy.timeout_s)
+        self.bounces = Bounces(self._interval or BOUNCE_WAIT_S, policy.timeout_s, policy.cells)
 
     # --- queries
 
@@ -326,11 +337,10 @@ class ChunkStream:
 
     # --- packets in
 
-    def on_result(self, packet: InnetPacket, now: float | None = None) -> None:
-        """A RESULT for one of this stream's chunks (the caller checked the chunk range).
-
-        `now`, when given, is when it arrived: the latency the timeouts follow is sampled.
-        """
+    def on_result(self, packet: InnetPacket, now: float) -> None:
+        """A RESULT for one of this stream's chunks (the caller checked the chunk range), come
+        at `now`: the latency the timeouts follow is sampled, and the chunk's cell at the own
+        edge has completed, so a contribution held for it is replayed (`Bounces.freed`)."""
         i = packet.chunk - self.first
         if packet.bitmap != self.group.bitmap:
             raise ResultMismatch(
@@ -341,17 +351,49 @@ class ChunkStream:
         values = packet.array()
         if self.done_mask[i]:
             self._check_again(i, values, "RESULT")
+            self._cell_completed(i, now)
             return
         if i not in self.pending:  # not sent yet: the slot cannot hold the own contribution
             self.stats.foreign += 1
             return
         self.stats.results += 1
-        if now is not None:
-            p = self.pending[i]  # a resent chunk's sum may answer any copy: the latest is a bound
-            if self.latency.backoff > 1.0:  # it ends: the chunks' first timeouts may come sooner
-                self._earliest_due = now
-            self.latency.sample(now - (p.last_copy_at if p.retried else p.sent_at))
+        p = self.pending[i]  # a resent chunk's sum may answer any copy: the latest is a bound
+        if self.latency.backoff > 1.0:  # it ends: the chunks' first timeouts may come sooner
+            self._earliest_due = now
+        self.latency.sample(now - (p.last_copy_at if p.retried else p.sent_at))
         self._complete(i, values, now)
+        self._cell_completed(i, now)
+
+    def _cell_completed(self, i: int, now: float) -> None:
+        """Chunk i's cell at the own edge completed (its RESULT came): replay the chunk held
+        for the cell next, and sum the chunks it overtook without the edge."""
+        cells = self.policy.cells
+        if not cells:
+            return
+        for j in range(i - cells, self.low - 1, -cells):
+            if j in self.pending:
+                self._overtaken(j, now)
+        self.bounces.freed(i, now)
+
+    def _overtaken(self, i: int, now: float) -> None:
+        """A later chunk of chunk i's cell completed there first: the edge refuses chunk i's
+        contributions from now on as late copies (docs/protocol.md, "Overtaken chunks"). Its sum
+        is the own contribution plus the bounced ones held for it; a member none came from is
+        NACKed at once (its RECOVER brings the rest)."""
+        p = self.pending[i]
+        if not p.overtaken:
+            p.overtaken = True
+            self.stats.overtaken += 1
+        others = self.group.others
+        for src, lanes in self.bounces.take(i).items():
+            if src in others:
+                p.recovered.setdefault(src, np.frombuffer(lanes, dtype=">i4").astype(np.int32))
+        if len(p.recovered) == len(others):
+            self._sum_in_software(i, p, now)
+        elif not p.queued and not p.nacks:
+            p.resends = max(p.resends, self.policy.nack_after)  # no resend: a NACK, now
+            p.queued = True
+            self._retries.appendleft(i)
 
     def on_bounce(self, packet: InnetPacket, now: float) -> None:
         """A BOUNCE from the own edge: replay that contribution after a wait (see the module's
@@ -381,19 +423,27 @@ class ChunkStream:
         p.recovered[src] = packet.array()
         if len(p.recovered) < len(self.group.others):
             return []
+        return self._sum_in_software(i, p, now)
+
+    def _sum_in_software(self, i: int, p: _Pending, now: float | None) -> list[InnetPacket]:
+        """Chunk i from every other member's contribution: own + others in int32 wrap-around
+        arithmetic, as the switch adds; the healing replays for the own edge's slot (none when
+        a later chunk holds that cell)."""
         total = self.chunks[i].astype(np.int64)
         for values in p.recovered.values():
             total += values
         software = total.astype(np.int32)  # wraps modulo 2**32, as the switch's lanes do
+        self.stats.recovered_chunks += 1
+        self._complete(i, software, now)
+        if p.overtaken:
+            return []
         heal = LOCAL_REPLAY
         replays = [self._packet(PacketType.CONTRIBUTION, heal, self.group.me, i, self.chunks[i])]
         replays += [
             self._packet(PacketType.CONTRIBUTION, heal, m, i, p.recovered[m])
             for m in sorted(p.recovered)
         ]
-        self.stats.recovered_chunks += 1
         self.stats.heals_sent += len(replays)
-        self._complete(i, software, now)
         return replays
 
     def _check_again(self, i: int, values: np.ndarray, what: str) -> None:

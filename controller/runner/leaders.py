@@ -30,10 +30,12 @@ def send_policy(
     span_s: float,
     chunks: int,
     deadline_s: float,
+    slots: int | None = None,
 ) -> SendPolicy:
     """A leader's policy for one round: paced at `frame_rate_bps` (frames of `frame_bits` on
     the wire, at emulation scale), the whole update in flight, timeouts above the group's span;
-    `lag_s` is None where the own contribution is not merged just in time (the hosts sum)."""
+    `lag_s` is None where the own contribution is not merged just in time (the hosts sum);
+    `slots` per bank at the edges (in-line aggregation): a RESULT frees its chunk's cell."""
     frame_s = frame_bits / frame_rate_bps
     timeout = max(0.2, 2.0 * span_s + 8 * frame_s)
     return SendPolicy(
@@ -45,4 +47,5 @@ def send_policy(
         max_timeout_s=4 * timeout,
         deadline_s=deadline_s,
         linger_s=min(2.0, 3 * timeout),
+        cells=2 * slots if slots else None,
     )

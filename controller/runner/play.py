@@ -151,6 +151,7 @@ def _go(ctx: RoundContext, r: int, number: int, start_at: float) -> None:
                     gc.span_s,
                     em.chunks,
                     em.scenario.round_deadline_s,
+                    ctx.point.pool.slots_per_bank if inna else None,
                 )
             go = Go(r, number, g, members, start_at, policy, collective, gc.order)
             ctx.islands.leaders[m].send(go)

@@ -272,3 +272,49 @@ def test_a_member_that_stalls_costs_bounces_not_resends() -> None:
     bounced = {i: agg.stats.bounced for i, agg in aggs.items()}
     conflicts = {i: net.stats(i)["slot_conflict"] for i in MEMBERS}
     assert all(conflicts.values()) and bounced == conflicts, (bounced, conflicts)
+
+
+def _after_a_long_stall(cells: int | None) -> tuple[int, dict[int, Aggregator]]:
+    """test_a_member_that_stalls_costs_bounces_not_resends with a stall of 60 ms (C catches up
+    at 62.5 ms), longer than the replays' doubling waits reach: (steps, aggregators)."""
+    n = 40
+    rng = np.random.default_rng(6)
+    values = rng.integers(-1000, 1000, size=(len(MEMBERS), n * PACKET_FORMAT.lanes), dtype=np.int32)
+    net = HarnessNetwork(2, JOB, ROUND, GROUP)
+    clock = FakeClock()
+    policy = fast_policy(
+        window=n,
+        rate_bps=PACKET_FORMAT.frame_bits * 1000,
+        timeout_s=0.2,
+        max_timeout_s=0.8,
+        cells=cells,
+    )
+    aggs = {i: Aggregator(net.transport(i), group_spec(i), policy, clock) for i in MEMBERS}
+    for i, agg in aggs.items():
+        agg.begin(values[i])
+    sessions = {
+        i: Stalled(agg, clock, 0.0025, 0.0625) if i == MEMBERS[2] else agg
+        for i, agg in aggs.items()
+    }
+    run = run_round_robin(sessions, clock)
+    assert run.errors == {}
+    total = values.astype(np.int64).sum(axis=0).astype(np.int32)
+    for i, agg in aggs.items():
+        assert np.array_equal(agg.result(), total), i
+        assert agg.stats.retransmitted == agg.stats.nacks_sent == 0, agg.stats
+    return run.steps, aggs
+
+
+def test_a_result_frees_its_cell_and_the_chunk_held_for_it_goes_at_once() -> None:
+    """After the stall every edge holds A's and B's chunks 4-39 as bounces, and C's backlog
+    arrives at once. With the edges' cells (2 x SLOTS) in the policy, each RESULT replays the
+    lowest chunk held for its cell at once, and a chunk whose cell a later one took first (the
+    edge then refuses it as a late copy) is summed from its bounces: no resend, no NACK. On
+    the doubling waits alone a held chunk takes its cell up to a wait (200 ms) after it freed,
+    and the overtaken ones wait for a timeout (measured: 39 against 442 ticks after C caught
+    up)."""
+    caught_up = 62
+    steps, aggs = _after_a_long_stall(cells=4)
+    timers_only, _ = _after_a_long_stall(cells=None)
+    assert steps - caught_up < (timers_only - caught_up) / 3, (steps, timers_only)
+    assert sum(agg.stats.overtaken for agg in aggs.values()) > 0

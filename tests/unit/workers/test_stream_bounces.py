@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from innet.packetformat import PacketFormat
+from workers.exceptions import PolicyError
 from workers.group import AggregatorStats, GroupSpec, SendPolicy
 from workers.packets import Flag, InnetPacket, PacketType
 from workers.stream import BOUNCE_WAIT_S, LOCAL_REPLAY, ChunkStream
@@ -21,13 +22,14 @@ FRAME_S = 0.001  # the paced schedule: a frame a millisecond
 TIMEOUT_S = 0.2
 
 
-def stream(paced: bool = True, n: int = 1) -> ChunkStream:
+def stream(paced: bool = True, n: int = 1, cells: int | None = None) -> ChunkStream:
     policy = SendPolicy(
         window=n,
         rate_bps=FRAME_BITS / FRAME_S if paced else None,
         timeout_s=TIMEOUT_S,
         max_timeout_s=0.8,
         deadline_s=20.0,
+        cells=cells,
     )
     chunks = np.arange(n * LANES, dtype=np.int32).reshape(n, LANES)
     return ChunkStream(GROUP, policy, chunks, 0, 0.0, AggregatorStats())
@@ -53,7 +55,7 @@ def replays(s: ChunkStream, now: float) -> list[InnetPacket]:
     return [p for p in s.pump(now) if p.flags == LOCAL_REPLAY]
 
 
-def result(chunk: int) -> InnetPacket:
+def result(chunk: int, value: int = 7) -> InnetPacket:
     g = GROUP
     return InnetPacket.of(
         PacketType.RESULT,
@@ -64,7 +66,23 @@ def result(chunk: int) -> InnetPacket:
         0,
         chunk,
         g.bitmap,
-        (7,) * LANES,
+        (value,) * LANES,
+        g.packet_format,
+    )
+
+
+def recover(src: int, chunk: int, value: int) -> InnetPacket:
+    g = GROUP
+    return InnetPacket.of(
+        PacketType.RECOVER,
+        Flag.WAN,
+        g.job,
+        g.round,
+        g.group,
+        src,
+        chunk,
+        0,
+        (value,) * LANES,
         g.packet_format,
     )
 
@@ -128,3 +146,80 @@ def test_an_unpaced_stream_waits_a_millisecond() -> None:
     s.pump(0.5)
     s.on_bounce(bounce(1, 0, 1), now=0.5)
     assert s.next_wakeup() == pytest.approx(0.5 + BOUNCE_WAIT_S)
+
+
+# --- with the edge's cells: a RESULT says which cell completed (docs/protocol.md, "Bounces")
+
+
+def sent(n: int, cells: int, summed: tuple[int, ...] = ()) -> ChunkStream:
+    """A paced stream of n chunks, all sent, the `summed` ones with their sums."""
+    s = stream(n=n, cells=cells)
+    s.pump(n * FRAME_S)
+    assert s.next == n
+    for chunk in summed:
+        s.on_result(result(chunk), now=n * FRAME_S)
+    return s
+
+
+def test_a_result_replays_the_lowest_chunk_held_for_its_cell_at_once() -> None:
+    s = sent(n=24, cells=8)
+    now = 0.03
+    for chunk in (17, 9, 10):  # 9 and 17 wait for cell 1, 10 for cell 2
+        s.on_bounce(bounce(1, chunk, chunk), now)
+        s.on_bounce(bounce(2, chunk, chunk), now)
+    s.on_result(result(1), now=0.0301)  # cell 1 completed: chunk 9 goes, before its frame time
+    again = replays(s, 0.0301)
+    assert sorted((p.chunk, p.src) for p in again) == [(9, 1), (9, 2)]
+    assert replays(s, 0.0305) == []  # 10 and 17 keep their waits
+    assert sorted(p.chunk for p in replays(s, now + FRAME_S)) == [10, 10, 17, 17]
+
+
+def test_without_cells_a_result_replays_nothing_early() -> None:
+    s = stream(n=24)
+    s.pump(24 * FRAME_S)
+    s.on_bounce(bounce(1, 9, 9), now=0.03)
+    s.on_result(result(1), now=0.0301)
+    assert replays(s, 0.0301) == []
+    assert [p.chunk for p in replays(s, 0.03 + FRAME_S)] == [9]
+
+
+def test_an_overtaken_chunk_is_summed_from_its_bounces_without_the_edge() -> None:
+    """Chunk 17 took cell 1 first: the edge now refuses chunk 9 as a late copy (it never
+    claims a cell back from a later chunk). The leader holds both others' contributions to 9
+    from their bounces, so 9's sum is own + theirs, with no NACK and nothing replayed."""
+    s = sent(n=24, cells=8, summed=tuple(range(9)))
+    s.on_bounce(bounce(1, 9, 100), now=0.03)
+    s.on_bounce(bounce(2, 9, -1000), now=0.03)
+    s.on_result(result(17), now=0.031)
+    own = s.chunks[9].astype(np.int64)
+    assert s.done_mask[9] and np.array_equal(s.sums[9], (own + 100 - 1000).astype(np.int32))
+    assert s.stats.overtaken == 1 and s.stats.recovered_chunks == 1
+    out = s.pump(0.5)  # well past every timeout of chunk 9
+    assert [p for p in out if p.chunk == 9] == []
+    assert s.stats.nacks_sent == 0 and s.stats.heals_sent == 0
+
+
+def test_an_overtaken_chunk_missing_a_contribution_is_nacked_at_once() -> None:
+    s = sent(n=24, cells=8, summed=tuple(range(9)))
+    s.on_bounce(bounce(1, 9, 100), now=0.03)  # member 2's never bounced: it was refused
+    s.on_result(result(17), now=0.031)
+    (nack,) = [p for p in s.pump(0.031) if p.chunk == 9]  # no resend first, no timeout
+    assert (nack.type, nack.src, s.stats.retransmitted) == (PacketType.NACK, 0, 0)
+    assert s.on_recover(recover(2, 9, 5), now=0.05) == []  # no heal: the cell moved on
+    own = s.chunks[9].astype(np.int64)
+    assert s.done_mask[9] and np.array_equal(s.sums[9], (own + 100 + 5).astype(np.int32))
+    assert s.stats.heals_sent == 0 and s.stats.overtaken == 1
+
+
+def test_a_result_of_another_cell_overtakes_nothing() -> None:
+    s = sent(n=24, cells=8, summed=(*range(9), 10))
+    s.on_bounce(bounce(1, 9, 100), now=0.03)
+    s.on_bounce(bounce(2, 9, 100), now=0.03)
+    s.on_result(result(18), now=0.031)  # cell 2 (its chunks 2 and 10 have their sums)
+    s.on_result(result(1), now=0.031)  # cell 1 again, below chunk 9
+    assert not s.done_mask[9] and s.stats.overtaken == 0
+
+
+def test_a_policy_refuses_a_cell_count_below_one() -> None:
+    with pytest.raises(PolicyError, match="cells 0"):
+        SendPolicy(window=1, timeout_s=0.1, max_timeout_s=0.1, deadline_s=1.0, cells=0)

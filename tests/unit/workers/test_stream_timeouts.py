@@ -125,3 +125,22 @@ def test_resends_keep_to_the_paced_schedule() -> None:
     assert stream.stats.retransmitted == 100 and stream.stats.nacks_sent == 0, stream.stats
     gaps = np.diff(wan)
     assert gaps.min() >= 1 / FRAMES_PER_S - STEP_S, gaps.min()
+
+
+def test_a_lost_chunk_is_nacked_in_time_however_late_the_sums_came() -> None:
+    """Switches fall further and further behind: chunk c's sum takes 0.1 + 0.05 c seconds, up to
+    10 s against a 20 s deadline, and the estimator follows. Chunk 150's contribution and its
+    resends are lost for good: on the latency measured its first resend would wait some 15 s;
+    the timeouts stop at an eighth of the deadline, so its NACK leaves by five eighths of it,
+    while a RECOVER can still come."""
+    lost, deadline = 150, _policy(1).deadline_s
+    stream, sent = _play(
+        200, 200, lambda c, t: None if c == lost else t + 0.1 + 0.05 * c, until=deadline
+    )
+    copies = [(t, p.type) for t, p in sent if p.chunk == lost]
+    first = copies[0][0]
+    nacks = [t for t, kind in copies if kind == PacketType.NACK]
+    # five eighths of the deadline, and the waits for a frame time of the schedule (1 ms each)
+    assert nacks and nacks[0] - first <= deadline * 5 / 8 + 0.1, copies
+    assert [kind for _t, kind in copies[:3]] == [PacketType.CONTRIBUTION] * 3  # two resends first
+    assert stream.latency.srtt is not None and stream.latency.srtt > 1.0  # slow sums, learned

@@ -49,6 +49,14 @@ def test_a_leader_policy_is_rate_paced_with_the_whole_update_in_flight() -> None
     # a timeout shorter than the send-to-result time would resend every chunk
     assert policy.timeout_s >= 2 * 0.14 and policy.deadline_s == 60.0
     assert policy.max_timeout_s >= policy.timeout_s
+    assert policy.cells is None  # no slot pool named: bounces are replayed on timers alone
+
+
+def test_a_leader_in_line_knows_its_edges_cells() -> None:
+    """A RESULT frees its chunk's cell (chunk mod 2 x SLOTS) at the own edge: the leader
+    replays what it holds for that cell then (docs/protocol.md, "Bounces")."""
+    policy = send_policy(20_000.0, 186 * 8, 0.012, -0.004, 0.14, 76, 60.0, slots=4)
+    assert policy.cells == 8
 
 
 def test_sizes_at_scale() -> None:
