@@ -55,8 +55,6 @@ class Bounces:
     j share a cell when i - j is a multiple of `cells`, as their chunk numbers do)."""
 
     def __init__(self, first: float, cap: float, cells: int | None = None) -> None:
-        if cells is not None and cells < 1:
-            raise ValueError(f"cells {cells}: an edge has at least one slot cell")
         self.first, self.cap, self.cells = first, max(first, cap), cells
         self._held: dict[int, dict[int, _Held]] = {}
         self._by_cell: dict[int, set[int]] = {}

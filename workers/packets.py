@@ -143,10 +143,16 @@ class InnetPacket:
 
     def array(self) -> np.ndarray:
         """The values as int32 (a copy, in native byte order)."""
-        return np.frombuffer(self.lanes, dtype=_WIRE).astype(np.int32)
+        return values_of(self.lanes)
 
 
 _WIRE = np.dtype(">i4")
+
+
+def values_of(lanes: bytes) -> np.ndarray:
+    """The int32 values of lanes as they travel (a copy, in native byte order): `lanes_of`
+    backwards."""
+    return np.frombuffer(lanes, dtype=_WIRE).astype(np.int32)
 
 
 def lanes_of(values: Sequence[int] | np.ndarray | None, packet_format: PacketFormat) -> bytes:

@@ -77,7 +77,7 @@ from workers.bounces import Bounces
 from workers.exceptions import ResultMismatch
 from workers.group import AggregatorStats, GroupSpec, SendPolicy, describe_ranges
 from workers.latency import Latency
-from workers.packets import Flag, InnetPacket, PacketType
+from workers.packets import Flag, InnetPacket, PacketType, values_of
 
 LOCAL_REPLAY = Flag.LOCAL | Flag.RETRANSMIT  # healing, bounces: to the own edge only
 BOUNCE_WAIT_S = 0.001  # an unpaced stream's first wait before replaying a bounced contribution
@@ -387,7 +387,7 @@ class ChunkStream:
         others = self.group.others
         for src, lanes in self.bounces.take(i).items():
             if src in others:
-                p.recovered.setdefault(src, np.frombuffer(lanes, dtype=">i4").astype(np.int32))
+                p.recovered.setdefault(src, values_of(lanes))
         if len(p.recovered) == len(others):
             self._sum_in_software(i, p, now)
         elif not p.queued and not p.nacks:

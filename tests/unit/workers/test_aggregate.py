@@ -240,69 +240,62 @@ class Stalled:
         return self.session.step(wait)
 
 
+def _stalled_round(
+    seed: int, stall_end: float, policy: SendPolicy
+) -> tuple[int, dict[int, Aggregator], HarnessNetwork]:
+    """40 chunks over two slots a bank, one a 1 ms tick, island C's host stalled from 2.5 ms
+    to `stall_end`; every sum exact, with no resend and no NACK: (steps, aggregators, network)."""
+    n = 40
+    rng = np.random.default_rng(seed)
+    values = rng.integers(-1000, 1000, size=(len(MEMBERS), n * PACKET_FORMAT.lanes), dtype=np.int32)
+    net = HarnessNetwork(2, JOB, ROUND, GROUP)
+    clock = FakeClock()
+    aggs = {i: Aggregator(net.transport(i), group_spec(i), policy, clock) for i in MEMBERS}
+    for i, agg in aggs.items():
+        agg.begin(values[i])
+    late = MEMBERS[2]
+    sessions = {
+        i: Stalled(agg, clock, 0.0025, stall_end) if i == late else agg for i, agg in aggs.items()
+    }
+    run = run_round_robin(sessions, clock)
+    assert run.errors == {}
+    total = values.astype(np.int64).sum(axis=0).astype(np.int32)
+    for i, agg in aggs.items():
+        assert np.array_equal(agg.result(), total), i
+        assert agg.stats.retransmitted == agg.stats.nacks_sent == 0, agg.stats
+    return run.steps, aggs, net
+
+
 def test_a_member_that_stalls_costs_bounces_not_resends() -> None:
     """Two slots a bank, one chunk a 1 ms tick, and island C's host stalls for 6 ms (a busy
     CPU), then catches up. Meanwhile A's and B's chunk c + 4 reach slots still waiting for C's
     chunk c: every edge bounces them to its leader, which replays them once the slot is free.
     Every sum is exact, with no resend and no NACK (before bounces, each refusal waited for a
     timeout, resends and a NACK, and the slots it left half merged refused the chunks after)."""
-    n = 40  # chunks
-    rng = np.random.default_rng(5)
-    values = rng.integers(-1000, 1000, size=(len(MEMBERS), n * PACKET_FORMAT.lanes), dtype=np.int32)
-    net = HarnessNetwork(2, JOB, ROUND, GROUP)
-    clock = FakeClock()
     policy = fast_policy(
-        window=n, rate_bps=PACKET_FORMAT.frame_bits * 1000, timeout_s=0.05, max_timeout_s=0.2
+        window=40, rate_bps=PACKET_FORMAT.frame_bits * 1000, timeout_s=0.05, max_timeout_s=0.2
     )
-    aggs = {i: Aggregator(net.transport(i), group_spec(i), policy, clock) for i in MEMBERS}
-    for i, agg in aggs.items():
-        agg.begin(values[i])
-    late = MEMBERS[2]
-    sessions = {
-        i: Stalled(agg, clock, 0.0025, 0.0085) if i == late else agg for i, agg in aggs.items()
-    }
-    run = run_round_robin(sessions, clock)
-    assert run.errors == {}
-    total = values.astype(np.int64).sum(axis=0).astype(np.int32)
-    for i, agg in aggs.items():
-        assert np.array_equal(agg.result(), total), i
-        assert agg.stats.retransmitted == agg.stats.nacks_sent == 0, agg.stats
+    _steps, aggs, net = _stalled_round(5, 0.0085, policy)
+    for i in MEMBERS:
         edge = net.stats(i)
-        assert edge["contribution"] == 3 * n and edge["completed"] == n, edge
+        assert edge["contribution"] == 3 * 40 and edge["completed"] == 40, edge
     bounced = {i: agg.stats.bounced for i, agg in aggs.items()}
     conflicts = {i: net.stats(i)["slot_conflict"] for i in MEMBERS}
     assert all(conflicts.values()) and bounced == conflicts, (bounced, conflicts)
 
 
 def _after_a_long_stall(cells: int | None) -> tuple[int, dict[int, Aggregator]]:
-    """test_a_member_that_stalls_costs_bounces_not_resends with a stall of 60 ms (C catches up
-    at 62.5 ms), longer than the replays' doubling waits reach: (steps, aggregators)."""
-    n = 40
-    rng = np.random.default_rng(6)
-    values = rng.integers(-1000, 1000, size=(len(MEMBERS), n * PACKET_FORMAT.lanes), dtype=np.int32)
-    net = HarnessNetwork(2, JOB, ROUND, GROUP)
-    clock = FakeClock()
+    """The stall above made 60 ms long (C catches up at 62.5 ms), longer than the replays'
+    doubling waits reach: (steps, aggregators)."""
     policy = fast_policy(
-        window=n,
+        window=40,
         rate_bps=PACKET_FORMAT.frame_bits * 1000,
         timeout_s=0.2,
         max_timeout_s=0.8,
         cells=cells,
     )
-    aggs = {i: Aggregator(net.transport(i), group_spec(i), policy, clock) for i in MEMBERS}
-    for i, agg in aggs.items():
-        agg.begin(values[i])
-    sessions = {
-        i: Stalled(agg, clock, 0.0025, 0.0625) if i == MEMBERS[2] else agg
-        for i, agg in aggs.items()
-    }
-    run = run_round_robin(sessions, clock)
-    assert run.errors == {}
-    total = values.astype(np.int64).sum(axis=0).astype(np.int32)
-    for i, agg in aggs.items():
-        assert np.array_equal(agg.result(), total), i
-        assert agg.stats.retransmitted == agg.stats.nacks_sent == 0, agg.stats
-    return run.steps, aggs
+    steps, aggs, _net = _stalled_round(6, 0.0625, policy)
+    return steps, aggs
 
 
 def test_a_result_frees_its_cell_and_the_chunk_held_for_it_goes_at_once() -> None:

@@ -35,20 +35,19 @@ def stream(paced: bool = True, n: int = 1, cells: int | None = None) -> ChunkStr
     return ChunkStream(GROUP, policy, chunks, 0, 0.0, AggregatorStats())
 
 
-def bounce(src: int, chunk: int, value: int, flags: Flag = Flag.WAN | Flag.REMOTE) -> InnetPacket:
+def packet(
+    kind: PacketType, flags: Flag, src: int, chunk: int, value: int, bitmap: int = 0
+) -> InnetPacket:
+    """A packet of the test group to hand to the stream, every lane `value`."""
     g = GROUP
+    lanes = (value,) * LANES
     return InnetPacket.of(
-        PacketType.BOUNCE,
-        flags,
-        g.job,
-        g.round,
-        g.group,
-        src,
-        chunk,
-        0,
-        (value,) * LANES,
-        g.packet_format,
+        kind, flags, g.job, g.round, g.group, src, chunk, bitmap, lanes, g.packet_format
     )
+
+
+def bounce(src: int, chunk: int, value: int, flags: Flag = Flag.WAN | Flag.REMOTE) -> InnetPacket:
+    return packet(PacketType.BOUNCE, flags, src, chunk, value)
 
 
 def replays(s: ChunkStream, now: float) -> list[InnetPacket]:
@@ -56,35 +55,11 @@ def replays(s: ChunkStream, now: float) -> list[InnetPacket]:
 
 
 def result(chunk: int, value: int = 7) -> InnetPacket:
-    g = GROUP
-    return InnetPacket.of(
-        PacketType.RESULT,
-        Flag(0),
-        g.job,
-        g.round,
-        g.group,
-        0,
-        chunk,
-        g.bitmap,
-        (value,) * LANES,
-        g.packet_format,
-    )
+    return packet(PacketType.RESULT, Flag(0), 0, chunk, value, GROUP.bitmap)
 
 
 def recover(src: int, chunk: int, value: int) -> InnetPacket:
-    g = GROUP
-    return InnetPacket.of(
-        PacketType.RECOVER,
-        Flag.WAN,
-        g.job,
-        g.round,
-        g.group,
-        src,
-        chunk,
-        0,
-        (value,) * LANES,
-        g.packet_format,
-    )
+    return packet(PacketType.RECOVER, Flag.WAN, src, chunk, value)
 
 
 def test_a_bounced_contribution_goes_back_to_the_own_edge_a_frame_time_later() -> None:
