@@ -100,6 +100,7 @@ diff-bmv2: setup
 
 bench: setup
 	$(BIN)/python bench/planner.py
+	$(BIN)/python p4switch/bench/pipeline.py
 	$(BIN)/python bench/pipeline.py
 	mkdir -p results/bench && $(BIN)/python bench/timing.py --json \
 	  > results/bench/timing-$$(date +%Y%m%d-%H%M%S).json

@@ -1,11 +1,12 @@
 """BMv2 as bench/forwarding.py's switch: simple_switch_grpc on ports 1 and 2, programmed over
-P4Runtime with the benchmark's program and the entries bench/p4_processors.py installs.
+P4Runtime with the benchmark's program and entries (`bench.programs`), as
+bench/p4switch_forwarder.py programs the p4switch command.
 
 Run inside the switch namespace (`bench.forwarding_rows` plans it), as the other forwarders are:
 
     python bench/bmv2_forwarder.py PROGRAM BUILD IF1 IF2
 
-PROGRAM is l2 or agg32 (p4switch/tests/programs), compiled by p4c-bm2-ss; BUILD is
+PROGRAM is l2 or agg32 (`bench.programs`), compiled by p4c-bm2-ss; BUILD is
 `default` (the simple_switch_grpc found as `topo.bmv2` finds it: BMv2's default build, as the
 p4lang packages ship it, debug logging compiled in and switched off) or `fast` (the build for
 speed beside it, `fast/bin/` under the same prefix: no logging macros, -O3). It prints "ready"
@@ -24,12 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from p4.v1 import p4runtime_pb2
-
 from bench.native_tools import BUILD_DIR, ForwardingBenchError
-from bench.p4_processors import HOSTS, PROGRAMS
+from bench.programs import ENTRIES, PROGRAMS, forwarding_updates
 from controller.p4rt.connection import SwitchConnection
-from controller.p4rt.schema import Schema, insert
 from controller.p4rt.started import connect_started, log_tail, stop_started
 from innet.exceptions import InnetError, one_line
 from topo.bmv2 import SIMPLE_SWITCH, bmv2_command, bmv2_pipeline, find_tool
@@ -38,11 +36,6 @@ BUILDS = ("default", "fast")
 DEVICE_ID = 1
 THRIFT_PORT = 9090  # the namespace's own
 STARTUP_S = 60.0
-# program -> (table, match field, action, its parameter, which of a host's addresses is the key)
-ENTRIES = {
-    "l2": ("L2Ingress.dmac", "hdr.ethernet.dstAddr", "L2Ingress.forward", "port", 0),
-    "agg32": ("AggIngress.route", "hdr.ipv4.dstAddr", "AggIngress.forward", "port", 1),
-}
 
 
 def switch_binary(build: str) -> Path | None:
@@ -69,32 +62,12 @@ def unavailable(build: str) -> str | None:
     return None
 
 
-def _key(address: str) -> int:
-    """A MAC (02:00:...) or an IPv4 address (10.0.0.1) as the integer a match carries."""
-    if ":" in address:
-        return int(address.replace(":", ""), 16)
-    return int.from_bytes(bytes(int(x) for x in address.split(".")), "big")
-
-
 def program_switch(conn: SwitchConnection, program: str, build_dir: Path) -> None:
     """Push `program`'s BMv2 JSON and P4Info, then one forwarding entry per benchmark host."""
-    pipeline = bmv2_pipeline(PROGRAMS / f"{program}.p4", build_dir, {})
+    pipeline = bmv2_pipeline(PROGRAMS[program], build_dir, {})
     conn.set_pipeline(pipeline.p4info, pipeline.device_config)
-    schema = conn.schema
-    assert schema is not None  # set with the pipeline
-    table, field, action, param, which = ENTRIES[program]
-    conn.write(
-        [
-            insert(entry(schema, table, field, action, param, port, addresses[which]))
-            for port, addresses in HOSTS.items()
-        ]
-    )
-
-
-def entry(
-    schema: Schema, table: str, field: str, action: str, param: str, port: int, key: str
-) -> p4runtime_pb2.Entity:
-    return schema.table_entry(table, {field: _key(key)}, action, {param: port})
+    assert conn.schema is not None  # set with the pipeline
+    conn.write(forwarding_updates(conn.schema, program))
 
 
 def serve(program: str, build: str, if1: str, if2: str) -> None:

@@ -2,23 +2,26 @@
 
 In three fresh network namespaces (h1 -- switch -- h2, veth pairs, `bench.vethnet`), in one run:
 
-- frames/s through a running switch for each program (`--program`: l2, agg32) on the native
-  back end and on the python one, each in the native I/O loop (`p4switch.nativeio.NativeSwitch`)
-  and in the python one (`p4switch.dataplane.Switch`); beside them the limits: the
-  sender into a sink that only counts, a minimal C forwarder with batched I/O
-  (bench/native/forwarder.c), a plain Python AF_PACKET forwarder, and, where installed, BMv2's
-  simple_switch_grpc, its default build and its build for speed, programmed over P4Runtime with
-  the same program and entries (`bench.bmv2_forwarder`), each with how many times faster
-  p4switch's native back end is. A row that cannot run says why instead of giving a figure
-  (`bench.forwarding_rows`);
-- shaping accuracy: 50 ms one-way delay on both switch ports -> ping RTT against 100 ms, and a
-  10 Mb/s rate on the port toward h2 -> throughput measured at h2 under twice that offered load.
+- frames/s through the `p4switch` command for each program (`--program`: l2, agg32) on the
+  native back end and on the python one, each in the native I/O loop and in the python one,
+  programmed over P4Runtime (`bench.p4switch_forwarder`); beside them the limits: the sender
+  into a sink that only counts, a minimal C forwarder with batched I/O
+  (bench/native/forwarder.c), the native I/O loop around a C port swap with no P4 (run by
+  p4switch's own benchmark, p4switch/bench/io_loop.py), a plain Python AF_PACKET forwarder,
+  and, where installed, BMv2's simple_switch_grpc, its default build and its build for speed,
+  programmed over P4Runtime with the same program and entries (`bench.bmv2_forwarder`), each
+  with how many times faster p4switch's native back end is. A row that cannot run says why
+  instead of giving a figure (`bench.forwarding_rows`);
+- shaping accuracy of the p4switch command in each loop: 50 ms one-way delay on both switch
+  ports -> ping RTT against 100 ms, and a 10 Mb/s rate on the port toward h2 -> throughput
+  measured at h2 under twice that offered load.
 
 Traffic comes from a C sender in h1 (bench/native/sender.c: sendmmsg of pre-built frames) so the
 sender is not the bottleneck; with `--size` 132 and more the frames carry agg32.p4's header on
 1024 slots, so the aggregation program aggregates every one of them. Delivered frames are counted
 by h2's kernel interface counter over a steady-state window, so no receiver competes for the CPU.
-`--processor module:callable` adds a row for any PacketProcessor factory (python I/O loop).
+`--processor module:callable` adds a row for any PacketProcessor factory in p4switch's python
+I/O loop (p4switch/bench/io_loop.py; the module is looked for beside it, then in this folder).
 `--json` prints one JSON document (every figure, its unit, the machine) on stdout and the table
 on stderr. The namespaces are deleted on the way out.
 
@@ -28,11 +31,11 @@ on stderr. The namespaces are deleted on the way out.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import select
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -46,9 +49,7 @@ from typing import Any, TextIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from p4switch.dataplane import PacketProcessor, Switch
-from p4switch.ports import PACKET_OUTGOING, open_port
-from p4switch.shaping import parse_shape
+from p4switch import ETH_P_ALL, PACKET_OUTGOING
 
 from bench import forwarding_rows as rows
 from bench.native_tools import (
@@ -65,23 +66,21 @@ WARMUP_S = 0.5
 AGG_SLOTS = 1024  # agg32.p4's SLOTS
 
 
-class TwoPortForwarder:
-    """The default processor: frames from port 1 leave on port 2 and the other way round."""
-
-    def process(self, ingress_port: int, data: bytes) -> list[tuple[int, bytes]]:
-        return [(3 - ingress_port, data)]
+SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33  # linux/asm-generic/socket.h: above the sysctl cap
+SOCKET_BUFFER_BYTES = 4 * 2**20  # as p4switch's ports ask for
 
 
-def load_processor(spec: str | None) -> PacketProcessor:
-    if not spec:
-        return TwoPortForwarder()
-    module, sep, name = spec.partition(":")
-    if not sep:
-        raise ForwardingBenchError(f"--processor {spec!r}: write module:callable")
-    sys.path.insert(0, os.getcwd())
-    factory = getattr(importlib.import_module(module), name)
-    processor: PacketProcessor = factory()
-    return processor
+def open_raw(interface: str) -> socket.socket:
+    """A non-blocking AF_PACKET socket on `interface`, every protocol, buffers as a switch's."""
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, force, SOCKET_BUFFER_BYTES)
+        except PermissionError:
+            sock.setsockopt(socket.SOL_SOCKET, plain, SOCKET_BUFFER_BYTES)
+    sock.bind((interface, ETH_P_ALL))
+    sock.setblocking(False)
+    return sock
 
 
 # -- roles run inside the switch namespace -------------------------------------------------------
@@ -89,7 +88,7 @@ def load_processor(spec: str | None) -> PacketProcessor:
 
 def role_plain(if1: str, if2: str) -> None:
     """The reference: receive on one port, send on the other, nothing else."""
-    a, b = open_port(if1).sock, open_port(if2).sock
+    a, b = open_raw(if1), open_raw(if2)
     other = {a.fileno(): (a, b), b.fileno(): (b, a)}
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK)
     stop = threading.Event()
@@ -123,29 +122,6 @@ def role_plain(if1: str, if2: str) -> None:
                 except OSError:
                     pass
     print(json.dumps({"forwarded": forwarded}), flush=True)
-
-
-def role_switch(if1: str, if2: str, io: str, processor: str | None, shapes: list[str]) -> None:
-    """A switch on ports 1 and 2 in the `io` loop; prints "ready", then its stats when stopped."""
-    shaping = dict(parse_shape(text) for text in shapes)
-    loop: Any = Switch
-    if io == "native":
-        from p4switch.nativeio import NativeSwitch
-
-        loop = NativeSwitch
-    stop = threading.Event()
-    with loop({1: if1, 2: if2}, load_processor(processor), shaping=shaping) as switch:
-
-        def handler(signum: int, frame: FrameType | None) -> None:
-            stop.set()
-            switch.wake()
-
-        signal.signal(signal.SIGTERM, handler)
-        signal.signal(signal.SIGINT, handler)
-        print("ready", flush=True)
-        switch.run(stop)
-        stats = switch.stats()
-    print(json.dumps({"stats": stats}, default=str), flush=True)
 
 
 # -- the orchestrator ---------------------------------------------------------------------------
@@ -340,12 +316,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] == "_plain":
         role_plain(argv[1], argv[2])
         return 0
-    if argv and argv[0] == "_switch":
-        processor, rest = None, argv[4:]
-        if rest[:1] == ["--processor"]:
-            processor, rest = rest[1], rest[2:]
-        role_switch(argv[1], argv[2], argv[3], processor, rest)
-        return 0
     parser = argparse.ArgumentParser(
         prog="bench/forwarding.py", description=__doc__.splitlines()[0]
     )
@@ -365,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--processor",
         action="append",
-        help="module:callable returning a PacketProcessor: one more row (repeatable)",
+        help="module:callable returning a PacketProcessor: one more row, in p4switch's python "
+        "I/O loop (repeatable)",
     )
     parser.add_argument(
         "--rate", type=float, help="cap the sender at RATE frames/s (default: as fast as it can)"

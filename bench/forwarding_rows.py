@@ -1,13 +1,16 @@
 """What bench/forwarding.py measures, which rows can run here, and how the figures read.
 
 Each `ForwardingRow` is one row: a forwarder command to run in the switch namespace (None: no
-forwarder, the sender into a sink that only counts), or the reason it cannot run here. The
-native back end and the native I/O loop are imported only to ask whether they can run; BMv2 is
-looked for as `topo.bmv2` looks for it, its default build and its build for speed each a row
-(`bench.bmv2_forwarder`). Ratios compare each row with the C port swap in the native I/O loop
-(the same batched I/O, no P4: the limit of the veth path for that loop) and, for a program, with
-the same program on the python back end in the python I/O loop; a BMv2 row also gives how many
-times faster p4switch's native back end in its native loop forwards the same program:
+forwarder, the sender into a sink that only counts), or the reason it cannot run here. A program
+runs in the `p4switch` command, on each back end and in each I/O loop
+(`bench.p4switch_forwarder`), programmed over P4Runtime as BMv2 is; BMv2 is looked for as
+`topo.bmv2` looks for it, its default build and its build for speed each a row
+(`bench.bmv2_forwarder`). The C port swap in the native I/O loop and a `--processor` are no P4
+program, so no command runs them: p4switch's own benchmark does (p4switch/bench/io_loop.py).
+Ratios compare each row with that C port swap (the same batched I/O, no P4: the limit of the
+veth path for that loop) and, for a program, with the same program on the python back end in
+the python I/O loop; a BMv2 row also gives how many times faster p4switch's native back end in
+its native loop forwards the same program:
 
     >>> rows = [{"io": "C", "delivered": {"value": 800_000.0}}]
     >>> rows.append({"program": "l2", "pipeline": "python", "io": "python",
@@ -26,23 +29,28 @@ times faster p4switch's native back end in its native loop forwards the same pro
 
 from __future__ import annotations
 
-import importlib
+import functools
 import os
 import platform
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from p4switch import EXAMPLES, InProcessSwitch, P4SwitchError, compile_file
+
 from bench import bmv2_forwarder
 from bench.native_tools import AGG_BYTES
-from innet.exceptions import InnetError
 
 PROGRAMS = ("l2", "agg32")
 AGG_PAYLOAD = AGG_BYTES
-FORWARDING = Path(__file__).resolve().parent / "forwarding.py"
-BMV2_FORWARDER = Path(__file__).resolve().parent / "bmv2_forwarder.py"
+HERE = Path(__file__).resolve().parent
+FORWARDING = HERE / "forwarding.py"
+BMV2_FORWARDER = HERE / "bmv2_forwarder.py"
+P4SWITCH_FORWARDER = HERE / "p4switch_forwarder.py"
+IO_LOOP = HERE.parent / "p4switch" / "bench" / "io_loop.py"  # p4switch's own benchmark
+PORTSWAP_C = "bench.processors:portswap_c"  # a processor of p4switch's bench
 PORTS = ("s1-eth1", "s1-eth2")
 UNIT = "frames/s"
 
@@ -66,35 +74,28 @@ class ForwardingRow:
         return row
 
 
-def switch_command(io: str, processor: str | None, shapes: Sequence[str] = ()) -> tuple[str, ...]:
-    """bench/forwarding.py's switch role on the two ports, in the `io` loop."""
-    chosen = ("--processor", processor) if processor else ()
-    return (sys.executable, str(FORWARDING), "_switch", *PORTS, io, *chosen, *shapes)
+def switch_command(
+    program: str, backend: str, io: str, shapes: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """The p4switch command running `program` on the two ports (`bench.p4switch_forwarder`)."""
+    shaped = tuple(f"--shape={shape}" for shape in shapes)
+    return (sys.executable, str(P4SWITCH_FORWARDER), program, backend, io, *PORTS, *shaped)
 
 
-def _probe(module: str, attribute: str) -> str | None:
-    """Why `module` cannot run here, or None: not importable, no `attribute`, or what its
-    `available()` (where it has one) says."""
-    try:
-        found = importlib.import_module(module)
-    except (ImportError, InnetError, OSError) as err:
-        return f"{module} cannot be imported: {err}"
-    if not hasattr(found, attribute):
-        return f"{module} has no {attribute}"
-    available: Callable[[], str | None] | None = getattr(found, "available", None)
-    try:
-        reason = available() if available is not None else None
-    except (InnetError, OSError) as err:
-        reason = f"available() failed: {err}"
-    return f"{module} is unavailable: {reason}" if reason else None
+def loop_command(io: str, processor: str) -> tuple[str, ...]:
+    """p4switch's `io` loop around `processor` (module:callable), no P4 program: its bench's
+    io_loop.py, which imports a processor beside it or from the working directory."""
+    return (sys.executable, str(IO_LOOP), *PORTS, io, "--processor", processor)
 
 
+@functools.cache
 def native_backend_unavailable() -> str | None:
-    return _probe("p4switch.native", "NativePipeline")
-
-
-def native_io_unavailable() -> str | None:
-    return _probe("p4switch.nativeio", "NativeSwitch")
+    """Why p4switch's native back end cannot run here (its own words), or None."""
+    try:
+        InProcessSwitch(compile_file(EXAMPLES / "l2.p4"), backend="native")
+    except (P4SwitchError, OSError) as err:
+        return f"p4switch's native back end cannot run here: {err}"
+    return None
 
 
 def bmv2_rows(program: str) -> list[ForwardingRow]:
@@ -116,7 +117,7 @@ def planned(
     programs: Sequence[str], processors: Sequence[str], forwarder: Path
 ) -> list[ForwardingRow]:
     """The rows in the order they are measured (references first, so ratios can be given)."""
-    native, native_io = native_backend_unavailable(), native_io_unavailable()
+    native = native_backend_unavailable()
     planned_rows = [
         ForwardingRow("sender alone, into a sink that counts", None, None, "sink", None),
         ForwardingRow(
@@ -131,8 +132,8 @@ def planned(
             None,
             None,
             "C",
-            switch_command("native", "bench.p4_processors:portswap_c"),
-            native_io,
+            loop_command("native", PORTSWAP_C),
+            None if IO_LOOP.is_file() else f"no {IO_LOOP}",
         ),
         ForwardingRow(
             "plain Python AF_PACKET forwarder",
@@ -143,69 +144,50 @@ def planned(
         ),
     ]
     for program in programs:
-        python = f"bench.p4_processors:{program}"
-        native_factory = f"{python}_native"
-        planned_rows += [
-            ForwardingRow(
-                f"{program}: python back end, python I/O",
-                program,
-                "python",
-                "python",
-                switch_command("python", python),
-            ),
-            ForwardingRow(
-                f"{program}: python back end, native I/O",
-                program,
-                "python",
-                "native",
-                switch_command("native", python),
-                native_io,
-            ),
-            ForwardingRow(
-                f"{program}: native back end, python I/O",
-                program,
-                "native",
-                "python",
-                switch_command("python", native_factory),
-                native,
-            ),
-            ForwardingRow(
-                f"{program}: native back end, native I/O",
-                program,
-                "native",
-                "native",
-                switch_command("native", native_factory),
-                native or native_io,
-            ),
-            *bmv2_rows(program),
-        ]
+        for backend, io in (
+            ("python", "python"),
+            ("python", "native"),
+            ("native", "python"),
+            ("native", "native"),
+        ):
+            planned_rows.append(
+                ForwardingRow(
+                    f"{program}: {backend} back end, {io} I/O",
+                    program,
+                    backend,
+                    io,
+                    switch_command(program, backend, io),
+                    native if backend == "native" else None,
+                )
+            )
+        planned_rows += bmv2_rows(program)
     for spec in processors:
         planned_rows.append(
-            ForwardingRow(
-                f"{spec}, python I/O", None, None, "python", switch_command("python", spec)
-            )
+            ForwardingRow(f"{spec}, python I/O", None, None, "python", loop_command("python", spec))
         )
     return planned_rows
 
 
 @dataclass(frozen=True)
 class ShapingLoop:
-    """An I/O loop whose egress shaping is measured, with the processor it runs."""
+    """An I/O loop of the p4switch command whose egress shaping is measured, forwarding l2.p4
+    on the back end it goes with."""
 
     label: str
     io: str
-    processor: str | None
     unavailable: str | None = None
 
     def command(self, *shapes: str) -> tuple[str, ...]:
-        return switch_command(self.io, self.processor, shapes)
+        return switch_command("l2", self.io, self.io, shapes)
 
 
 def shaping_loops() -> list[ShapingLoop]:
-    """Both loops, each running the two-port forwarder: the shaping is the loop's own."""
+    """Both loops, each forwarding with l2.p4: the shaping is the loop's own."""
     return [
-        ShapingLoop("python I/O, two-port forwarder", "python", None),
-        ShapingLoop("native I/O, two-port forwarder", "native", None, native_io_unavailable()),
+        ShapingLoop("python I/O, l2 on the python back end", "python"),
+        ShapingLoop(
+            "native I/O, l2 on the native back end", "native", native_backend_unavailable()
+        ),
     ]
 
 

@@ -21,15 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import p4switch.native
-from p4switch.cbuild import compile_library
-
 from innet.exceptions import InnetError
 
 SOURCES = Path(__file__).resolve().parent / "native"
 BUILD_DIR = SOURCES.parents[1] / "build" / "bench"
-# abi.h, the pipeline's calling convention
-ABI_DIR = Path(p4switch.native.__file__).resolve().parent
 CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra")
 HEADERS = 14 + 20 + 8  # Ethernet, IPv4, UDP
 AGG_BYTES = 4 + 4 * 32  # agg32.p4's header: slot, contributions, 32 int32 lanes
@@ -68,18 +63,6 @@ def build_tool(name: str, build_dir: Path = BUILD_DIR) -> Path:
         raise ForwardingBenchError(f"gcc could not build {source}:\n{done.stderr.strip()}")
     partial.replace(binary)
     return binary
-
-
-def build_library(name: str, build_dir: Path = BUILD_DIR) -> Path:
-    """bench/native/NAME.c, a library with the pipeline's calling convention (abi.h), compiled
-    to build_dir/NAME.so (again only when the source is newer)."""
-    source, library = SOURCES / f"{name}.c", build_dir / f"{name}.so"
-    if library.is_file() and library.stat().st_mtime >= source.stat().st_mtime:
-        return library
-    build_dir.mkdir(parents=True, exist_ok=True)
-    flags = (*CFLAGS, "-fPIC", "-shared", f"-I{ABI_DIR}")
-    compile_library([source], library, flags, ForwardingBenchError, f"bench/native/{name}.c")
-    return library
 
 
 def available_tools() -> list[str]:

@@ -1,23 +1,19 @@
-"""p4switch pipeline benchmarks: frames/s through the pipeline alone, in process (no sockets), on
-both back ends, side by side in one run.
+"""innet.p4 through the pipeline alone: frames/s in process (no sockets) on both of p4switch's
+back ends, beside BMv2, in one run.
 
-- (a) L2 forwarding: parse Ethernet, one exact-match table, deparse (p4switch's example l2.p4).
-- (b) The aggregation shape: Ethernet/IPv4/UDP plus a header of 32 int32 values, each added
-  into its own register lane, the sums written back, a contribution count (tests' agg32.p4).
-- (c) innet.p4 at a member edge, as the testbed programs it (the machine check's entries): all
-  nine islands' contributions to each chunk, the last one completing the slot and sending the
-  sum to the hosts. Beside it, where BMv2 is installed and the benchmark runs as root, the same
-  edge on BMv2's simple_switch_grpc, its default build and its build for speed, measured as the
-  machine check of a BMv2 run measures it (controller/runner/bmv2rate.py: the frames in through
-  veths, per CPU second of the switch process), with how many times p4switch's native back end
-  is that rate; a BMv2 row that cannot run says why.
-
-Each row: the python back end (`Pipeline.process`), the native back end called from Python
-(`NativePipeline.process`, through ctypes), and the native back end called from C with no
-Python between frames (`p4s_process` in a loop, `bench/native/pipeline_loop.c`): the ceiling of
-any I/O loop around it. Also the one-off costs: compiling the program, building the native
-library (cached afterwards). Figures vary with the machine's load; they are not pass/fail
-tests (`--json` prints them as one JSON document).
+innet.p4 at a member edge, as the testbed programs it (the machine check's entries): all nine
+islands' contributions to each chunk, the last one completing the slot and sending the sum to
+the hosts. Each back end runs in p4switch's `InProcessSwitch` (`topo.local_switch`): the python
+one and the native one called from Python (`process()`), and the native one called from C with
+no Python between frames (its `native_entry` in the loop of p4switch's own benchmark,
+p4switch/bench/native/pipeline_loop.c, which p4switch/bench/native_build.py builds): the
+ceiling of any I/O loop around it. Beside it, where BMv2 is installed and the benchmark runs as
+root, the same edge on BMv2's simple_switch_grpc, its default build and its build for speed,
+measured as the machine check of a BMv2 run measures it (controller/runner/bmv2rate.py: the
+frames in through veths, per CPU second of the switch process), with how many times p4switch's
+native back end is that rate; a BMv2 row that cannot run says why. Figures vary with the
+machine's load; they are not pass/fail tests (`--json` prints them as one JSON document).
+p4switch's own programs (l2.p4, agg32.p4) are measured the same way by p4switch/bench/pipeline.py.
 
     python bench/pipeline.py [--seconds 2] [--json]
 """
@@ -29,7 +25,7 @@ import ctypes
 import functools
 import json
 import os
-import struct
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -38,12 +34,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from p4switch import EXAMPLES, native
-from p4switch import runtime as rt
-from p4switch.program import CompiledProgram, compile_file
-
 from bench.bmv2_forwarder import BUILDS, switch_binary, unavailable
-from bench.native_tools import build_library
+from bench.forwarding_rows import native_backend_unavailable
+from bench.native_tools import ForwardingBenchError
 from controller.runner import calibration as cal
 from controller.runner.bmv2rate import bmv2_rate
 from controller.runner.emulation import resolve
@@ -52,14 +45,14 @@ from innet.exceptions import InnetError, one_line
 from topo.local_switch import LocalSwitch
 
 HERE = Path(__file__).resolve().parent
-PROGRAMS = HERE.parent / "p4switch" / "tests" / "programs"
+NATIVE_BUILD = HERE.parent / "p4switch" / "bench" / "native_build.py"  # p4switch's own benchmark
 MEMBER_SCENARIO = "name: bench\nscale: 100000\nmemory: [1.6GB]\nhosts: 2\n"
 BMV2_REPEATS = 3  # spans on BMv2; the best counts, as in the machine check
 
 Frames = list[tuple[int, bytes]]  # (ingress port, frame)
 
 
-def rate(process: Callable[[int, bytes], list], frames: Frames, seconds: float) -> float:
+def rate(process: Callable[[int, bytes], list[Any]], frames: Frames, seconds: float) -> float:
     """Frames per second over about `seconds` of back-to-back calls."""
     for port, f in frames[:100]:
         process(port, f)  # warm up
@@ -74,9 +67,18 @@ def rate(process: Callable[[int, bytes], list], frames: Frames, seconds: float) 
 
 
 def loop_library() -> ctypes.CDLL:
-    """bench/native/pipeline_loop.c, built into build/bench/ when its source is newer."""
-    library = build_library("pipeline_loop")
-    lib = ctypes.CDLL(str(library))
+    """p4switch/bench/native/pipeline_loop.c, as p4switch's benchmark builds it (again only when
+    its source is newer)."""
+    done = subprocess.run(
+        [sys.executable, str(NATIVE_BUILD), "pipeline_loop"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ForwardingBenchError(f"the C loop did not build: {done.stderr.strip()}")
+    lib = ctypes.CDLL(done.stdout.strip())
     u32, u64, p = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
     lib.p4s_bench_loop.restype = ctypes.c_double
     lib.p4s_bench_loop.argtypes = [p, p, ctypes.c_char_p, p, p, u32, u32, u64, p]
@@ -98,60 +100,10 @@ def c_loop_rate(entry: tuple[int, int], frames: Frames, seconds: float) -> float
             fn, ctx, blob, lens, ports, stride, len(frames), total, ctypes.byref(emitted)
         )
         if elapsed < 0:
-            raise native.NativeBuildError("the C loop could not allocate its output buffer")
+            raise ForwardingBenchError("the C loop could not allocate its output buffer")
         if elapsed >= seconds / 4:
-            return total / elapsed
+            return float(total / elapsed)
         total *= 4
-
-
-def l2_case() -> tuple[CompiledProgram, Callable[[rt.SwitchState], None], Frames]:
-    program = compile_file(EXAMPLES / "l2.p4")
-
-    def setup(state: rt.SwitchState) -> None:
-        table = state.table("L2Ingress.dmac")
-        for host in range(64):
-            call = rt.ActionCall("L2Ingress.forward", (host,))
-            table.insert(rt.TableEntry((rt.exact(host, 48),), call))
-
-    frames = [(1, h.to_bytes(6, "big") + bytes(6) + b"\x08\x00" + bytes(50)) for h in range(64)]
-    return program, setup, frames
-
-
-def agg_frame(slot: int, values: list[int]) -> bytes:
-    agg = struct.pack("!HH32i", slot, 0, *values)
-    udp = struct.pack("!HHHH", 5000, 0x4000, 8 + len(agg), 0)
-    ip = struct.pack("!BBHHHBBHII", 0x45, 0, 28 + len(agg), 0, 0, 64, 17, 0, 0x0A000001, 0x0A000002)
-    return bytes(6) + bytes(6) + b"\x08\x00" + ip + udp + agg
-
-
-def agg32_case() -> tuple[CompiledProgram, Callable[[rt.SwitchState], None], Frames]:
-    program = compile_file(PROGRAMS / "agg32.p4")
-
-    def setup(state: rt.SwitchState) -> None:
-        call = rt.ActionCall("AggIngress.forward", (2,))
-        state.table("AggIngress.route").insert(rt.TableEntry((rt.exact(0x0A000002, 32),), call))
-
-    frames = [(1, agg_frame(slot, list(range(slot, slot + 32)))) for slot in range(256)]
-    return program, setup, frames
-
-
-def measure_program(name: str, case: Callable[[], Any], seconds: float) -> dict[str, Any]:
-    start = time.perf_counter()
-    program, setup, frames = case()
-    compile_s = time.perf_counter() - start
-    row: dict[str, Any] = {"program": name, "frame_bytes": len(frames[0][1])}
-    row["compile_s"] = compile_s
-    py_state, nat_state = program.new_state(), program.new_state()
-    setup(py_state)
-    setup(nat_state)
-    python = program.pipeline(py_state)
-    row["python_fps"] = rate(python.process, frames, seconds)
-    start = time.perf_counter()
-    pipe = program.pipeline(nat_state, backend="native")
-    row["native_build_s"] = time.perf_counter() - start
-    row["native_fps"] = rate(pipe.process, frames, seconds)
-    row["native_c_loop_fps"] = c_loop_rate(pipe.native_entry, frames, seconds)
-    return row
 
 
 def measure_innet(seconds: float) -> dict[str, Any]:
@@ -229,16 +181,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     args = parser.parse_args(argv)
-    reason = native.available()
+    reason = native_backend_unavailable()
     if reason is not None:
-        print(f"pipeline benchmark: the native back end cannot run here: {reason}")
+        print(f"pipeline benchmark: {reason}")
         return 1
     load = os.getloadavg()
-    rows = [
-        measure_program("l2.p4", l2_case, args.seconds),
-        measure_program("agg32.p4", agg32_case, args.seconds),
-        measure_innet(args.seconds),
-    ]
+    try:
+        rows = [measure_innet(args.seconds)]
+    except ForwardingBenchError as err:
+        print(f"pipeline benchmark: {err}")
+        return 1
     bmv2 = measure_innet_bmv2(args.seconds)
     if args.json:
         print(

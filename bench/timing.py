@@ -4,9 +4,9 @@ measured in the same run: what the tests cannot assert, because another process 
 The reference: a thread sleeps 1 ms, many times, and records how late it woke (p50, p99, max),
 once before the switches are measured and once after. A loop that releases frames on time can
 be no more punctual than that. Then, as root, in three fresh namespaces (h1 -- sw -- h2,
-`bench.vethnet`), for the switch's python I/O loop, its native one (each running the two-port
-forwarder in its own process, as `bench/forwarding.py` starts them) and the link emulator
-(`p4switch.linkemu`):
+`bench.vethnet`), for the p4switch command in its python I/O loop and in its native one (each
+forwarding with l2.p4 in its own process, as `bench/forwarding.py` starts it) and the link
+emulator (`python -m p4switch.linkemu`):
 
 - delay: 20 ms on both ports. One-way time of raw frames from h1 to h2 (sent and received by
   this process, on one clock) against 20 ms; ping's round trip against 40 ms; the switch's own
@@ -42,8 +42,7 @@ from typing import Any, Protocol, TextIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from p4switch.control import control_request
-from p4switch.exceptions import ControlError
+from p4switch import ControlError, control_request
 
 from bench import forwarding_rows as rows
 from bench.forwarding import Forwarder, ping_rtts, switch_ports
@@ -173,7 +172,7 @@ class Shaper(Protocol):
 
 
 class SwitchShaper:
-    """A switch process of `bench/forwarding.py` (python or native I/O loop)."""
+    """The p4switch command as `bench/forwarding.py` starts it (python or native I/O loop)."""
 
     def __init__(self, net: Net, loop: rows.ShapingLoop, shapes: Sequence[str]) -> None:
         self.forwarder = Forwarder(net.sw, loop.command(*shapes))

@@ -40,7 +40,7 @@ def innet_parser(args: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
 
 
 def p4switch_parser() -> argparse.ArgumentParser:
-    from p4switch.cli import build_parser
+    from p4switch import build_parser
 
     return build_parser()
 

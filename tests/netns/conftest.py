@@ -15,7 +15,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.netns import topology
-from tests.netns.harness import SwitchLauncher
 
 _modules = itertools.count()
 
@@ -49,12 +48,3 @@ def net(netns_available: None) -> Iterator[topology.TwoHostNet]:
         yield built
     finally:
         topology.destroy(built.namespaces)
-
-
-@pytest.fixture
-def switches(net: topology.TwoHostNet, tmp_path) -> Iterator[SwitchLauncher]:
-    launcher = SwitchLauncher(net, tmp_path)
-    try:
-        yield launcher
-    finally:
-        launcher.stop_all()

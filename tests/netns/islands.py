@@ -20,11 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from p4switch.control import control_request
-from p4switch.exceptions import ControlError
-
 from innet.packetformat import PacketFormat
-from tests.netns.harness import REPO
+from tests.netns.harness import REPO, P4Switch, launch_p4switch, wait_ready
 from tests.netns.topology import destroy, in_ns, run
 from topo.siteplan import program_defines
 
@@ -144,29 +141,6 @@ def build(prefix: str) -> Islands:
     return net
 
 
-@dataclass
-class Edge:
-    island: int
-    proc: subprocess.Popen[bytes]
-    control: Path
-    log: Path
-
-    def stats(self) -> dict:
-        reply = control_request(self.control, {"cmd": "stats"}, timeout=5.0)
-        assert reply["ok"], reply
-        return reply["stats"]
-
-    def stop(self, timeout: float = 5.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-
 def start_edges(
     net: Islands,
     workdir: Path,
@@ -174,40 +148,22 @@ def start_edges(
     packet_format: PacketFormat,
     shapes: Sequence[str] = (),
     timeout: float = 30.0,
-) -> list[Edge]:
-    """One p4switch per island running innet.p4 with `slots` slots of `packet_format` (its -D
-    defines, as the testbed builds its switches); waits until all answer."""
+) -> list[P4Switch]:
+    """One p4switch per island (in island order) running innet.p4 with `slots` slots of
+    `packet_format` (its -D defines, as the testbed builds its switches); waits until all
+    answer."""
     defines = program_defines(packet_format, slots)
     edges = []
     for i in ISLANDS:
-        control, log = workdir / f"s{i}.sock", workdir / f"s{i}.log"
-        args = [f"-i{p}@s{i}-eth{p}" for p in (1, 2, 3)]
-        args += ["--p4", str(P4_SOURCE)]
+        args = ["--p4", str(P4_SOURCE)]
         args += [arg for name, value in defines.items() for arg in ("-D", f"{name}={value}")]
-        args += ["--grpc-addr", GRPC]
-        args += ["--control", str(control), *(f"--shape={s}" for s in shapes)]
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                ["ip", "netns", "exec", net.switch(i), sys.executable, "-m", "p4switch", *args],
-                cwd=REPO,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        edges.append(Edge(i, proc, control, log))
+        args += ["--grpc-addr", GRPC, *(f"--shape={s}" for s in shapes)]
+        ports = {p: f"s{i}-eth{p}" for p in (1, 2, 3)}
+        control, log = workdir / f"s{i}.sock", workdir / f"s{i}.log"
+        edges.append(launch_p4switch(net.switch(i), ports, control, log, *args))
     deadline = time.monotonic() + timeout
     for edge in edges:
-        while True:  # poll readiness with a deadline
-            if edge.proc.poll() is not None:
-                raise AssertionError(f"edge {edge.island} exited:\n{edge.log.read_text()}")
-            try:
-                if control_request(edge.control, {"cmd": "ping"}, timeout=1.0)["ok"]:
-                    break
-            except ControlError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"edge {edge.island} not ready:\n{edge.log.read_text()}")
-            time.sleep(0.05)
+        wait_ready(edge, deadline)
     return edges
 
 

@@ -29,8 +29,7 @@ _REASON = why_no_mininet(("ip", "tc", "ethtool", "ping"))
 if _REASON is not None:
     pytest.skip(f"Mininet testbed test skipped: {_REASON}", allow_module_level=True)
 
-from p4switch.linkemu import peer as peer_port  # noqa: E402
-from p4switch.program import compile_file  # noqa: E402
+from p4switch import compile_file  # noqa: E402
 
 from controller.p4rt import Fabric, SwitchConnection, deadline_after  # noqa: E402
 from controller.rounds import Addressing, base_entries, install_changes, to_updates  # noqa: E402
@@ -141,8 +140,10 @@ def test_ports_and_interface_names(testbed: TestbedNet, wan: Wan) -> None:
                 emulator, port_in = peer.node, peer.node.ports[peer]
                 assert emulator is testbed.links[0]
                 k = emulated_links(wan).index((min(u, v), max(u, v)))
-                assert port_in == link_ports(k)[0 if u < v else 1]
-                far = next(i for i, p in emulator.ports.items() if p == peer_port(port_in))
+                # the pair's other port is the one frames leave by (p4switch.linkemu's pairs)
+                facing_u, facing_v = link_ports(k) if u < v else reversed(link_ports(k))
+                assert port_in == facing_u
+                far = next(i for i, p in emulator.ports.items() if p == facing_v)
                 peer = far.link.intf2 if far.link.intf1 is far else far.link.intf1
             assert peer.node is testbed.switches[v]
             assert peer.node.ports[peer] == wan_ports(wan, v, W)[u]

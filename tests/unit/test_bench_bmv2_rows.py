@@ -4,6 +4,7 @@ installed does not matter (the rows' figures come from the benchmark itself, on 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,11 +22,14 @@ def tool(directory: Path, name: str) -> Path:
 
 
 @pytest.fixture
-def prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty install prefix whose bin/ is the only place tools are looked for."""
+def prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty install prefix whose bin/ is the only place tools are looked for (what the
+    rows found about the native back end with that PATH is forgotten after the test)."""
     monkeypatch.setenv("PATH", str(tmp_path / "prefix" / "bin"))
     monkeypatch.setattr(bmv2, "EXTRA_TOOL_DIRS", ())
-    return tmp_path / "prefix"
+    forwarding_rows.native_backend_unavailable.cache_clear()
+    yield tmp_path / "prefix"
+    forwarding_rows.native_backend_unavailable.cache_clear()
 
 
 def bmv2_rows(program: str = "agg32") -> list[forwarding_rows.ForwardingRow]:
@@ -97,3 +101,20 @@ def test_the_table_says_how_many_times_faster_p4switch_s_native_back_end_is() ->
 
 def test_the_role_refuses_a_wrong_call() -> None:
     assert bmv2_forwarder.main(["l2"]) == 2
+
+
+def test_each_program_runs_in_the_p4switch_command_on_each_back_end_and_loop() -> None:
+    planned = forwarding_rows.planned(["agg32"], [], Path("forwarder"))
+    rows = {(row.pipeline, row.io): row for row in planned if row.program == "agg32"}
+    assert set(rows) >= {(b, io) for b in ("python", "native") for io in ("python", "native")}
+    command = rows["native", "python"].command
+    assert command is not None and command[1:] == (
+        str(forwarding_rows.P4SWITCH_FORWARDER),
+        "agg32",
+        "native",
+        "python",
+        *forwarding_rows.PORTS,
+    )
+    assert forwarding_rows.switch_command("l2", "python", "python", ["2:rate=10Mbit"])[-1] == (
+        "--shape=2:rate=10Mbit"
+    )

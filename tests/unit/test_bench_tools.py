@@ -91,9 +91,13 @@ def test_plain_frames_carry_zeros(tools: Path) -> None:
 
 
 def test_agg32_aggregates_the_senders_frames(tools: Path) -> None:
-    from bench.p4_processors import agg32
+    from p4switch import InProcessSwitch, compile_file
 
-    pipeline = agg32()
+    from bench.programs import PROGRAMS, forwarding_updates
+    from controller.p4rt.schema import Schema
+
+    pipeline = InProcessSwitch(compile_file(PROGRAMS["agg32"]), backend="python")
+    pipeline.write(forwarding_updates(Schema(pipeline.p4info), "agg32"))
     first, second = frames_in_hex(tools / "sender", AGG, 4)[0::3]  # slot 0 twice
     ((port, out),) = pipeline.process(1, first)
     assert port == 2
@@ -137,41 +141,24 @@ def test_aggregation_traffic_needs_room_for_the_header() -> None:
         Traffic(H1[0], H2[0], H1[1], H2[1], payload=18, agg_slots=1024)
 
 
-def test_the_native_variants_forward_and_aggregate_as_the_python_ones(tools: Path) -> None:
+def test_the_native_back_end_forwards_and_aggregates_the_senders_frames_as_python(
+    tools: Path,
+) -> None:
+    from p4switch import InProcessSwitch, compile_file
+
     from bench import forwarding_rows
-    from bench.p4_processors import agg32, agg32_native, l2, l2_native
+    from bench.programs import PROGRAMS, forwarding_updates
+    from controller.p4rt.schema import Schema
 
     reason = forwarding_rows.native_backend_unavailable()
     if reason is not None:
-        pytest.skip(f"the native back end cannot run here: {reason}")
+        pytest.skip(reason)
     frames = frames_in_hex(tools / "sender", AGG, 7)  # slots 0, 1, 2 and again
-    for python, native in ((l2(), l2_native()), (agg32(), agg32_native())):
+    for program in ("l2", "agg32"):
+        python = InProcessSwitch(compile_file(PROGRAMS[program]), backend="python")
+        native = InProcessSwitch(compile_file(PROGRAMS[program]), backend="native")
+        assert native.backend == "native"
+        for switch in (python, native):
+            switch.write(forwarding_updates(Schema(switch.p4info), program))
         for frame in frames:
-            assert native.process(1, frame) == python.process(1, frame)
-
-
-def test_the_c_port_swap_sends_1_to_2_and_2_to_1_and_drops_the_rest() -> None:
-    import ctypes
-
-    from p4switch.native.pipeline import Out
-
-    from bench.p4_processors import portswap_c
-
-    swap = portswap_c()
-    function, ctx = swap.native_entry
-    call = ctypes.CFUNCTYPE(
-        ctypes.c_int,
-        ctypes.c_void_p,
-        ctypes.c_uint32,
-        ctypes.c_char_p,
-        ctypes.c_uint32,
-        ctypes.POINTER(Out),
-    )(function)
-    out = Out()
-    seen = []
-    for port in (1, 2, 3):
-        frame = bytes([port]) * 60
-        assert call(ctx, port, frame, len(frame), ctypes.byref(out)) == 0
-        seen.append([(out.port[i], bytes(out.data[i][: out.len[i]])) for i in range(out.n)])
-    assert seen == [[(2, b"\x01" * 60)], [(1, b"\x02" * 60)], []]
-    assert swap.process(1, b"x") == [(2, b"x")] and swap.process(3, b"x") == []
+            assert native.process(1, frame) == python.process(1, frame) != []

@@ -32,15 +32,6 @@ PACKAGES = (  # innet's
 P4SWITCH = "p4switch"  # a project of its own, which innet depends on
 P4SWITCH_SRC = "p4switch/src/p4switch"  # its package (p4switch/ is its project folder)
 PROJECT = (*PACKAGES, P4SWITCH, "tests")
-# bench's benchmarks of p4switch's internals (its pipelines, native loop and build, its I/O
-# loops): p4switch's own benchmarks, timed from here until they move into its project
-P4SWITCH_BENCHMARKS = (
-    "bench/p4_processors.py",
-    "bench/native_tools.py",
-    "bench/forwarding.py",
-    "bench/pipeline.py",
-    "bench/timing.py",
-)
 
 
 def modules(*roots: str) -> Iterator[Path]:
@@ -97,7 +88,9 @@ def importers(root: str, forbidden: tuple[str, ...]) -> list[str]:
         ("workers", ("controller", "p4switch", "bench", "tests")),
         ("topo", ("controller", "workers", "bench", "tests")),
         (P4SWITCH_SRC, tuple(p for p in PROJECT if p != P4SWITCH)),  # none of innet
-        ("p4switch/tests", PACKAGES),  # its tests (their `tests` is theirs) use none of innet
+        # its tests and benchmarks use none of innet (their `tests` and `bench` are their own)
+        ("p4switch/tests", tuple(p for p in PACKAGES if p != "bench")),
+        ("p4switch/bench", tuple(p for p in PACKAGES if p != "bench")),
         ("innet", ("controller", "workers", "topo", "p4switch", "bench", "tests")),
         ("p4diff", ("tests", "bench")),
         ("bench", ("tests",)),
@@ -126,10 +119,10 @@ def p4switch_imports(path: Path) -> list[str]:
 
 
 def test_innet_reaches_p4switch_only_through_its_public_api() -> None:
+    """Its packages, benchmarks and tests alike: what tests p4switch itself is in its project."""
     found = [
         f"{path.relative_to(REPO)}: {name}"
-        for path in modules(*PACKAGES)
-        if str(path.relative_to(REPO)) not in P4SWITCH_BENCHMARKS
+        for path in modules(*PACKAGES, "tests")
         for name in p4switch_imports(path)
     ]
     assert found == []

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from p4switch.pcap import PcapWriter
 from scapy.fields import FlagValue
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, fuzz
-from scapy.utils import rdpcap
+from scapy.utils import PcapWriter, rdpcap
 
 import workers.packets as codec
 from innet import scapy_layer
@@ -215,7 +214,8 @@ def test_fuzz_draws_every_field_and_keeps_the_size() -> None:
 
 def test_a_p4switch_capture_of_a_round_reads_back_with_innet_fields(tmp_path: Path) -> None:
     """Three islands aggregate one chunk on innet.p4; the frames A's host port sent and
-    received, captured as p4switch captures them, read back in scapy as innet messages."""
+    received, captured in a pcap file (Ethernet, as p4switch writes them), read back in scapy
+    as innet messages."""
     net = harness.Triangle(16)
     net.install_group(3, 9, 1, harness.ISLANDS)
     sent = []
@@ -234,10 +234,11 @@ def test_a_p4switch_capture_of_a_round_reads_back_with_innet_fields(tmp_path: Pa
         sent.append(frame)
         net.send(island, frame)
     path = tmp_path / "1-out.pcap"
-    with PcapWriter(path) as writer:
-        writer.write(sent[0], 1.0)  # what A's host sent (its edge's port 1 in)
+    with PcapWriter(str(path), linktype=1) as writer:  # Ethernet, as p4switch captures
+        writer.write_header(None)
+        writer.write_packet(sent[0], sec=1, usec=0)  # what A's host sent (its edge's port 1 in)
         for frame in net.hosts[harness.A]:  # and what it got back
-            writer.write(frame, 2.0)
+            writer.write_packet(frame, sec=2, usec=0)
     got = rdpcap(str(path))
     assert len(got) == 2
     contribution, result = (p[Innet] for p in got)

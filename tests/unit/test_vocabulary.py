@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from p4switch.backends import NAMES as P4SWITCH_BACKENDS
+from p4switch import BACKENDS as P4SWITCH_BACKENDS
 
 from controller.planner.exceptions import PlanError
 from controller.planner.params import CostParams

@@ -7,14 +7,17 @@ internal and may change. Another project (innet is one) imports these names and 
 Compile a program and run it in this process:
 
     compile_file(path, include_dirs=(), defines=None) -> CompiledProgram
-    InProcessSwitch(program, backend=None): .write(updates), .process(port, frame), .counter(name)
+    InProcessSwitch(program, backend=None, clock=None): .write(updates), .read(entities),
+        .process(port, frame), .counter(name), .register(name), .counts(); .serve(address)
+        makes it a P4Runtime server, .stop() ends that
     PacketProcessor: what a pipeline is (.process(port, frame) -> [(port, frame), ...])
     EXAMPLES: the folder of example programs (l2.p4)
 
 Run it as a process (ports, P4Runtime server, control socket): the `p4switch` command, also
-`python -m p4switch`; `main(argv)` runs that command in this process. `python -m
-p4switch.linkemu` emulates links between pairs of ports; `python -m p4switch.control` talks to
-a running switch.
+`python -m p4switch`; `main(argv)` runs that command in this process, `build_parser()` is its
+argument parser; `BACKENDS` names the back ends it (and InProcessSwitch) can run a program on.
+`python -m p4switch.linkemu` emulates links between pairs of ports; `python -m p4switch.control`
+talks to a running switch.
 
 Read and change a running switch through its control socket:
 
@@ -41,7 +44,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from p4switch.cli import main
+    from p4switch.backends import NAMES as BACKENDS
+    from p4switch.cli import build_parser, main
     from p4switch.control import control_request, read_stats
     from p4switch.dataplane import PacketProcessor
     from p4switch.exceptions import ControlError, InputError, P4CompileError, P4SwitchError
@@ -63,6 +67,8 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "PacketProcessor": ("p4switch.dataplane", "PacketProcessor"),
     "WriteRefusedError": ("p4switch.inprocess", "WriteRefusedError"),
     "main": ("p4switch.cli", "main"),
+    "build_parser": ("p4switch.cli", "build_parser"),
+    "BACKENDS": ("p4switch.backends", "NAMES"),
     "read_stats": ("p4switch.control", "read_stats"),
     "control_request": ("p4switch.control", "control_request"),
     "SwitchStats": ("p4switch.stats", "SwitchStats"),
@@ -84,6 +90,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
 
 __all__ = [
     "AUXDATA_SPACE",
+    "BACKENDS",
     "ETH_P_ALL",
     "EXAMPLES",
     "PACKET_AUXDATA",
@@ -101,6 +108,7 @@ __all__ = [
     "SwitchStats",
     "WriteRefusedError",
     "as_on_wire",
+    "build_parser",
     "compile_file",
     "control_request",
     "load_p4info",

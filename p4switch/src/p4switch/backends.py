@@ -90,21 +90,23 @@ def build_pipeline(
     *,
     cpu_port: int | None,
     parser_reject: str,
+    clock: Callable[[], int] | None = None,
 ) -> Built:
     """`program` on the chosen back end; a program native does not cover runs on python
-    (unless native was asked for: then `BackendError`, naming what it lacks)."""
+    (unless native was asked for: then `BackendError`, naming what it lacks). `clock`: what the
+    global timestamps count on (nanoseconds; `time.monotonic_ns` unless given)."""
     choice = choose(requested, _native_unavailable)
     if choice.name == "native":
         try:
             pipeline = program.pipeline(
-                state, cpu_port=cpu_port, parser_reject=parser_reject, backend="native"
+                state, cpu_port=cpu_port, parser_reject=parser_reject, backend="native", clock=clock
             )
             return Built(pipeline, choice)
         except P4SwitchError as err:  # NativeUnsupported or NativeBuildError
             if requested == "native":
                 raise BackendError(f"the native back end cannot run this program: {err}") from err
             choice = BackendChoice("python", one_line(err))
-    pipeline = program.pipeline(state, cpu_port=cpu_port, parser_reject=parser_reject)
+    pipeline = program.pipeline(state, cpu_port=cpu_port, parser_reject=parser_reject, clock=clock)
     return Built(pipeline, choice)
 
 

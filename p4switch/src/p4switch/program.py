@@ -73,6 +73,7 @@ class CompiledProgram:
         parser_reject: str = "ingress",
         seed: int | None = None,
         backend: str = "python",
+        clock: Callable[[], int] | None = None,
     ) -> Pipeline | NativePipeline:
         """A packet processor running this program against `state`.
 
@@ -80,15 +81,23 @@ class CompiledProgram:
         to ingress with `standard_metadata.parser_error` set, as on BMv2, so the same program
         behaves the same on both targets; `parser_reject="drop"` drops it instead. `seed` fixes
         the `random` extern's sequence. `backend="native"` runs the program compiled to C
-        (`p4switch.native`; NativeUnsupported or NativeBuildError when it cannot be).
+        (`p4switch.native`; NativeUnsupported or NativeBuildError when it cannot be). `clock`
+        (nanoseconds, `time.monotonic_ns` unless given) is what the global timestamps count on.
         """
         if backend == "native":
             return NativePipeline(
-                self.program, state, cpu_port=cpu_port, parser_reject=parser_reject, seed=seed
+                self.program,
+                state,
+                cpu_port=cpu_port,
+                parser_reject=parser_reject,
+                seed=seed,
+                clock=clock,
             )
         if backend != "python":
             raise PipelineArgumentError(f"backend must be 'python' or 'native', not {backend!r}")
-        return Pipeline(self.code, state, cpu_port=cpu_port, parser_reject=parser_reject, seed=seed)
+        return Pipeline(
+            self.code, state, cpu_port=cpu_port, parser_reject=parser_reject, seed=seed, clock=clock
+        )
 
 
 def compile_file(

@@ -3,41 +3,47 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
+import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
 
 from controller.p4rt import Schema
 from controller.p4rt.schema import insert
-from tests.unit.controller.conftest import DEVICE_ID, Switch
+from tests.unit.controller.conftest import Switch, handled_by
 
 HOLD_LIMIT_S = 30.0  # a held write is let go by then at the latest (a test that forgot it)
 
 
 class HeldWrites:
-    """From the `after`-th Write on, the switch's server holds each one until `release()` and
-    then applies it, past the client's deadline: what a server does that runs expired work
+    """From the `after`-th Write on, the switch holds each one until `release()` and then
+    applies it, past the client's deadline: what a server does that runs expired work
     (p4switch did, while a slow program compiled under its write lock), whatever this server's
     own policy. `ran` is set once a held write has been carried out."""
 
     def __init__(self, sw: Switch, monkeypatch: pytest.MonkeyPatch, after: int = 0) -> None:
-        assert sw.server is not None
         self.gate, self.ran = threading.Event(), threading.Event()
         self.seen = 0
-        original = sw.server.write
+        device = sw.device  # a restarted switch is another: the held writes stay with this one
+        assert device is not None
 
-        def held(request: p4runtime_pb2.WriteRequest, *deadline: Any) -> Any:
-            self.seen += 1
-            if self.seen <= after:
-                return original(request, *deadline)
-            self.gate.wait(HOLD_LIMIT_S)
-            try:
-                return original(request)  # no deadline: it runs however late it is
-            finally:
-                self.ran.set()
+        def holding(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+            def write(
+                request: p4runtime_pb2.WriteRequest, context: grpc.ServicerContext
+            ) -> p4runtime_pb2.WriteResponse:
+                self.seen += 1
+                if self.seen <= after:
+                    return handler.unary_unary(request, context)
+                self.gate.wait(HOLD_LIMIT_S)
+                try:
+                    device.write(request.updates)  # no deadline: it runs however late it is
+                finally:
+                    self.ran.set()
+                return p4runtime_pb2.WriteResponse()
 
-        monkeypatch.setattr(sw.server, "write", held)
+            return handled_by(handler, write)
+
+        monkeypatch.setitem(sw.hooks.wrap, "Write", holding)
 
     def release(self) -> None:
         self.gate.set()
@@ -60,19 +66,13 @@ def tree_round(schema: Schema, group: int = 2) -> list[p4runtime_pb2.Update]:
 
 
 def groups(sw: Switch) -> dict[int, tuple[tuple[int, int], ...]]:
-    return {
-        gid: tuple(sorted((r.egress_port, r.instance) for r in replicas))
-        for gid, replicas in sw.state.pre.groups.items()
-    }
+    return sw.groups()
 
 
 def trees(sw: Switch) -> int:
-    return sw.state.table("InnetIngress.tree").entry_count()
+    return sw.entry_count("InnetIngress.tree")
 
 
 def direct_write(sw: Switch, updates: list[p4runtime_pb2.Update]) -> None:
     """Change a switch's state behind the controller's back (another program, an old write)."""
-    assert sw.server is not None
-    request = p4runtime_pb2.WriteRequest(device_id=DEVICE_ID)
-    request.updates.extend(updates)
-    assert all(result is None for result in sw.server.write(request))
+    sw.write(updates)

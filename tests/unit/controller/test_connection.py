@@ -69,7 +69,7 @@ def test_write_read_and_per_update_codes(innet: Innet, switches: list[Switch]) -
             "#1 INSERT InnetIngress.membership [hdr.innet.job=1" in text
             and "ALREADY_EXISTS" in text
         )
-        assert sw.state.table("InnetIngress.membership").entry_count() == 2
+        assert sw.entry_count("InnetIngress.membership") == 2
 
 
 def test_a_second_controller_with_a_higher_election_id_takes_over(

@@ -51,7 +51,7 @@ def test_a_stolen_primary_is_reported_and_taken_back_once_the_other_client_leave
         until(lambda: conn.primary, "the controller did not ask to be primary again")
         assert conn.election_id == max(OURS, theirs)  # at least the highest the switch saw
         conn.write(group(schema, 2))
-        assert 2 in sw.state.pre.groups
+        assert 2 in sw.groups()
 
 
 def test_a_controller_connecting_after_the_highest_id_left_is_primary(

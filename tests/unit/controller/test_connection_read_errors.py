@@ -3,62 +3,49 @@
 BMv2 refuses a register read as a whole: UNIMPLEMENTED, "Register reads are not supported yet",
 with a `grpc-status-details-bin` trailer whose Status holds no per-entity error. p4switch reads
 registers, and its whole-request refusals carry no trailer at all, so no real server here gives
-that form: `Bmv2LikeRead` below is p4switch's own gRPC service (arbitration, pipeline and all)
-with only Read replaced by that refusal.
+that form: `Bmv2LikeRead` below is an interceptor on an in-process p4switch served over P4Runtime
+(arbitration, pipeline and all) that replaces only Read by that refusal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent import futures
 
 import grpc
 import pytest
 from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from p4switch.p4rt import LoadedProgram, P4RuntimeServer
-from p4switch.p4rt.service import P4RuntimeService
+from p4.v1 import p4runtime_pb2
+from p4switch import InProcessSwitch
 
 from controller.p4rt import P4RuntimeError, SwitchConnection, deadline_after
-from tests.unit.controller.conftest import DEVICE_ID, Innet, Switch
+from tests.unit.controller.conftest import DEVICE_ID, Hooks, Innet, Switch, handled_by
 
 BMV2_MESSAGE = "Register reads are not supported yet"
 
 
-class Bmv2LikeRead(P4RuntimeService):
-    """p4switch's service, except that Read is refused as BMv2 refuses a register read."""
+def refused_read(
+    request: p4runtime_pb2.ReadRequest, context: grpc.ServicerContext
+) -> Iterator[p4runtime_pb2.ReadResponse]:
+    """A Read refused as BMv2 refuses a register read."""
+    status = status_pb2.Status(code=code_pb2.UNIMPLEMENTED, message=BMV2_MESSAGE)
+    context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+    context.abort(grpc.StatusCode.UNIMPLEMENTED, BMV2_MESSAGE)
+    yield from ()  # unreachable: abort raises; a generator, as the streaming RPC expects
 
-    def Read(
-        self, request: p4runtime_pb2.ReadRequest, context: grpc.ServicerContext
-    ) -> Iterator[p4runtime_pb2.ReadResponse]:
-        status = status_pb2.Status(code=code_pb2.UNIMPLEMENTED, message=BMV2_MESSAGE)
-        context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
-        context.abort(grpc.StatusCode.UNIMPLEMENTED, BMV2_MESSAGE)
-        yield from ()  # unreachable: abort raises; a generator, as the streaming RPC expects
+
+BMV2_LIKE_READS = Hooks({"Read": lambda handler: handled_by(handler, refused_read)})
 
 
 @pytest.fixture
 def bmv2_like(innet: Innet) -> Iterator[str]:
     """The address of a P4Runtime server running innet.p4 whose reads are all refused."""
-
-    def load(p4info: p4info_pb2.P4Info, device_config: bytes) -> LoadedProgram:
-        return LoadedProgram(p4info, device_config, innet.program.new_state(), lambda: None)
-
-    device = P4RuntimeServer(
-        device_id=DEVICE_ID,
-        loader=load,
-        send_packet_out=lambda frame: None,
-        initial=load(innet.p4info, innet.source),
-    )
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(Bmv2LikeRead(device), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+    device = InProcessSwitch(innet.program, "python")
+    port = device.serve("127.0.0.1:0", device_id=DEVICE_ID, interceptors=[BMV2_LIKE_READS])
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        server.stop(grace=0.2).wait(5)
+        device.stop(grace=0.2)
 
 
 def register_query(p4info: p4info_pb2.P4Info) -> p4runtime_pb2.Entity:

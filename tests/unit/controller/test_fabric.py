@@ -98,7 +98,7 @@ def _entry(schema: Schema, t: TableWrite) -> tuple:
 
 
 def snapshots(switches: list[Switch]) -> dict[str, dict]:
-    return {sw.name: snapshot(sw.state) for sw in switches}
+    return {sw.name: snapshot(sw) for sw in switches}
 
 
 def install_plan(fabric: Fabric, changes: Mapping[int, tuple]) -> None:
@@ -163,7 +163,7 @@ def test_a_restarted_switch_gets_its_entries_back(fabric: Fabric, switches: list
     driver.install(0)
     before = snapshots(switches)
     switches[1].restart()
-    assert switches[1].state.table(MEMBERSHIP).entry_count() == 0
+    assert switches[1].entry_count(MEMBERSHIP) == 0
     deadline = deadline_after(5)
     while fabric.lost() != ("s1",):
         assert time.monotonic() < deadline, "the fabric did not notice s1's restart"

@@ -51,7 +51,7 @@ def test_a_write_applied_after_its_deadline_is_reconciled_before_the_next_instal
     assert 2 in groups(switches[1]) and trees(switches[1]) == 1  # applied late, undone nowhere
     fabric.install(changes)  # before: refused with ALREADY_EXISTS for multicast group 2
     assert not fabric.status("s1").diverged and not fabric.status("s1").write_timed_out
-    views = [snapshot(sw.state) for sw in switches]
+    views = [snapshot(sw) for sw in switches]
     assert views[0] == views[1] == views[2]
     assert trees(switches[1]) == 1 and set(groups(switches[1])) == {2, 3}
 
@@ -85,7 +85,7 @@ def test_reconcile_deletes_extras_inserts_what_is_missing_and_modifies_what_diff
 ) -> None:
     schema = fabric.schema
     fabric.install({"s0": tree_round(schema)})
-    wanted = snapshot(switches[0].state)
+    wanted = snapshot(switches[0])
     tree = tree_round(schema)[2].entity
     changed = p4runtime_pb2.Entity()
     changed.CopyFrom(tree)
@@ -98,9 +98,9 @@ def test_reconcile_deletes_extras_inserts_what_is_missing_and_modifies_what_diff
             modify(changed),  # different
         ],
     )
-    assert snapshot(switches[0].state) != wanted
+    assert snapshot(switches[0]) != wanted
     assert fabric.reconcile("s0") == Reconciled(deleted=1, inserted=1, modified=1)
-    assert snapshot(switches[0].state) == wanted
+    assert snapshot(switches[0]) == wanted
     assert fabric.reconcile("s0") == Reconciled()  # nothing left to do
 
 

@@ -2,25 +2,27 @@
 
 BMv2 keeps a group's replication nodes across SetForwardingPipelineConfig (behavioral-model#891):
 the same groups installed again then send every copy twice. BMv2 cannot run here, so the switch
-below is p4switch's P4Runtime server with a loader that carries the old groups into the new
-pipeline, as BMv2 does; p4switch itself starts every pipeline with no groups. A fabric made
-with `clear_groups=True` (the testbed's, on the bmv2 target) deletes what the switch still has
-before it pushes; one made without keeps p4switch's behaviour.
+below is an in-process p4switch served over P4Runtime whose pipeline pushes carry the old
+groups into the new pipeline, as BMv2 does; p4switch itself starts every pipeline with no groups.
+A fabric made with `clear_groups=True` (the testbed's, on the bmv2 target) deletes what the
+switch still has before it pushes; one made without keeps p4switch's behaviour.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+import grpc
 import pytest
-from p4.config.v1 import p4info_pb2
-from p4switch.p4rt import LoadedProgram, P4RuntimeServer
+from p4.v1 import p4runtime_pb2
+from p4switch import InProcessSwitch
 
 from controller.p4rt import Fabric, SwitchConnection, deadline_after
 from controller.p4rt.exceptions import WriteError
+from controller.p4rt.schema import insert
 from controller.planner.schedule import Round
 from controller.rounds import Addressing, base_entries, install_changes, round_entries, to_updates
-from tests.unit.controller.conftest import DEVICE_ID, Innet, snapshot, triangle
+from tests.unit.controller.conftest import DEVICE_ID, Hooks, Innet, handled_by, triangle
 
 WAN = triangle()
 
@@ -31,24 +33,41 @@ class GroupKeepingSwitch:
     def __init__(self, innet: Innet) -> None:
         self.innet = innet
         self.pushes = 0
+        self.device = InProcessSwitch(innet.program, "python")
+        hooks = Hooks({"SetForwardingPipelineConfig": self.keeping_groups})
+        self.port = self.device.serve("127.0.0.1:0", device_id=DEVICE_ID, interceptors=[hooks])
 
-        def load(p4info: p4info_pb2.P4Info, device_config: bytes) -> LoadedProgram:
-            fresh = innet.program.new_state()
-            assert self.server.pipeline is not None
-            fresh.pre.groups.update(self.server.pipeline.state.pre.groups)  # as BMv2 keeps them
-            self.pushes += 1
-            return LoadedProgram(p4info, device_config, fresh, lambda: None)
-
-        initial = LoadedProgram(innet.p4info, innet.source, innet.program.new_state(), lambda: None)
-        self.server = P4RuntimeServer(
-            device_id=DEVICE_ID, loader=load, send_packet_out=lambda frame: None, initial=initial
-        )
-        self.port = self.server.start("127.0.0.1:0")
+    def read_groups(self) -> list[p4runtime_pb2.Entity]:
+        query = p4runtime_pb2.Entity()
+        query.packet_replication_engine_entry.multicast_group_entry.SetInParent()
+        return self.device.read([query])
 
     @property
     def groups(self) -> dict[int, tuple[tuple[int, int], ...]]:
-        assert self.server.pipeline is not None
-        return snapshot(self.server.pipeline.state)["groups"]  # type: ignore[return-value]
+        return {
+            e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id: tuple(
+                sorted(
+                    (r.egress_port, r.instance)
+                    for r in e.packet_replication_engine_entry.multicast_group_entry.replicas
+                )
+            )
+            for e in self.read_groups()
+        }
+
+    def keeping_groups(self, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        """Each SetForwardingPipelineConfig: the groups before it are written again after it."""
+
+        def set_pipeline(
+            request: p4runtime_pb2.SetForwardingPipelineConfigRequest,
+            context: grpc.ServicerContext,
+        ) -> p4runtime_pb2.SetForwardingPipelineConfigResponse:
+            kept = self.read_groups()
+            response = handler.unary_unary(request, context)
+            self.pushes += 1
+            self.device.write([insert(e) for e in kept])  # as BMv2 keeps them
+            return response
+
+        return handled_by(handler, set_pipeline)
 
 
 @pytest.fixture
@@ -57,7 +76,7 @@ def switch(innet: Innet) -> Iterator[GroupKeepingSwitch]:
     try:
         yield sw
     finally:
-        sw.server.stop(grace=0.2)
+        sw.device.stop(grace=0.2)
 
 
 def programmed(innet: Innet, switch: GroupKeepingSwitch, clear_groups: bool) -> Fabric:

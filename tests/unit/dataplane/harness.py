@@ -11,26 +11,26 @@ trees, host addresses, multicast groups), injects a host's frame at its edge and
 to quiescence with a FIFO event queue: WAN ports feed the peer edge's ingress, host ports are
 collected per island. A `lose` predicate drops chosen WAN frames in flight.
 
-`FakeClock` stands in for the clock p4switch stamps `ingress_global_timestamp` from, so that
-tests move time on by hand (install it before building the Triangle).
+Each edge is a `p4switch.InProcessSwitch`, programmed with P4Runtime updates. `Pipelines` says
+which back end and clock the Triangles built from now on run on: `FakeClock` stands in for the
+clock p4switch stamps `ingress_global_timestamp` from, so that tests move time on by hand
+(install it before building the Triangle).
 """
 
 from __future__ import annotations
 
 import functools
 import struct
-import types
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
-from p4switch import runtime as rt
-from p4switch.compiler import Pipeline, v1model
-from p4switch.native import NativePipeline
-from p4switch.program import CompiledProgram, compile_file
+from p4switch import CompiledProgram, InProcessSwitch, PacketProcessor, compile_file
 
+from controller.p4rt.schema import Lpm, Match, Schema, insert
 from controller.rounds import STATS, STATS_COUNTER
 from innet.checksum import internet_checksum
 from innet.packetformat import PacketFormat
@@ -66,6 +66,18 @@ def compiled(slots: int) -> CompiledProgram:
     return compile_file(P4_SOURCE, defines={**PACKET_FORMAT.defines(), "SLOTS": str(slots)})
 
 
+class Pipelines:
+    """How the Triangles built from now on run innet.p4: on which back end, and on which clock
+    (nanoseconds; None: the real one). Tests change them with monkeypatch, so they come back."""
+
+    backend: ClassVar[str] = "python"
+    clock: ClassVar[Callable[[], int] | None] = None
+
+    @staticmethod
+    def run_on(monkeypatch: pytest.MonkeyPatch, clock: Callable[[], int]) -> None:
+        monkeypatch.setattr(Pipelines, "clock", clock)
+
+
 class FakeClock:
     """The clock of p4switch's pipelines while installed: it moves only when told."""
 
@@ -80,7 +92,7 @@ class FakeClock:
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
         """Make pipelines built from now on stamp packets with this clock."""
-        monkeypatch.setattr(v1model, "time", types.SimpleNamespace(monotonic_ns=self.monotonic_ns))
+        Pipelines.run_on(monkeypatch, self.monotonic_ns)
         return self
 
 
@@ -195,20 +207,49 @@ class Hop:
         return parse_delivered(self.frame).msg
 
 
+Replica = tuple[int, int]  # (egress port, replica id)
+
+
 @dataclass
 class Edge:
-    island: int
-    state: rt.SwitchState
-    pipe: Pipeline | NativePipeline
-    groups: dict[tuple[rt.Replica, ...], int] = field(default_factory=dict)
+    """One island's edge: innet.p4 on an in-process p4switch, programmed over P4Runtime."""
 
-    def multicast_group(self, replicas: Iterable[rt.Replica]) -> int:
+    island: int
+    switch: InProcessSwitch
+    schema: Schema
+    groups: dict[tuple[Replica, ...], int] = field(default_factory=dict)
+
+    @property
+    def pipe(self) -> PacketProcessor:
+        return self.switch.pipeline
+
+    def insert(
+        self, table: str, key: Sequence[Match], action: str, args: Sequence[int] = ()
+    ) -> None:
+        """A table entry: `key` in the table's key order, `args` in the action's order."""
+        fields = [m.name for m in self.schema.table(table).match_fields]
+        params = [p.name for p in self.schema.action(action).params]
+        entry = self.schema.table_entry(
+            table,
+            dict(zip(fields, key, strict=True)),
+            action,
+            dict(zip(params, args, strict=True)),
+        )
+        self.switch.write([insert(entry)])
+
+    def multicast_group(self, replicas: Iterable[Replica]) -> int:
         """The id of a group with these replicas, created on first use (ids from 16 up)."""
-        key = tuple(sorted(replicas, key=lambda r: (r.egress_port, r.instance)))
+        key = tuple(sorted(replicas))
         if key not in self.groups:
             self.groups[key] = 16 + len(self.groups)
-            self.state.pre.insert_group(self.groups[key], list(key))
+            self.switch.write([insert(self.schema.multicast_group(self.groups[key], key))])
         return self.groups[key]
+
+    def counter(self, name: str) -> tuple[list[int], list[int]]:
+        """The packet and byte counts of counter `name`, index by index."""
+        entities = self.switch.read([self.schema.counter_entry(name)])
+        cells = sorted((e.counter_entry.index.index, e.counter_entry.data) for e in entities)
+        return [d.packet_count for _, d in cells], [d.byte_count for _, d in cells]
 
 
 class Triangle:
@@ -216,25 +257,22 @@ class Triangle:
 
     def __init__(self, slots: int) -> None:
         program = compiled(slots)
+        schema = Schema(program.p4info)
         self.slots = slots
         self.edges: list[Edge] = []
         self.hosts: dict[int, list[bytes]] = {i: [] for i in ISLANDS}
         self.lost: list[Hop] = []
         for island in ISLANDS:
-            state = program.new_state()
-            state.pre.insert_group(LOCAL_GRP, [rt.Replica(HOST_PORT, HOST_RID)])
-            to_host = rt.ActionCall(
-                "InnetEgress.to_host",
-                (
-                    int.from_bytes(host_mac(island), "big"),
-                    int.from_bytes(host_ip(island), "big"),
-                    int.from_bytes(gateway_ip(island), "big"),
-                ),
+            switch = InProcessSwitch(program, Pipelines.backend, clock=Pipelines.clock)
+            edge = Edge(island, switch, schema)
+            switch.write([insert(schema.multicast_group(LOCAL_GRP, [(HOST_PORT, HOST_RID)]))])
+            to_host = (
+                int.from_bytes(host_mac(island), "big"),
+                int.from_bytes(host_ip(island), "big"),
+                int.from_bytes(gateway_ip(island), "big"),
             )
-            state.table("InnetEgress.host_port").insert(
-                rt.TableEntry((rt.exact(HOST_PORT, 9),), to_host)
-            )
-            self.edges.append(Edge(island, state, program.pipeline(state)))
+            edge.insert("InnetEgress.host_port", (HOST_PORT,), "InnetEgress.to_host", to_host)
+            self.edges.append(edge)
 
     # --- control plane
 
@@ -252,10 +290,9 @@ class Triangle:
         expected = sum(1 << m for m in members)
         params = (expected, 1 << island, LOCAL_GRP)
         if merge:
-            call = rt.ActionCall("InnetIngress.member", (*params, stale_us))
+            self._membership(island, job, rnd, group, "InnetIngress.member", (*params, stale_us))
         else:
-            call = rt.ActionCall("InnetIngress.relay", params)
-        self._membership(island, job, rnd, group, call)
+            self._membership(island, job, rnd, group, "InnetIngress.relay", params)
 
     def install_sources(
         self,
@@ -268,29 +305,29 @@ class Triangle:
         replays: Iterable[int] = (),
     ) -> None:
         """At `island`, the streams of `streams` may enter on `port`, and replays of `replays`."""
-        key = (rt.exact(job, 16), rt.exact(rnd, 16), rt.exact(group, 8), rt.exact(port, 9))
         bits = (sum(1 << i for i in streams), sum(1 << i for i in replays))
-        call = rt.ActionCall("InnetIngress.sources", bits)
-        self.edges[island].state.table("InnetIngress.port_sources").insert(rt.TableEntry(key, call))
+        self.edges[island].insert(
+            "InnetIngress.port_sources", (job, rnd, group, port), "InnetIngress.sources", bits
+        )
 
     def install_transit(self, island: int, job: int, rnd: int, group: int) -> None:
-        self._membership(island, job, rnd, group, rt.ActionCall("InnetIngress.transit"))
+        self._membership(island, job, rnd, group, "InnetIngress.transit")
 
-    def _membership(self, island: int, job: int, rnd: int, group: int, call: rt.ActionCall) -> None:
-        key = (rt.exact(job, 16), rt.exact(rnd, 16), rt.exact(group, 8))
-        self.edges[island].state.table("InnetIngress.membership").insert(rt.TableEntry(key, call))
+    def _membership(
+        self, island: int, job: int, rnd: int, group: int, action: str, args: Sequence[int] = ()
+    ) -> None:
+        self.edges[island].insert("InnetIngress.membership", (job, rnd, group), action, args)
 
     def install_tree(
         self, island: int, job: int, rnd: int, group: int, src: int, wan_ports: Sequence[int]
     ) -> None:
         """At `island`, src's stream goes on out of `wan_ports` (replica id 0)."""
         edge = self.edges[island]
-        wan = [rt.Replica(p, WAN_RID) for p in wan_ports]
+        wan = [(p, WAN_RID) for p in wan_ports]
         wan_grp = edge.multicast_group(wan)
-        wan_local_grp = edge.multicast_group([*wan, rt.Replica(HOST_PORT, HOST_RID)])
-        key = (rt.exact(job, 16), rt.exact(rnd, 16), rt.exact(group, 8), rt.exact(src, 8))
-        call = rt.ActionCall("InnetIngress.replicate", (wan_grp, wan_local_grp))
-        edge.state.table("InnetIngress.tree").insert(rt.TableEntry(key, call))
+        wan_local_grp = edge.multicast_group([*wan, (HOST_PORT, HOST_RID)])
+        groups = (wan_grp, wan_local_grp)
+        edge.insert("InnetIngress.tree", (job, rnd, group, src), "InnetIngress.replicate", groups)
 
     def install_group(
         self,
@@ -315,9 +352,9 @@ class Triangle:
     def install_route(
         self, island: int, prefix: bytes, length: int, port: int, dmac: bytes
     ) -> None:
-        key = (rt.lpm(int.from_bytes(prefix, "big"), length, 32),)
-        call = rt.ActionCall("InnetIngress.forward", (port, int.from_bytes(dmac, "big")))
-        self.edges[island].state.table("InnetIngress.ipv4_lpm").insert(rt.TableEntry(key, call))
+        key = (Lpm(int.from_bytes(prefix, "big"), length),)
+        args = (port, int.from_bytes(dmac, "big"))
+        self.edges[island].insert("InnetIngress.ipv4_lpm", key, "InnetIngress.forward", args)
 
     # --- data plane
 
@@ -347,8 +384,8 @@ class Triangle:
         return [parse_delivered(f) for f in frames]
 
     def stats(self, island: int) -> dict[str, int]:
-        packets = self.edges[island].state.counter(STATS_COUNTER).packets
+        packets = self.edges[island].switch.counter(STATS_COUNTER)
         return {name: packets[i] for i, name in enumerate(STATS)}
 
     def register(self, island: int, name: str) -> list[int]:
-        return self.edges[island].state.register(f"InnetIngress.{name}").cells
+        return self.edges[island].switch.register(f"InnetIngress.{name}")

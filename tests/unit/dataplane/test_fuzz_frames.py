@@ -138,8 +138,7 @@ def cell(chunk: int) -> int:
 
 
 def slot_state(edge: Edge) -> list[list[int]]:
-    registers = edge.state.registers
-    return [registers[name].cells[:] for name in SLOT_REGISTERS]
+    return [edge.switch.register(name) for name in SLOT_REGISTERS]
 
 
 def must_be_malformed(frame: bytes) -> bool:
@@ -169,16 +168,16 @@ def must_be_malformed(frame: bytes) -> bool:
 
 def checked(edge: Edge, port: int, frame: bytes) -> list[tuple[int, bytes]]:
     """Run one frame through one edge and check how it was accounted for."""
-    counter = edge.state.counter(STATS_COUNTER)
-    packets, nbytes = list(counter.packets), list(counter.bytes)
+    packets, nbytes = edge.counter(STATS_COUNTER)
     before = slot_state(edge)
     out = edge.pipe.process(port, frame)
-    assert "drop.internal_error" not in edge.pipe.counts
+    assert "drop.internal_error" not in edge.switch.counts()
+    packets_after, nbytes_after = edge.counter(STATS_COUNTER)
     counted = set()
     for i, name in enumerate(STATS):
-        added = counter.packets[i] - packets[i]
+        added = packets_after[i] - packets[i]
         assert added in (0, 1), (name, added)
-        assert counter.bytes[i] - nbytes[i] == added * len(frame), name
+        assert nbytes_after[i] - nbytes[i] == added * len(frame), name
         if added:
             counted.add(name)
     assert len(counted & OUTCOMES) <= 1, counted

@@ -10,11 +10,8 @@
 
 from __future__ import annotations
 
-import types
-
 import numpy as np
 import pytest
-from p4switch.compiler import v1model
 
 from innet.checksum import internet_checksum
 from tests.unit.dataplane.harness import (
@@ -37,6 +34,7 @@ from tests.unit.dataplane.harness import (
     FakeClock,
     Innet,
     N,
+    Pipelines,
     Triangle,
     innet_frame,
 )
@@ -337,9 +335,7 @@ def test_workers_sum_exactly_through_a_stray_that_wedged_a_slot(
     0's cell at every edge when the round starts. The leaders' resends, NACKs and RECOVERs
     carry them past it; once its bound has passed, the cell serves again."""
     clock = WorkerClock(start=1.0)
-    monkeypatch.setattr(
-        v1model, "time", types.SimpleNamespace(monotonic_ns=lambda: round(clock.now * 1e9))
-    )
+    Pipelines.run_on(monkeypatch, lambda: round(clock.now * 1e9))
     slots = 4
     net = HarnessNetwork(slots, JOB, ROUND, GROUP)
     # edges that follow `clock`; the bound is ten first timeouts of the policy below

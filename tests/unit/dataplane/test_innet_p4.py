@@ -6,8 +6,7 @@ import dataclasses
 
 import pytest
 from p4.config.v1 import p4info_pb2
-from p4switch.exceptions import P4CompileError
-from p4switch.program import compile_file
+from p4switch import P4CompileError, compile_file
 
 from innet.checksum import internet_checksum
 from tests.unit.dataplane.harness import (

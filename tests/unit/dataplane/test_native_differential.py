@@ -7,50 +7,47 @@ tests compare the back ends on its test programs: p4switch/tests/native/test_dif
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from p4switch.compiler.v1model import Pipeline
-from p4switch.native import NativePipeline, available
-from p4switch.program import CompiledProgram
+from p4.v1 import p4runtime_pb2
 
+from tests.unit.backends import native_unavailable
 from tests.unit.dataplane import harness as h
 
-pytestmark = pytest.mark.skipif(available() is not None, reason=f"{available()}")
+pytestmark = pytest.mark.skipif(native_unavailable() is not None, reason=f"{native_unavailable()}")
 
 SETTINGS = settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-AnyPipeline = Pipeline | NativePipeline
 
 
 # --- comparing ------------------------------------------------------------------------------------
 
 
-def snapshot(pipe: AnyPipeline) -> dict[str, object]:
-    """Everything a run leaves behind that the two back ends must agree on."""
-    state = pipe.state
-    with state.lock:  # native: reads the direct counters back from C
-        return {
-            "counts": dict(pipe.counts),
-            "registers": {n: list(r.cells) for n, r in state.registers.items()},
-            "counters": {n: (list(c.packets), list(c.bytes)) for n, c in state.counters.items()},
-            "direct": {
-                n: (
-                    [(e.match, e.priority, e.packets, e.bytes) for e in t.entries()],
-                    (t.default_packets, t.default_bytes),
-                )
-                for n, t in state.tables.items()
-            },
-        }
+def snapshot(edge: h.Edge) -> dict[str, object]:
+    """Everything a run leaves behind that the two back ends must agree on: the pipeline's own
+    counts, register cells, counters, and the table entries with their direct counters."""
+    switch, p4info = edge.switch, edge.switch.p4info
+    counted = {d.direct_table_id for d in p4info.direct_counters}
+    queries = [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=0))]
+    for table in counted:  # entries and the default entry, with their counts
+        for default in (False, True):
+            query = p4runtime_pb2.TableEntry(table_id=table, is_default_action=default)
+            query.counter_data.SetInParent()
+            queries.append(p4runtime_pb2.Entity(table_entry=query))
+    return {
+        "counts": switch.counts(),
+        "registers": {r.preamble.name: switch.register(r.preamble.name) for r in p4info.registers},
+        "counters": {c.preamble.name: edge.counter(c.preamble.name) for c in p4info.counters},
+        "entries": sorted(e.SerializeToString(deterministic=True) for e in switch.read(queries)),
+    }
 
 
-def run_both(pipes: tuple[AnyPipeline, AnyPipeline], frames: list[tuple[int, bytes]]) -> None:
-    python, c = pipes
+def run_both(edges: tuple[h.Edge, h.Edge], frames: list[tuple[int, bytes]]) -> None:
+    python, c = edges
     for port, frame in frames:
-        assert c.process(port, frame) == python.process(port, frame), (port, frame.hex())
+        assert c.pipe.process(port, frame) == python.pipe.process(port, frame), (port, frame.hex())
     assert snapshot(c) == snapshot(python)
 
 
@@ -62,15 +59,14 @@ def triangles(monkeypatch: pytest.MonkeyPatch) -> tuple[h.Triangle, h.Triangle]:
     h.FakeClock().install(monkeypatch)
     made = []
     for name in ("python", "native"):
-        by = functools.partialmethod(CompiledProgram.pipeline, backend=name)
         with monkeypatch.context() as m:
-            m.setattr(CompiledProgram, "pipeline", by)
+            m.setattr(h.Pipelines, "backend", name)
             t = h.Triangle(64)
         t.install_group(7, 1, 0, [h.A, h.B, h.C])
         t.install_group(7, 1, 1, [h.A, h.C], merge=False)
         t.install_route(h.A, bytes([10, 0, 0, 0]), 8, h.NEXT_PORT, bytes(6))
         made.append(t)
-    assert isinstance(made[1].edges[0].pipe, NativePipeline)
+    assert [t.edges[0].switch.backend for t in made] == ["python", "native"]
     return made[0], made[1]
 
 
@@ -113,7 +109,7 @@ def test_innet_triangle_agrees_on_every_edge(
         c.send(island, frame)
         assert c.hosts == python.hosts
     for e_python, e_c in zip(python.edges, c.edges, strict=True):
-        assert snapshot(e_c.pipe) == snapshot(e_python.pipe)
+        assert snapshot(e_c) == snapshot(e_python)
 
 
 def test_innet_edge_agrees_on_frames_cut_at_every_length(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,4 +118,4 @@ def test_innet_edge_agrees_on_frames_cut_at_every_length(monkeypatch: pytest.Mon
     frame = h.innet_frame(msg, h.A)
     frames = [(port, frame[:n]) for n in range(len(frame) + 2) for port in (1, 2, 3)]
     frames += [(1, frame + bytes(n)) for n in (1, 100)]
-    run_both((python.edges[h.A].pipe, c.edges[h.A].pipe), frames)
+    run_both((python.edges[h.A], c.edges[h.A]), frames)

@@ -4,8 +4,7 @@ hosts' codec, the slot pool and the planner, passed where it is used; one proces
 from __future__ import annotations
 
 import pytest
-from p4switch.exceptions import P4CompileError
-from p4switch.program import compile_file
+from p4switch import P4CompileError, compile_file
 
 from controller.planner.params import CostParams
 from controller.runner import calibration

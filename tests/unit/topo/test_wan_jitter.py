@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from p4switch.shaping import parse_spec
+from p4switch import ShapeSpec, parse_shape
 
 from topo.exceptions import TopologyError, WanError
 from topo.linknode import emulator_shapes
@@ -16,6 +16,11 @@ from topo.shaping import kernel_link_params, switch_shape
 from topo.wan import City, Wan, WanLink
 
 MS = 1e-3
+
+
+def spec_of(text: str) -> ShapeSpec:
+    """What p4switch makes of a shaping spec (as one port's, `PORT:SPEC`)."""
+    return parse_shape(f"1:{text}")[1]
 
 
 def line_wan(jitters_ms: list[float], delays_ms: list[float] | None = None) -> Wan:
@@ -134,7 +139,7 @@ def test_switch_shape_carries_the_link_jitter() -> None:
     link = default_wan().with_jitter(0.7 * MS).links[0]
     text = switch_shape(link, 1000.0, 0.01)
     assert ",jitter=0.0007s" in text
-    spec = parse_spec(text)
+    spec = spec_of(text)
     assert spec.jitter_s == pytest.approx(0.7 * MS)
     assert spec.delay_s == pytest.approx(link.delay_s)
     assert spec.loss == pytest.approx(0.01)
@@ -144,7 +149,7 @@ def test_switch_shape_carries_the_link_jitter() -> None:
 def test_switch_shape_has_no_jitter_key_without_jitter() -> None:
     link = default_wan().links[0]
     assert "jitter" not in switch_shape(link, 1000.0)
-    assert parse_spec(switch_shape(link, 1000.0)).jitter_s == 0.0
+    assert spec_of(switch_shape(link, 1000.0)).jitter_s == 0.0
 
 
 def test_netem_gets_the_jitter_as_mininet_takes_it() -> None:
@@ -161,4 +166,4 @@ def test_the_link_emulator_shapes_both_directions_with_the_jitter() -> None:
     wan = default_wan().with_jitter(3 * MS)
     shapes = emulator_shapes(wan, 1000.0, 0.0)
     assert len(shapes) == 2 * len(wan.links)
-    assert {parse_spec(text).jitter_s for text in shapes.values()} == {3 * MS}
+    assert {spec_of(text).jitter_s for text in shapes.values()} == {3 * MS}

@@ -49,7 +49,8 @@ class Pipeline:
     """Runs packets through the compiled program against one `SwitchState`.
 
     `process` never raises: a packet the program cannot handle is dropped and counted under
-    `counts` (parser errors as `parser_error.<name>`, drops as `drop.<reason>`).
+    `counts` (parser errors as `parser_error.<name>`, drops as `drop.<reason>`). `clock`
+    (nanoseconds, `time.monotonic_ns` unless given) is what the global timestamps count on.
     """
 
     def __init__(
@@ -60,6 +61,7 @@ class Pipeline:
         cpu_port: int | None = None,
         parser_reject: str = "drop",
         seed: int | None = None,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         if parser_reject not in ("drop", "ingress"):
             raise ValueError(f"parser_reject must be 'drop' or 'ingress', not {parser_reject!r}")
@@ -100,7 +102,8 @@ class Pipeline:
         self._ingress_ts = sm["ingress_global_timestamp"]
         self._egress_ts = sm["egress_global_timestamp"]
         self._metadata = tuple(code.meta_slots) + tuple(sm.values())
-        self._start = time.monotonic_ns()
+        self._clock = clock if clock is not None else time.monotonic_ns
+        self._start = self._clock()
 
     # --- the packet path ----------------------------------------------------------------------
 
@@ -137,7 +140,7 @@ class Pipeline:
             S[self._instance_type] = kind
         S[self._ingress_port] = ingress_port
         S[self._packet_length] = len(data)
-        S[self._ingress_ts] = (time.monotonic_ns() - self._start) // 1000
+        S[self._ingress_ts] = (self._clock() - self._start) // 1000
         off = self._parse(S, data)
         if off < 0:
             self._count("parser_error." + self._error_name(S[self._parser_error]))
@@ -191,7 +194,7 @@ class Pipeline:
         passes: int = 0,
     ) -> None:
         S[self._egress_spec] = 0
-        S[self._egress_ts] = (time.monotonic_ns() - self._start) // 1000
+        S[self._egress_ts] = (self._clock() - self._start) // 1000
         if self._egress_fn is not None:
             self._egress_fn(S)
         if S[CLONE]:

@@ -16,6 +16,7 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -105,6 +106,7 @@ class NativePipeline:
         cpu_port: int | None = None,
         parser_reject: str = "drop",
         seed: int | None = None,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         if parser_reject not in ("drop", "ingress"):
             raise PipelineArgumentError(
@@ -135,8 +137,10 @@ class NativePipeline:
         with lock:
             self._sync.push()
         self._process = lib.p4s_process
-        # v1model's clock, unless replaced (a test's fake clock): then frames are stamped from it
-        clock = v1model.time.monotonic_ns  # type: ignore[attr-defined]  # the module tests replace
+        # the clock given, else v1model's (unless replaced, by a test): a clock other than
+        # time.monotonic_ns stamps the frames from Python
+        if clock is None:
+            clock = v1model.time.monotonic_ns  # type: ignore[attr-defined]  # tests replace it
         self._clock = None if clock is time.monotonic_ns else clock
         self._start = clock()
         self._local = threading.local()  # output buffers: one per thread calling process

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from contextlib import contextmanager
 
@@ -102,12 +102,14 @@ class P4RuntimeServer:
 
     # --- life cycle -----------------------------------------------------------------------
 
-    def start(self, address: str) -> int:
-        """Listen on `address` ("host:port"; port 0 picks a free one) and return the port."""
+    def start(self, address: str, interceptors: Sequence[grpc.ServerInterceptor] = ()) -> int:
+        """Listen on `address` ("host:port"; port 0 picks a free one) and return the port;
+        `interceptors` see every call first, as gRPC's server interceptors do."""
         if self._grpc is not None:
             raise RuntimeError("the P4Runtime server is already started")
         server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=_MAX_WORKERS, thread_name_prefix="p4rt"),
+            interceptors=interceptors,
             options=[
                 ("grpc.so_reuseport", 0),  # a port in use is an error, not a shared port
                 ("grpc.max_receive_message_length", _MAX_MESSAGE),

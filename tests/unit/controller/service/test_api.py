@@ -18,7 +18,7 @@ MEMBERSHIP = "InnetIngress.membership"
 
 
 def members(sw: Switch) -> int:
-    return len(list(sw.state.tables[MEMBERSHIP].entries()))
+    return sw.entry_count(MEMBERSHIP)
 
 
 def test_health_and_topology(client: TestClient, testbed: Testbed) -> None:
@@ -176,7 +176,7 @@ def test_heal_does_not_wait_on_a_switch_that_is_dying(
     network = testbed.network
     dying = {"s1": True}
     monkeypatch.setattr(
-        network, "process_alive", lambda city: city != 1 or dying["s1"] or bool(switches[1].server)
+        network, "process_alive", lambda city: city != 1 or dying["s1"] or bool(switches[1].device)
     )
     switches[1].stop()
     deadline = time.monotonic() + 10
@@ -187,7 +187,7 @@ def test_heal_does_not_wait_on_a_switch_that_is_dying(
     assert time.monotonic() - began < 30  # guard halfway between the 0.5 s try and the 60 s
     dying["s1"] = False  # now reaped: dead
     assert testbed.heal() == ["B"]
-    assert switches[1].server is not None and members(switches[1]) == 0  # base plan back
+    assert switches[1].device is not None and members(switches[1]) == 0  # base plan back
 
 
 def test_counters(client: TestClient) -> None:

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from p4switch import EXAMPLES
 from p4switch.control import control_request
 from p4switch.exceptions import ControlError
 from p4switch.pcap import read_pcap
-
-from tests.netns.harness import REPO, Receiver, ping_rtts, send_garbage, send_udp
+from tests.netns.harness import PROJECT, Receiver, ping_rtts, send_garbage, send_udp
 from tests.netns.topology import TwoHostNet
 
 pytestmark = pytest.mark.netns
@@ -53,7 +53,7 @@ def start(net: TwoHostNet, workdir: Path, *extra: str, timeout: float = 20.0) ->
     with log.open("wb") as out:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", net.switch_namespace, sys.executable, "-m", "p4switch", *args],
-            cwd=REPO,
+            cwd=PROJECT,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -100,7 +100,7 @@ def p4rt(net: TwoHostNet, *args: str) -> dict:
             GRPC,
             *args,
         ],
-        cwd=REPO,
+        cwd=PROJECT,
         capture_output=True,
         text=True,
         timeout=60,

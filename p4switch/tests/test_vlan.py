@@ -13,6 +13,7 @@ import struct
 import threading
 
 import pytest
+
 from p4switch.dataplane import Switch
 from p4switch.pcap import read_pcap
 from p4switch.ports import PACKET_AUXDATA, SOL_PACKET, Port

@@ -1,22 +1,18 @@
 """Helpers for the native-switch netns tests: sockets opened inside a namespace from this
-process, and the tiny L2 processor of p4switch's own tests (p4switch/tests/tiny_l2.py, loaded
-from its file: p4switch's tests are a project's tests of their own, not a package here).
+process, and a frame reader that puts back the VLAN tag the kernel took off.
 
 `in_netns` runs a function on a short-lived thread moved into a namespace (setns affects only
 that thread), so sockets it opens are bound to that namespace's interfaces and stay usable from
-every thread afterwards. `TinyL2` compiles the C processor with gcc and exposes `native_entry`.
+every thread afterwards.
 """
 
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import select
 import threading
 from collections.abc import Callable
-from pathlib import Path
-from types import ModuleType
 from typing import TypeVar
 
 from p4switch.ports import MAX_FRAME_BYTES, Port, open_port
@@ -24,22 +20,6 @@ from p4switch.vlan import AUXDATA_SPACE, as_on_wire
 
 T = TypeVar("T")
 CLONE_NEWNET = 0x40000000
-TINY_L2_FILE = Path(__file__).resolve().parents[2] / "p4switch" / "tests" / "tiny_l2.py"
-
-
-def _tiny_l2() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("p4switch_tiny_l2", TINY_L2_FILE)
-    assert spec is not None and spec.loader is not None, TINY_L2_FILE
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_TINY = _tiny_l2()
-TinyL2 = _TINY.TinyL2
-CPU_PORT: int = _TINY.CPU_PORT
-TO_CPU_ETHERTYPE: int = _TINY.TO_CPU_ETHERTYPE
-DROP_ETHERTYPE: int = _TINY.DROP_ETHERTYPE
 
 
 def in_netns(namespace: str, work: Callable[[], T]) -> T:

@@ -1,6 +1,6 @@
 /* Frames back to back through a native pipeline's p4s_process, no Python in between: what the
  * pipeline alone costs, the ceiling of any I/O loop around it. Built as a shared library by
- * bench/pipeline.py and called once per measurement through ctypes. */
+ * bench/native_build.py and called once per measurement through ctypes. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
 #include <stdlib.h>

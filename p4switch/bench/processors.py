@@ -1,10 +1,11 @@
-"""P4 programs as processors for bench/forwarding.py (`--processor bench.p4_processors:l2`).
+"""P4 programs as processors for bench/io_loop.py (`--processor bench.processors:l2`).
 
-Each factory compiles a test program and installs the entries that forward between the
-benchmark's two hosts (h1 on port 1, h2 on port 2), as a controller would. `l2` and `agg32` run
-on the python back end; `l2_native` and `agg32_native` are the same programs and entries on the
-native back end (`p4switch.native`). `portswap_c` is no P4 at all: 1 <-> 2 in C
-(bench/native/portswap.c), which the native I/O loop calls as it calls a native pipeline.
+Each factory compiles a program and installs the entries that forward between two hosts (h1 on
+port 1, h2 on port 2), as a controller would. `l2` (the example l2.p4) and `agg32`
+(tests/programs/agg32.p4) run on the python back end; `l2_native` and `agg32_native` are the
+same programs and entries on the native back end (`p4switch.native`). `portswap_c` is no P4 at
+all: 1 <-> 2 in C (bench/native/portswap.c), which the native I/O loop calls as it calls a
+native pipeline.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
+from bench.native_build import build_library
 from p4switch import EXAMPLES
 from p4switch import runtime as rt
 from p4switch.dataplane import PacketProcessor
 from p4switch.program import CompiledProgram, compile_file
 
-from bench.native_tools import build_library
-
-PROGRAMS = Path(__file__).resolve().parent.parent / "p4switch" / "tests" / "programs"
+PROGRAMS = Path(__file__).resolve().parents[1] / "tests" / "programs"
 HOSTS = {1: ("02:00:0a:00:00:01", "10.0.0.1"), 2: ("02:00:0a:00:00:02", "10.0.0.2")}
 
 

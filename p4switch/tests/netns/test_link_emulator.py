@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from p4switch.exceptions import ControlError
 
-from tests.netns.harness import REPO, Receiver, SwitchProcess, ns_python, ping_rtts, send_udp
+from p4switch.exceptions import ControlError
+from tests.netns.harness import PROJECT, Receiver, SwitchProcess, ns_python, ping_rtts, send_udp
 from tests.netns.topology import TwoHostNet
 
 pytestmark = pytest.mark.netns
@@ -41,7 +41,7 @@ class Emulators:
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 ns_python(self.net.switch_namespace, "p4switch.linkemu", *args),
-                cwd=REPO,
+                cwd=PROJECT,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,

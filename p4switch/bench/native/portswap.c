@@ -1,5 +1,5 @@
-/* The least a pipeline can do, behind the calling convention of p4switch/src/p4switch/native/abi.h: a frame
- * in on port 1 leaves on port 2 and the other way round, anything else is dropped. Run in the
+/* The least a pipeline can do, behind the calling convention of src/p4switch/native/abi.h: a
+ * frame in on port 1 leaves on port 2 and the other way round, anything else is dropped. Run in the
  * native I/O loop it measures that loop's batched I/O alone, the limit of the veth path for a
  * switch built the way p4switch's native path is. */
 #include <string.h>

@@ -6,8 +6,8 @@ import signal
 import time
 
 import pytest
-from p4switch.pcap import read_pcap
 
+from p4switch.pcap import read_pcap
 from tests.netns.harness import Receiver, ping_rtts, send_garbage, send_udp
 
 pytestmark = pytest.mark.netns

@@ -16,12 +16,12 @@ import struct
 from collections.abc import Callable
 
 import pytest
+
 from p4switch.dataplane import Switch
 from p4switch.linkemu import Wire
 from p4switch.ports import SCM_TIMESTAMPNS, Port, arrival_time
 from p4switch.shaping import parse_spec
-
-from tests.unit.clock import FakeClock
+from tests.clock import FakeClock
 
 TIMESPEC = struct.Struct("=qq")
 LAG_S, DELAY_S = 60.0, 100.0
