@@ -48,7 +48,8 @@ JITTER_WHY = "a WAN's delay variation, each way"
 # one inner step at full scale: from 1 ms (far below any large model's) to an hour
 MIN_STEP_S, MAX_STEP_S = 1e-3, 3600.0
 MAX_INNER_STEPS = 100_000  # far above DiLoCo's 500 inner steps a round
-PLAN_COMMANDS = ("sweep", "simulate", "bandwidth")  # `innet plan X` with parsers of their own
+# `innet plan X` with parsers of their own
+PLAN_COMMANDS = ("sweep", "simulate", "bandwidth", "machines")
 
 
 def _plan_options(p: argparse.ArgumentParser, memory: str) -> None:
@@ -126,6 +127,49 @@ def _targets(text: str) -> tuple[float, ...]:
     return tuple(sorted({share(part.strip()) / 100 for part in text.split(",")}))
 
 
+def _scales(text: str) -> tuple[float, ...]:
+    """Comma-separated scale factors, each at least 1 (a scenario's `scale`), as given, once."""
+    scale = number(1, why="a scenario's scale: 1 is full scale")
+    return tuple(dict.fromkeys(scale(part.strip()) for part in text.split(",")))
+
+
+def _machines_parser() -> argparse.ArgumentParser:
+    machines = OneLineParser(
+        prog="innet plan machines",
+        description="how many machines the scenario's islands need at each scale factor (each "
+        "island whole on one machine, each machine within the share of its cores the machine "
+        "check calls fitting), the WAN links that then cross machines, and each machine's "
+        "share; of this machine's kind, measured (about a second), or of the kind --cores, "
+        "--switch-fps and --leader-fps describe",
+    )
+    machines.add_argument("scenario", type=Path, help="scenario YAML")
+    machines.add_argument(
+        "--scales",
+        type=_scales,
+        default=(1000.0, 100.0, 10.0, 1.0),
+        metavar="S,S,...",
+        help="scale factors, comma-separated, each at least 1 (default 1000,100,10,1)",
+    )
+    machines.add_argument(
+        "--cores", type=whole(1), metavar="N", help="another machine's cores (with the next two)"
+    )
+    rate = number(0, above=True, why="frames one core processes in a second")
+    machines.add_argument(
+        "--switch-fps",
+        type=rate,
+        metavar="F",
+        help="frames per second one of its cores processes through a switch's pipeline",
+    )
+    machines.add_argument(
+        "--leader-fps",
+        type=rate,
+        metavar="L",
+        help="frames per second one of its cores processes through a leader",
+    )
+    machines.add_argument("--json", action="store_true", help="print one JSON document")
+    return machines
+
+
 def _compute_options(p: argparse.ArgumentParser, required: bool) -> None:
     both = "required" if required else "give both, or neither"
     p.add_argument(
@@ -157,9 +201,9 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     plan = sub.add_parser(
         "plan",
         help="choose a synchronisation schedule",
-        description="innet plan [sweep|simulate|bandwidth] ...: choose a schedule for a "
-        "topology, sweep memory sizes, check the cost model by simulation, or find the "
-        "bandwidth that keeps the compute busy",
+        description="innet plan [sweep|simulate|bandwidth|machines] ...: choose a schedule for "
+        "a topology, sweep memory sizes, check the cost model by simulation, find the "
+        "bandwidth that keeps the compute busy, or count the machines a scenario needs",
     )
     _plan_options(plan, "64MB")
     _margin_option(plan)
@@ -237,7 +281,13 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     add_commands(sub)
     add_run_command(sub)
     add_sums_command(sub)
-    return {"main": main, "sweep": sweep, "simulate": sim, "bandwidth": bandwidth}
+    return {
+        "main": main,
+        "sweep": sweep,
+        "simulate": sim,
+        "bandwidth": bandwidth,
+        "machines": _machines_parser(),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -261,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _simulate(args)
         elif command == "bandwidth":
             _bandwidth(args)
+        elif command == "machines":
+            _machines(args)
         elif command in SERVICE_COMMANDS:
             run_service_command(command, args)
         elif command == "sums":
@@ -344,6 +396,17 @@ def _bandwidth(args: argparse.Namespace) -> None:
         print(json.dumps(utilisation.bandwidth_json(found), indent=2))
     else:
         print(utilisation.bandwidth_text(found))
+
+
+def _machines(args: argparse.Namespace) -> None:
+    from controller.cluster import sizing  # imported here: the scenario's emulation loads torch
+
+    machine = sizing.given_machine(args.cores, args.switch_fps, args.leader_fps)
+    found = sizing.plan_machines(args.scenario, args.scales, machine)
+    if args.json:
+        print(json.dumps(sizing.sizing_json(found), indent=2, allow_nan=False))
+    else:
+        print(sizing.sizing_text(found))
 
 
 def _plans(
