@@ -9,6 +9,7 @@ names.py        what a name may hold (schedules, rounds, cities given by clients
 packetformat.py the packet format as a value: lanes, header layout, slot and frame sizes, ports
 vocabulary.py   the choices among a few (network mode, collective, target, back end, shaping,
                 a switch's health), each an enum defined once
+versions.py     what is installed: a distribution's version
 scapy_layer.py  the innet protocol as a scapy layer: craft, dissect and fuzz innet frames
 """
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
+from controller.cluster.probe import DEFAULT_EXCHANGES
 from controller.exceptions import CommandLineError
 from controller.flags import MAX_SIZE_BYTES, duration, number, rate_flag, size_flag, whole
 from controller.planner import utilisation
@@ -47,6 +48,7 @@ MAX_JITTER_S = 1.0  # far above any WAN's delay variation; beyond it delays lose
 JITTER_WHY = "a WAN's delay variation, each way"
 # one inner step at full scale: from 1 ms (far below any large model's) to an hour
 MIN_STEP_S, MAX_STEP_S = 1e-3, 3600.0
+MAX_EXCHANGES = 10_000  # timed exchanges per clock or wire: far more than the shortest needs
 MAX_INNER_STEPS = 100_000  # far above DiLoCo's 500 inner steps a round
 # `innet plan X` with parsers of their own
 PLAN_COMMANDS = ("sweep", "simulate", "bandwidth", "machines")
@@ -170,6 +172,34 @@ def _machines_parser() -> argparse.ArgumentParser:
     return machines
 
 
+def _cluster_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cluster = sub.add_parser(
+        "cluster",
+        help="the machines of a Ray cluster, as innet would run on them",
+        description="innet cluster check ADDRESS: whether every machine of the Ray cluster has "
+        "what innet needs there, and their clocks and the wires between them, measured",
+    )
+    commands = cluster.add_subparsers(dest="cluster_command", required=True)
+    check = commands.add_parser(
+        "check",
+        help="check and measure the cluster's machines",
+        description="every alive node of the Ray cluster whose head is at ADDRESS: what it is "
+        "(root, network namespaces, Mininet, the same Ray, Python, innet and p4switch as here), "
+        "its clock against this machine's and the one-way delay between every two nodes, each "
+        "from the shortest of a number of timed UDP exchanges; one line naming every node that "
+        "lacks something, and exit status 2",
+    )
+    check.add_argument("address", help="the head's HOST[:PORT] (Ray's port 6379 by default)")
+    check.add_argument(
+        "--exchanges",
+        type=whole(1, MAX_EXCHANGES, why="each is a round trip, one at a time"),
+        default=DEFAULT_EXCHANGES,
+        help=f"timed exchanges per clock and per wire, 1..{MAX_EXCHANGES} (default "
+        f"{DEFAULT_EXCHANGES})",
+    )
+    check.add_argument("--json", action="store_true", help="print one JSON document")
+
+
 def _compute_options(p: argparse.ArgumentParser, required: bool) -> None:
     both = "required" if required else "give both, or neither"
     p.add_argument(
@@ -275,6 +305,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
         + ",".join(f"{t:.0%}".rstrip("%") for t in utilisation.DEFAULT_TARGETS)
         + ")",
     )
+    _cluster_parser(sub)
     topo = sub.add_parser("topo", help="show a topology and how well it fits measured RTTs")
     topo.add_argument("topology", nargs="?", type=Path, help="topology YAML (default: nine cities)")
 
@@ -313,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _bandwidth(args)
         elif command == "machines":
             _machines(args)
+        elif command == "cluster":
+            _cluster_check(args)
         elif command in SERVICE_COMMANDS:
             run_service_command(command, args)
         elif command == "sums":
@@ -407,6 +440,17 @@ def _machines(args: argparse.Namespace) -> None:
         print(json.dumps(sizing.sizing_json(found), indent=2, allow_nan=False))
     else:
         print(sizing.sizing_text(found))
+
+
+def _cluster_check(args: argparse.Namespace) -> None:
+    from controller.cluster.raycluster import Cluster  # imported here: Ray takes a second
+
+    with Cluster.connect(args.address) as cluster:
+        survey = cluster.survey(args.exchanges)
+    if args.json:
+        print(json.dumps(survey.to_json(), indent=2, allow_nan=False))
+    else:
+        print(survey.text)
 
 
 def _plans(

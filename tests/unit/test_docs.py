@@ -24,6 +24,7 @@ ILLUSTRATIONS = {
     "p4diff.netns": "creates a network namespace with veth pairs: root",
     "p4diff.targets": "starts a switch process in a network namespace: root",
     "controller.bringup": "brings a Mininet testbed up: root",
+    "controller.cluster.raycluster": "joins a running Ray cluster",
     "controller.testbed": "a Testbed over a running Mininet network: root",
     "controller.p4rt.connection": "connects to a running P4Runtime switch",
     "controller.p4rt.schema": "needs a P4Info: the switches' program compiled by p4switch, "

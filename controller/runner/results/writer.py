@@ -21,7 +21,6 @@ seen half-written.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import logging
 import os
@@ -44,6 +43,7 @@ from controller.runner.results.plots import (
 from controller.runner.results.summary import SummaryRow, summary_csv
 from innet.jsontypes import JSONObject
 from innet.paths import CHECKOUT
+from innet.versions import installed_version
 
 log = logging.getLogger(__name__)
 
@@ -130,10 +130,10 @@ def collect_versions() -> JSONObject:
     commit = _git("rev-parse", "HEAD")
     changes = _git("status", "--porcelain", "--untracked-files=no") if commit else None
     return {
-        "innet": _version("innet"),
+        "innet": installed_version("innet"),
         "python": platform.python_version(),
-        "torch": _version("torch"),
-        "numpy": _version("numpy"),
+        "torch": installed_version("torch"),
+        "numpy": installed_version("numpy"),
         "platform": platform.platform(),
         "git_commit": commit,
         "git_dirty": None if changes is None else bool(changes),
@@ -154,13 +154,6 @@ def read_records(folder: Path) -> list[RoundRecord]:
         except ValueError as err:
             raise ValueError(f"{path}:{number}: not a round record: {err}") from None
     return records
-
-
-def _version(distribution: str) -> str | None:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _git(*args: str) -> str | None:

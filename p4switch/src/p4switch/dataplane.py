@@ -13,6 +13,13 @@ talk to the loop through `shape`, `inject`, `set_processor` and `stats`, which a
 while it runs. What the loop keeps per port (socket, egress queue, capture files, counters) is a
 `p4switch.switchports.SwitchPort`.
 
+A port is an interface (an AF_PACKET socket) or a UDP tunnel to a peer on another machine
+(`p4switch.ports.UdpTunnel`): the loop reads each by its kind, and otherwise treats both alike.
+On a tunnel port the kernel reports what it dropped for the socket with the next datagram it
+queues (rx_overrun), and a peer refusing datagrams (ICMP port unreachable: nothing listens there
+yet) with the next read or send, each report counted as a tx_error. A frame longer than a UDP
+datagram carries (MAX_DATAGRAM_BYTES) is refused by the kernel: a tx_error too.
+
 Shaping counts on the switch's `clock` (`time.monotonic` unless the caller gives another); the
 kernel's receive times and the captures' timestamps are Unix times, read from `wall_clock`
 (`time.time`). A test gives both as simulated clocks and drives the loop itself, one turn at a
@@ -32,11 +39,15 @@ from typing import Any, Protocol
 
 from p4switch.exceptions import UnknownPortError
 from p4switch.ports import (
+    DATAGRAM_ANCILLARY_SPACE,
     MAX_FRAME_BYTES,
     PACKET_OUTGOING,
     STAMP_SPACE,
     Port,
+    PortKind,
+    UdpTunnel,
     arrival_time,
+    datagram_arrival,
     take_kernel_drops,
 )
 from p4switch.readiness import Readiness
@@ -60,20 +71,20 @@ class PacketProcessor(Protocol):
 
 
 class Switch:
-    """A software switch: AF_PACKET ports around a `PacketProcessor`, with egress shaping.
+    """A software switch: ports around a `PacketProcessor`, with egress shaping.
 
-    `ports` maps port numbers to interface names (opened here, closed by `close`) or to `Port`s
-    opened by the caller (left open). `shaping` gives ports their initial `ShapeSpec`; `seed`
-    makes the loss draws repeatable. With `pcap_dir`, every frame received and sent is captured
-    in `<port>-in.pcap` / `<port>-out.pcap` there. Frames the processor sends to `cpu_port` go to
-    `on_cpu_packet` (called on the I/O thread: hand the frame over, don't block). `clock`
-    (monotonic seconds) is what shaping counts on, `wall_clock` the Unix time of kernel receive
-    times and captures (module docstring).
+    `ports` maps port numbers to interface names or `UdpTunnel`s (opened here, closed by `close`)
+    or to `Port`s opened by the caller (left open). `shaping` gives ports their initial
+    `ShapeSpec`; `seed` makes the loss draws repeatable. With `pcap_dir`, every frame received
+    and sent is captured in `<port>-in.pcap` / `<port>-out.pcap` there. Frames the processor
+    sends to `cpu_port` go to `on_cpu_packet` (called on the I/O thread: hand the frame over,
+    don't block). `clock` (monotonic seconds) is what shaping counts on, `wall_clock` the Unix
+    time of kernel receive times and captures (module docstring).
     """
 
     def __init__(
         self,
-        ports: Mapping[int, str | Port],
+        ports: Mapping[int, str | UdpTunnel | Port],
         processor: PacketProcessor,
         *,
         shaping: Mapping[int, ShapeSpec] | None = None,
@@ -120,7 +131,7 @@ class Switch:
 
     @property
     def ports(self) -> dict[int, str]:
-        """Port number -> interface name."""
+        """Port number -> interface name (a tunnel's "udp LOCAL->PEER")."""
         return {number: state.name for number, state in self._ports.items()}
 
     @property
@@ -170,7 +181,8 @@ class Switch:
         with self._lock:
             pending = dict(self._pending)
             for state in self._ports.values():  # under the lock: each read resets the kernel's
-                state.counters.drops["rx_overrun"] += take_kernel_drops(state.sock)
+                if state.kind is PortKind.PACKET:  # a tunnel's the loop counts as it reads
+                    state.counters.drops["rx_overrun"] += take_kernel_drops(state.sock)
         for number, state in self._ports.items():
             ports[number] = state.stats(now, pending.get(number, state.queue.spec), reset_peaks)
         cpu = None
@@ -243,6 +255,9 @@ class Switch:
         """Process up to RX_BATCH frames from a port, each as it was on the wire (VLAN tag) and
         from the time it arrived there (the kernel's receive time, on this loop's clock: its
         Unix time less the wall clock's offset from the loop's clock)."""
+        if state.kind is PortKind.UDP:
+            self._receive_datagrams(state)
+            return
         recvfrom = state.sock.recvfrom
         recvmsg = state.sock.recvmsg if state.auxdata else None  # None: no tags, no times
         counters = state.counters
@@ -270,6 +285,49 @@ class Switch:
                 return
             if address[2] == PACKET_OUTGOING:
                 continue
+            counters.rx_packets += 1
+            counters.rx_bytes += len(data)
+            if pcap is not None:
+                pcap.write(data, wall_clock())
+            self._process(number, data, counters, arrived)
+
+    def _receive_datagrams(self, state: SwitchPort) -> None:
+        """`_receive` for a tunnel port: each datagram is a frame as it was on the wire (no
+        packet type, no VLAN tag to restore), read with its receive time and the count of what
+        the kernel dropped for the socket before it."""
+        recvmsg = state.sock.recvmsg
+        counters = state.counters
+        pcap = state.pcap_in
+        number = state.number
+        clock = self._clock
+        wall_clock = self._wall_clock
+        realtime_offset = wall_clock() - (now := clock())
+        for _ in range(RX_BATCH):
+            try:
+                data, ancdata, _, _ = recvmsg(MAX_FRAME_BYTES, DATAGRAM_ANCILLARY_SPACE)
+            except BlockingIOError:
+                return
+            except ConnectionRefusedError as err:  # reported once; the socket reads on after it
+                counters.drops["tx_error"] += 1
+                self._warn(
+                    number,
+                    "tx_error",
+                    "the peer of %s refused a frame (does it listen yet?): %s",
+                    state.name,
+                    err,
+                )
+                continue
+            except OSError as err:
+                self._warn(number, "rx_error", "receiving on %s failed: %s", state.name, err)
+                return
+            arrived = now
+            stamp, dropped = datagram_arrival(ancdata)
+            if stamp is not None:
+                arrived = stamp - realtime_offset
+                state.rx_lag_max_s = max(state.rx_lag_max_s, clock() - arrived)
+            if dropped is not None and dropped != state.rx_drops_seen:
+                counters.drops["rx_overrun"] += (dropped - state.rx_drops_seen) % 2**32
+                state.rx_drops_seen = dropped
             counters.rx_packets += 1
             counters.rx_bytes += len(data)
             if pcap is not None:

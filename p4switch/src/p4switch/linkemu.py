@@ -1,4 +1,4 @@
-"""A link emulator: a wire between two interfaces that delays, rate-limits and loses frames.
+"""A link emulator: a wire between two ports that delays, rate-limits and loses frames.
 
     python -m p4switch.linkemu -i 1@s0-eth3 -i 2@s3-eth2 \\
         --shape 1:delay=35ms,rate=10Mbit --shape 2:delay=35ms,rate=10Mbit --control l0x3.sock
@@ -11,11 +11,31 @@ parsed or looked up: the emulator runs the same I/O loop, shaping and control ch
 `stats`, `shape`) as p4switch, with a wire in place of the P4 pipeline, so a switch that cannot
 shape its own ports (BMv2) gets the same WAN links as p4switch's own shaping gives. SIGTERM or
 SIGINT stops it; exit status 2 for bad arguments.
+
+A port is an interface (`-i PORT@IFACE`) or a tunnel port (`-u PORT@LOCAL_IP:LOCAL_PORT=
+PEER_IP:PEER_PORT`): a UDP socket bound to LOCAL, an IPv4 address of this machine, and connected
+to PEER, the tunnel port of the emulator on another machine, whose datagrams alone it takes. One
+datagram carries one Ethernet frame, unchanged, nothing added. Use tunnel ports for a link whose
+two ends are on different machines: each machine runs an emulator with the interface of its end
+paired with a tunnel port to the other machine's, and each direction is shaped once, on its
+sending side, by the shape of the tunnel port it leaves by:
+
+    machine A: python -m p4switch.linkemu -i 1@s0-eth3 -u 2@10.250.0.1:7000=10.250.0.2:7000 \\
+        --shape 2:delay=30ms,rate=10Mbit
+    machine B: python -m p4switch.linkemu -u 1@10.250.0.2:7000=10.250.0.1:7000 -i 2@s3-eth2 \\
+        --shape 1:delay=30ms,rate=10Mbit
+
+The datagrams cross the physical network between the machines, whose own delay (and jitter, and
+losses) add to the shaped ones: whoever configures the shape takes the network's delay off it.
+A frame too long for the network's MTU once in a datagram (28 bytes more) is fragmented by the
+kernel; one longer than a datagram carries (65,507 bytes) is dropped, counted as a tx_error, as
+is a datagram the peer refused (nothing listens there yet: start both sides).
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import signal
 import sys
@@ -24,6 +44,7 @@ from collections.abc import Mapping, Sequence
 
 from p4switch.commandline import OneLineParser
 from p4switch.exceptions import ControlError, P4SwitchError, PortError, UsageError, one_line
+from p4switch.ports import SocketAddress, UdpTunnel
 from p4switch.shaping import ShapeSpec, parse_shape
 
 log = logging.getLogger("p4switch.linkemu")
@@ -41,33 +62,89 @@ class Wire:
         return [(peer(ingress_port), data)]
 
 
-def wire_ports(texts: Sequence[str]) -> dict[int, str]:
-    """`-i PORT@IFACE` arguments as port -> interface; every port's pair partner must be given."""
-    ports: dict[int, str] = {}
-    for text in texts:
-        number, sep, name = text.partition("@")
-        if not sep or not number.isdigit() or int(number) < 1 or not name:
+TUNNEL_FORM = "PORT@LOCAL_IP:LOCAL_PORT=PEER_IP:PEER_PORT"
+
+
+def _socket_address(text: str) -> SocketAddress:
+    """`IP:PORT` as an IPv4 address and a UDP port, or a ValueError saying what is wrong."""
+    ip, sep, port = text.rpartition(":")
+    if not sep:
+        raise ValueError(f"{text!r} has no :PORT")
+    try:
+        address = ipaddress.IPv4Address(ip)
+    except ValueError:
+        raise ValueError(f"{ip!r} is not an IPv4 address") from None
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"{port!r} is not a UDP port (1 to 65535)")
+    return str(address), int(port)
+
+
+def tunnel_port(text: str) -> tuple[int, UdpTunnel]:
+    """A `-u PORT@LOCAL_IP:LOCAL_PORT=PEER_IP:PEER_PORT` argument as its port and tunnel."""
+    number, _, ends = text.partition("@")
+    local, sep, remote = ends.partition("=")
+    try:
+        if not number.isdigit() or int(number) < 1:
+            raise ValueError(f"{number!r} is not a port number >= 1")
+        if not sep:
+            raise ValueError("there is no =PEER")
+        tunnel = UdpTunnel(_socket_address(local), _socket_address(remote))
+        if ipaddress.IPv4Address(tunnel.peer[0]).is_unspecified:
+            raise ValueError(f"{tunnel.peer[0]} is no peer's address")
+        if tunnel.local == tunnel.peer:
+            raise ValueError("LOCAL and PEER are the same")
+    except ValueError as err:
+        raise UsageError(
+            f"-u {text!r}: {err}; write {TUNNEL_FORM} with IPv4 addresses, "
+            "e.g. 2@10.250.0.1:7000=10.250.0.2:7000"
+        ) from None
+    return int(number), tunnel
+
+
+def wire_ports(
+    interfaces: Sequence[str], tunnels: Sequence[str] = ()
+) -> dict[int, str | UdpTunnel]:
+    """`-i PORT@IFACE` and `-u PORT@LOCAL=PEER` arguments as port -> interface or tunnel; every
+    port's pair partner must be given."""
+    given: list[tuple[int, str | UdpTunnel]] = []
+    for text in interfaces:
+        digits, sep, name = text.partition("@")
+        if not sep or not digits.isdigit() or int(digits) < 1 or not name:
             raise UsageError(f"-i {text!r}: write PORT@INTERFACE with PORT >= 1, e.g. 1@veth1")
-        if int(number) in ports:
-            raise UsageError(f"port {number} is given twice ({ports[int(number)]} and {name})")
-        ports[int(number)] = name
+        given.append((int(digits), name))
+    given += [tunnel_port(text) for text in tunnels]
+    ports: dict[int, str | UdpTunnel] = {}
+    locals_bound: dict[SocketAddress, int] = {}
+    for number, port in given:
+        if number in ports:
+            raise UsageError(f"port {number} is given twice ({ports[number]} and {port})")
+        if isinstance(port, UdpTunnel):
+            if port.local in locals_bound:
+                raise UsageError(
+                    f"ports {locals_bound[port.local]} and {number} both bind "
+                    f"{port.local[0]}:{port.local[1]}: give each tunnel port its own LOCAL"
+                )
+            locals_bound[port.local] = number
+        ports[number] = port
     if not ports:
-        raise UsageError("give at least one pair of ports: -i 1@IFACE -i 2@IFACE")
+        raise UsageError(
+            "give at least one pair of ports: -i 1@IFACE -i 2@IFACE (or -u for a tunnel port)"
+        )
     unpaired = sorted(p for p in ports if peer(p) not in ports)
     if unpaired:
         raise UsageError(
             f"port(s) {unpaired} have no partner: ports pair up 1 with 2, 3 with 4, ... "
-            f"(give -i {peer(unpaired[0])}@IFACE)"
+            f"(give -i {peer(unpaired[0])}@IFACE or -u {peer(unpaired[0])}@LOCAL=PEER)"
         )
     return ports
 
 
-def wire_shapes(texts: Sequence[str], ports: Mapping[int, str]) -> dict[int, ShapeSpec]:
+def wire_shapes(texts: Sequence[str], ports: Mapping[int, str | UdpTunnel]) -> dict[int, ShapeSpec]:
     shapes: dict[int, ShapeSpec] = {}
     for text in texts:
         port, spec = parse_shape(text)
         if port not in ports:
-            raise UsageError(f"--shape {text!r}: port {port} is not bound by any -i")
+            raise UsageError(f"--shape {text!r}: port {port} is not bound by any -i or -u")
         if port in shapes:
             raise UsageError(f"--shape: port {port} is shaped twice")
         shapes[port] = spec
@@ -84,6 +161,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="PORT@IFACE",
         help="bind port PORT to IFACE (ports pair up: 1 with 2, 3 with 4, ...)",
+    )
+    p.add_argument(
+        "-u",
+        "--udp",
+        dest="tunnels",
+        action="append",
+        default=[],
+        metavar=TUNNEL_FORM,
+        help="make port PORT a tunnel to another machine's link emulator: a UDP socket bound to "
+        "LOCAL (an address of this machine) that exchanges frames, one per datagram, with PEER; "
+        "IPv4 addresses only, e.g. 2@10.250.0.1:7000=10.250.0.2:7000",
     )
     p.add_argument(
         "--shape",
@@ -110,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s linkemu[%(process)d] %(levelname)s %(name)s: %(message)s",
     )
     try:
-        ports = wire_ports(args.interfaces)
+        ports = wire_ports(args.interfaces, args.tunnels)
         shapes = wire_shapes(args.shape, ports)
     except P4SwitchError as err:
         print(f"linkemu: error: {one_line(err)}", file=sys.stderr)
@@ -118,7 +206,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _serve(args, ports, shapes)
 
 
-def _serve(args: argparse.Namespace, ports: dict[int, str], shapes: dict[int, ShapeSpec]) -> int:
+def _serve(
+    args: argparse.Namespace, ports: dict[int, str | UdpTunnel], shapes: dict[int, ShapeSpec]
+) -> int:
     from pathlib import Path
 
     from p4switch.control import ControlServer
@@ -128,7 +218,7 @@ def _serve(args: argparse.Namespace, ports: dict[int, str], shapes: dict[int, Sh
     try:
         switch = Switch(ports, Wire(), shaping=shapes, seed=args.seed, pcap_dir=pcap)
     except (PortError, OSError) as err:
-        print(f"linkemu: error: {err}", file=sys.stderr)
+        print(f"linkemu: error: {one_line(err)}", file=sys.stderr)
         return 2
     stop = threading.Event()
 
@@ -145,7 +235,7 @@ def _serve(args: argparse.Namespace, ports: dict[int, str], shapes: dict[int, Sh
             print(f"linkemu: error: {err}", file=sys.stderr)
             return 2
         try:
-            log.info("link emulator ready: ports %s", ports)
+            log.info("link emulator ready: ports %s", switch.ports)
             switch.run(stop)
         finally:
             if control is not None:

@@ -1,6 +1,6 @@
-"""Switch ports: one AF_PACKET raw socket per network interface.
+"""Switch ports: one AF_PACKET raw socket per network interface, or a UDP tunnel.
 
-Each socket receives every frame arriving on its interface (ETH_P_ALL, bound to the interface's
+Each raw socket receives every frame arriving on its interface (ETH_P_ALL, bound to the interface's
 index) and sends whole Ethernet frames out of it. Sockets are non-blocking with large buffers.
 
 An AF_PACKET socket also sees the frames sent *out of* its interface, the switch's own included.
@@ -13,10 +13,19 @@ for PACKET_AUXDATA, which tells the receive path the tag to put back (`Port.auxd
 each frame's kernel receive time (SO_TIMESTAMPNS, `arrival_time`): egress shaping starts a frame's
 link time when it reached the interface, not when the switch got round to reading it, so the
 switch's own processing lag does not add to the emulated link's delay (it shows as lateness).
+
+A tunnel port (`UdpTunnel`, opened by `open_tunnel`) carries a port's frames to a peer on another
+machine instead: a UDP socket bound to a local IPv4 address and port and connected to the peer's,
+so that the kernel takes datagrams from the peer only. One datagram is one Ethernet frame,
+unchanged, nothing added; a frame longer than MAX_DATAGRAM_BYTES cannot be sent. The socket asks
+for receive times too, and for SO_RXQ_OVFL: each datagram then brings the number of datagrams the
+kernel has dropped for the socket so far (`datagram_arrival`). A `Port` says which kind it is
+(`PortKind`), so that the I/O loop reads each the way it must.
 """
 
 from __future__ import annotations
 
+import enum
 import errno
 import logging
 import socket
@@ -39,14 +48,42 @@ SO_RCVBUFFORCE = 33
 PACKET_OUTGOING = 4  # the packet type in recvfrom's address tuple (index 2)
 PACKET_STATISTICS = 6
 _TPACKET_STATS = struct.Struct("II")  # struct tpacket_stats: packets, drops
+SO_RXQ_OVFL = 40  # socket option, and the ancillary message: the socket's receive drops so far
+_DROP_COUNT = struct.Struct("=I")
+DATAGRAM_ANCILLARY_SPACE = STAMP_SPACE + socket.CMSG_SPACE(_DROP_COUNT.size)
+MAX_DATAGRAM_BYTES = 65_507  # the most a UDP datagram over IPv4 carries (65,535 - 20 - 8)
 IFNAMSIZ = 15  # longest interface name Linux accepts
 DEFAULT_BUFFER_BYTES = 4 * 2**20
 MAX_FRAME_BYTES = 65_536 + 64  # a receive buffer that holds any frame, GRO'd ones included
 
 
+class PortKind(enum.Enum):
+    """What a port's socket is, and so how the I/O loop reads it."""
+
+    PACKET = "packet"  # an AF_PACKET socket on an interface: it sees outgoing frames too
+    UDP = "udp"  # a UDP tunnel: each datagram from the peer is one frame
+
+
+SocketAddress = tuple[str, int]  # an IPv4 address and a UDP port
+
+
+@dataclass(frozen=True)
+class UdpTunnel:
+    """A tunnel port's two ends: the IPv4 address and UDP port its socket binds (`local`, an
+    address of this machine) and those of the peer it exchanges frames with (`peer`)."""
+
+    local: SocketAddress
+    peer: SocketAddress
+
+    def __str__(self) -> str:
+        """How the switch names the port (its `interface` in the statistics)."""
+        return f"udp {self.local[0]}:{self.local[1]}->{self.peer[0]}:{self.peer[1]}"
+
+
 @dataclass(frozen=True)
 class Port:
-    """One switch port: the interface name, its index and the socket bound to it.
+    """One switch port: its name (the interface's, or the tunnel's), the interface's index (0 for
+    a tunnel), the socket and its `kind`.
 
     `auxdata`: the socket delivers PACKET_AUXDATA, so read it with `recvmsg` and restore each
     frame's VLAN tag (`open_port` asks for it; a socket opened elsewhere is read as it is).
@@ -56,6 +93,7 @@ class Port:
     ifindex: int
     sock: socket.socket
     auxdata: bool = False
+    kind: PortKind = PortKind.PACKET
 
     def close(self) -> None:
         self.sock.close()
@@ -136,6 +174,63 @@ def arrival_time(ancdata: list[tuple[int, int, bytes]]) -> float | None:
             seconds, nanoseconds = _TIMESPEC.unpack_from(data)
             return float(seconds + nanoseconds * 1e-9)
     return None
+
+
+def open_tunnel(tunnel: UdpTunnel, *, buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> Port:
+    """Open a non-blocking UDP socket bound to `tunnel.local` and connected to `tunnel.peer`, or
+    raise `PortError` saying why not (nothing is left open then)."""
+    (local_ip, local_port), (peer_ip, peer_port) = tunnel.local, tunnel.peer
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        _set_buffer(sock, SO_RCVBUFFORCE, socket.SO_RCVBUF, buffer_bytes)
+        _set_buffer(sock, SO_SNDBUFFORCE, socket.SO_SNDBUF, buffer_bytes)
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        sock.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
+        sock.bind(tunnel.local)
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRNOTAVAIL:
+            why = (
+                f"{local_ip} is not an address of this machine (of this network namespace): "
+                "give one that `ip address` lists"
+            )
+        elif err.errno == errno.EADDRINUSE:
+            why = f"UDP port {local_port} is in use: choose another, or stop what holds it"
+        else:
+            why = err.strerror or str(err)
+        raise PortError(
+            f"tunnel {local_ip}:{local_port}={peer_ip}:{peer_port}: cannot bind to "
+            f"{local_ip}:{local_port}: {why}"
+        ) from err
+    try:
+        sock.connect(tunnel.peer)
+        sock.setblocking(False)
+    except OSError as err:
+        sock.close()
+        raise PortError(
+            f"tunnel {local_ip}:{local_port}={peer_ip}:{peer_port}: cannot send to "
+            f"{peer_ip}:{peer_port}: {err.strerror} (is there a route to it?)"
+        ) from err
+    log.debug("port %s open", tunnel)
+    return Port(name=str(tunnel), ifindex=0, sock=sock, kind=PortKind.UDP)
+
+
+def datagram_arrival(ancdata: list[tuple[int, int, bytes]]) -> tuple[float | None, int | None]:
+    """From a tunnel port's `recvmsg` ancillary data: the kernel's receive time of the datagram
+    (Unix seconds, as `arrival_time`), and how many datagrams the kernel had dropped for the
+    socket when it queued this one (since the socket was opened, modulo 2**32); None for what
+    it does not carry (the kernel leaves the drop count out while it is 0)."""
+    stamp: float | None = None
+    dropped: int | None = None
+    for level, kind, data in ancdata:
+        if level != socket.SOL_SOCKET:
+            continue
+        if kind == SCM_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
+            seconds, nanoseconds = _TIMESPEC.unpack_from(data)
+            stamp = float(seconds + nanoseconds * 1e-9)
+        elif kind == SO_RXQ_OVFL and len(data) >= _DROP_COUNT.size:
+            dropped = int(_DROP_COUNT.unpack_from(data)[0])
+    return stamp, dropped
 
 
 def take_kernel_drops(sock: socket.socket) -> int:

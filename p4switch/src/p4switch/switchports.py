@@ -1,9 +1,10 @@
 """The switch's ports as its I/O loop sees them: socket, egress queue, captures and counters.
 
-`SwitchPorts` opens the ports given by interface name (and only those are closed again), gives
-each port its `EgressQueue` with a loss generator seeded per port, and with a capture directory
-opens `<port>-in.pcap` / `<port>-out.pcap` for each. The loop in `p4switch.dataplane` looks a
-port up once per frame, by number or by socket descriptor, and finds everything in one object.
+`SwitchPorts` opens the ports given by interface name or as a `UdpTunnel` (and only those are
+closed again), gives each port its `EgressQueue` with a loss generator seeded per port, and with
+a capture directory opens `<port>-in.pcap` / `<port>-out.pcap` for each. The loop in
+`p4switch.dataplane` looks a port up once per frame, by number or by socket descriptor, and
+finds everything in one object.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from p4switch.pcap import PcapWriter, capture_path
-from p4switch.ports import Port, open_port
+from p4switch.ports import Port, UdpTunnel, open_port, open_tunnel
 from p4switch.shaping import EgressQueue, ShapeSpec
 
 DROP_REASONS = (
@@ -60,11 +61,13 @@ class SwitchPort:
     __slots__ = (
         "auxdata",
         "counters",
+        "kind",
         "name",
         "number",
         "pcap_in",
         "pcap_out",
         "queue",
+        "rx_drops_seen",
         "rx_lag_max_s",
         "shaped",
         "sock",
@@ -75,12 +78,14 @@ class SwitchPort:
         self.name = port.name
         self.sock = port.sock
         self.auxdata = port.auxdata  # True: receive with recvmsg and restore VLAN tags
+        self.kind = port.kind
         self.queue = queue
         self.shaped = not queue.spec.is_passthrough  # False: send at once, skip the queue
         self.counters = PortCounters()
         self.pcap_in: PcapWriter | None = None
         self.pcap_out: PcapWriter | None = None
         self.rx_lag_max_s = 0.0  # the longest a frame waited in the kernel before being read
+        self.rx_drops_seen = 0  # a tunnel port: the kernel's drop count the loop has counted
 
     def stats(self, now: float, shape: ShapeSpec, reset_peaks: bool) -> dict[str, Any]:
         """Counters, queue depth, lateness and receive lag (both peaks restarted with
@@ -101,14 +106,14 @@ class SwitchPort:
 class SwitchPorts:
     """The ports of one switch, by number and by socket descriptor.
 
-    `ports` maps port numbers to interface names (opened here, closed by `close`) or to `Port`s
-    opened by the caller (left open). If opening anything fails, what was opened is closed again
-    before the error is raised.
+    `ports` maps port numbers to interface names or `UdpTunnel`s (opened here, closed by `close`)
+    or to `Port`s opened by the caller (left open). If opening anything fails, what was opened is
+    closed again before the error is raised.
     """
 
     def __init__(
         self,
-        ports: Mapping[int, str | Port],
+        ports: Mapping[int, str | UdpTunnel | Port],
         shaping: Mapping[int, ShapeSpec],
         seed: int,
         pcap_dir: Path | None,
@@ -120,6 +125,9 @@ class SwitchPorts:
             for number, port in sorted(ports.items()):
                 if isinstance(port, str):
                     port = open_port(port)
+                    self._owned.append(port)
+                elif isinstance(port, UdpTunnel):
+                    port = open_tunnel(port)
                     self._owned.append(port)
                 spec = shaping.get(number, ShapeSpec())
                 queue = EgressQueue(spec, random.Random(f"{seed}:{number}"))

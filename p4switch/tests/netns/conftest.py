@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.netns import topology
-from tests.netns.harness import SwitchLauncher
+from tests.netns.harness import SwitchLauncher, SwitchProcess
 
 _modules = itertools.count()
 
@@ -49,6 +49,18 @@ def net(netns_available: None) -> Iterator[topology.TwoHostNet]:
         yield built
     finally:
         topology.destroy(built.namespaces)
+
+
+@pytest.fixture
+def started() -> Iterator[list[SwitchProcess]]:
+    """The processes a test starts with `harness.start_controlled`; each is stopped afterwards,
+    and no other process."""
+    processes: list[SwitchProcess] = []
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            process.terminate()
 
 
 @pytest.fixture

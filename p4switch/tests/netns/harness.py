@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,20 @@ _RTT = re.compile(r"time=([\d.]+) ms")
 
 def ns_python(namespace: str, module: str, *args: str) -> list[str]:
     return ["ip", "netns", "exec", namespace, sys.executable, "-m", module, *args]
+
+
+def ns_run(
+    namespace: str, module: str, *args: str, timeout: float = 30.0
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m module args` in `namespace` to its end: its status and its text output."""
+    return subprocess.run(
+        ns_python(namespace, module, *args),
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @dataclass
@@ -79,32 +94,57 @@ class SwitchLauncher:
         args += ["--control", str(control), "--seed", str(seed)]
         if pcap_dir is not None:
             args += ["--pcap-dir", str(pcap_dir)]
-        with log.open("wb") as log_file:
-            proc = subprocess.Popen(
-                ns_python(self.net.switch_namespace, "tests.netns.forwarder", *args),
-                cwd=PROJECT,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-            )
-        switch = SwitchProcess(proc, control, log)
-        self.started.append(switch)
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"switch exited with {proc.returncode}:\n{switch.log_text()}")
-            try:
-                if switch.request({"cmd": "ping"})["ok"]:
-                    return switch
-            except ControlError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"switch not ready in {timeout} s:\n{switch.log_text()}")
-            time.sleep(0.02)  # polling the readiness condition, with a deadline
+        return start_controlled(
+            self.net.switch_namespace,
+            "tests.netns.forwarder",
+            args,
+            control,
+            log,
+            self.started,
+            timeout=timeout,
+        )
 
     def stop_all(self) -> None:
         for switch in self.started:
             switch.terminate()
+
+
+def start_controlled(
+    namespace: str,
+    module: str,
+    args: Sequence[str],
+    control: Path,
+    log: Path,
+    started: list[SwitchProcess],
+    *,
+    timeout: float = 10.0,
+) -> SwitchProcess:
+    """Start `python -m module args` in `namespace` (output to `log`), remember it in `started`
+    (so that the caller stops it, whatever happens next), and return it once its control
+    channel at `control` answers; an AssertionError with its log if it exits or does not answer
+    within `timeout` s."""
+    with log.open("wb") as log_file:
+        proc = subprocess.Popen(
+            ns_python(namespace, module, *args),
+            cwd=PROJECT,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    process = SwitchProcess(proc, control, log)
+    started.append(process)
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(f"{module} exited with {proc.returncode}:\n{process.log_text()}")
+        try:
+            if process.request({"cmd": "ping"})["ok"]:
+                return process
+        except ControlError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{module} not ready in {timeout} s:\n{process.log_text()}")
+        time.sleep(0.02)  # polling the readiness condition, with a deadline
 
 
 def ping_rtts(src: Host, dst: Host, count: int = 10, interval: float = 0.05) -> list[float]:
@@ -187,30 +227,14 @@ def send_udp(
     args = ["--dest", dst.ip, "--port", str(port), "--count", str(count), "--size", str(size)]
     if pps is not None:
         args += ["--pps", f"{pps:.3f}"]
-    done = subprocess.run(
-        ns_python(src.namespace, "tests.netns.traffic", "send", *args),
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    done = ns_run(src.namespace, "tests.netns.traffic", "send", *args, timeout=timeout)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 def send_garbage(src: Host, count: int, seed: int = 1) -> dict[str, Any]:
     """Random raw frames (and poison frames) out of `src`'s interface; the JSON summary."""
-    done = subprocess.run(
-        [
-            *ns_python(src.namespace, "tests.netns.traffic", "garbage"),
-            *("--iface", src.interface, "--count", str(count), "--seed", str(seed)),
-        ],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    args = ["--iface", src.interface, "--count", str(count), "--seed", str(seed)]
+    done = ns_run(src.namespace, "tests.netns.traffic", "garbage", *args, timeout=30)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)

@@ -8,15 +8,13 @@ Port 2's shape is the h1 -> h2 direction, port 1's the h2 -> h1 direction.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from p4switch.exceptions import ControlError
-from tests.netns.harness import PROJECT, Receiver, SwitchProcess, ns_python, ping_rtts, send_udp
+from tests.netns.harness import Receiver, SwitchProcess, ping_rtts, send_udp, start_controlled
 from tests.netns.topology import TwoHostNet
 
 pytestmark = pytest.mark.netns
@@ -38,28 +36,15 @@ class Emulators:
         args = [f"-i{n}@{name}" for n, name in self.net.switch_ports.items()]
         args += [f"--shape={shape}" for shape in shapes]
         args += ["--control", str(control), "--seed", str(seed)]
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                ns_python(self.net.switch_namespace, "p4switch.linkemu", *args),
-                cwd=PROJECT,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        emulator = SwitchProcess(proc, control, log)
-        self.started.append(emulator)
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"exited with {proc.returncode}:\n{emulator.log_text()}")
-            try:
-                if emulator.request({"cmd": "ping"})["ok"]:
-                    return emulator
-            except ControlError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"not ready in {timeout} s:\n{emulator.log_text()}")
-            time.sleep(0.02)  # polling the readiness condition, with a deadline
+        return start_controlled(
+            self.net.switch_namespace,
+            "p4switch.linkemu",
+            args,
+            control,
+            log,
+            self.started,
+            timeout=timeout,
+        )
 
     def stop_all(self) -> None:
         for emulator in self.started:
