@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from controller.network import MininetNetwork
+from controller.network import MininetNetwork, Network
 from controller.planner.cost import CostParams
 from controller.planner.schedule import Schedule
 from controller.rundir import ProcessRecord, RunDir
@@ -30,6 +30,7 @@ from innet.stopping import held
 from topo.exceptions import NetworkBuildError
 from topo.mininet_net import NetworkSpec, TestbedNet, build_network
 from topo.siteplan import SlotPool
+from topo.wan import Wan
 
 log = logging.getLogger(__name__)
 
@@ -71,19 +72,40 @@ def running_testbed(
         stack.callback(net.stop)
         network = MininetNetwork(net)
         run_dir.update(network=network.record())
-        testbed = Testbed.start(spec.wan, network, params, pool=pool, schedule=schedule)
-        stack.callback(testbed.close)
 
         def healed(names: list[str]) -> None:
             run_dir.update(network=network.record())  # the restarted switches' new PIDs
             if on_heal is not None:
                 on_heal(names)
 
-        watchdog = Watchdog(testbed, on_heal=healed)
-        watchdog.start()
-        stack.callback(watchdog.stop)
-        yield RunningTestbed(net, network, testbed, watchdog, run_dir)
+        with programmed(spec.wan, network, params, pool, schedule, healed) as (tb, watchdog):
+            yield RunningTestbed(net, network, tb, watchdog, run_dir)
     finally:
         with held():  # a stop signal never cuts the teardown short (innet/stopping.py)
             stack.close()
     log.info("testbed torn down")
+
+
+@contextlib.contextmanager
+def programmed(
+    wan: Wan,
+    network: Network,
+    params: CostParams,
+    pool: SlotPool,
+    schedule: Schedule | None,
+    on_heal: Callable[[list[str]], None] | None = None,
+) -> Iterator[tuple[Testbed, Watchdog]]:
+    """The controller's testbed over a network that is up, programmed and watched; closed
+    when the block ends. The network's own teardown is the caller's: the caller's stack
+    closes after this one, whatever signal comes (held)."""
+    stack = contextlib.ExitStack()
+    try:
+        testbed = Testbed.start(wan, network, params, pool=pool, schedule=schedule)
+        stack.callback(testbed.close)
+        watchdog = Watchdog(testbed, on_heal=on_heal)
+        watchdog.start()
+        stack.callback(watchdog.stop)
+        yield testbed, watchdog
+    finally:
+        with held():  # a stop signal never cuts the teardown short (innet/stopping.py)
+            stack.close()

@@ -91,7 +91,8 @@ class MininetNetwork:
     def __init__(self, net: TestbedNet) -> None:
         self.net = net
         self._sites = tuple(
-            SwitchSite(u, sw.name, sw.grpc_addr, sw.device_id) for u, sw in enumerate(net.switches)
+            SwitchSite(u, sw.name, sw.grpc_addr, sw.device_id)
+            for u, sw in zip(net.cities, net.switches, strict=True)
         )
 
     @property
@@ -114,7 +115,7 @@ class MininetNetwork:
     def stop_switch(self, city: int) -> None:
         """Stop city `city`'s switch process (SIGTERM, then SIGKILL after a grace period), so
         that `restart` starts a fresh one: the watchdog's last resort for a wedged switch."""
-        self.net.switches[city].stop_process()
+        self.net.switch(city).stop_process()
 
     def port_counters(self, city: int, reset_peaks: bool = False) -> PortCounters | None:
         return self.net.port_counters(city, reset_peaks)

@@ -13,6 +13,11 @@ more processes each waking for every frame slowed the edges beside them (measure
 all-to-all round 1.2-1.5x the planner's time with a process per link, 1.00-1.05x with one).
 Like every `SwitchProcess`, the node starts and stops exactly its own process and answers
 `port_counters` and `control_alive` from the emulator's control channel.
+
+On a network split across machines (topo/split.py) each machine's emulator carries the links
+with a city of its own: those with both cities here as above, those crossing to another machine
+between a veth to the edge here and a UDP tunnel port to the other machine's emulator, on the
+same port numbers.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from topo.exceptions import NetworkBuildError
 from topo.p4node import IFNAMSIZ, STARTUP_TIMEOUT_S, SwitchProcess
 from topo.shaping import switch_shape
 from topo.siteplan import wan_ports
+from topo.split import Split
 from topo.wan import Wan
 
 EMULATOR_NAME = "wan"
@@ -45,22 +51,45 @@ def link_ports(k: int) -> tuple[int, int]:
     return 2 * k + 1, 2 * k + 2
 
 
-def emulator_shapes(wan: Wan, scale: float, loss: float) -> dict[int, str]:
+def emulator_shapes(
+    wan: Wan, scale: float, loss: float, split: Split | None = None
+) -> dict[int, str]:
     """Every port's egress spec: both directions of each link shaped alike, as the edges
-    would shape them (`switch_shape`)."""
+    would shape them (`switch_shape`). With `split`, the links with a city on this machine: a
+    crossing link's tunnel port shaped as the link less the wire's delay, its veth port not."""
     shapes: dict[int, str] = {}
+    crossing = {c.k: c for c in split.crossing(wan)} if split is not None else {}
+    here = set(split.cities) if split is not None else set(range(wan.n))
     for k, (u, v) in enumerate(emulated_links(wan)):
-        spec = switch_shape(wan.link(u, v), scale, loss)
-        for port in link_ports(k):
-            shapes[port] = spec
+        if k in crossing:
+            shapes[crossing[k].tunnel_port] = switch_shape(crossing[k].shaped_link, scale, loss)
+        elif u in here:
+            spec = switch_shape(wan.link(u, v), scale, loss)
+            for port in link_ports(k):
+                shapes[port] = spec
     return shapes
 
 
-def interface_names(wan: Wan, prefix: str = "") -> list[str]:
-    """The root-namespace interfaces the emulator adds (two per link); raise if one would be
-    longer than Linux allows."""
-    last = 2 * len(emulated_links(wan))
-    names = [f"{prefix}{EMULATOR_NAME}-eth{port}" for port in range(1, last + 1)]
+def veth_ports(wan: Wan, split: Split | None = None) -> list[int]:
+    """The emulator's ports that are veths to an edge here, in order: every port on one
+    machine; with `split`, both of each link here and a crossing link's port facing its city."""
+    if split is None:
+        return list(range(1, 2 * len(emulated_links(wan)) + 1))
+    crossing = {c.k: c for c in split.crossing(wan)}
+    here = set(split.cities)
+    ports: list[int] = []
+    for k, (u, _) in enumerate(emulated_links(wan)):
+        if k in crossing:
+            ports.append(crossing[k].veth_port)
+        elif u in here:
+            ports.extend(link_ports(k))
+    return ports
+
+
+def interface_names(wan: Wan, prefix: str = "", split: Split | None = None) -> list[str]:
+    """The root-namespace interfaces the emulator adds (two per link here, one per crossing
+    link); raise if one would be longer than Linux allows."""
+    names = [f"{prefix}{EMULATOR_NAME}-eth{port}" for port in veth_ports(wan, split)]
     too_long = [n for n in names if len(n) > IFNAMSIZ]
     if too_long:
         raise NetworkBuildError(
@@ -71,7 +100,8 @@ def interface_names(wan: Wan, prefix: str = "") -> list[str]:
 
 
 class LinkEmulator(SwitchProcess):
-    """The link emulator process; `shapes` maps its ports to egress spec text."""
+    """The link emulator process; `shapes` maps its ports to egress spec text, `tunnels` are
+    its UDP tunnel ports (`-u` arguments, topo/split.py)."""
 
     kind = "link emulator"
 
@@ -81,18 +111,22 @@ class LinkEmulator(SwitchProcess):
         *,
         rundir: Path,
         shapes: Mapping[int, str],
+        tunnels: Sequence[str] = (),
         seed: int = 0,
         startup_timeout: float = STARTUP_TIMEOUT_S,
         **params: object,
     ) -> None:
         super().__init__(name, rundir=rundir, startup_timeout=startup_timeout, **params)
         self.shapes = dict(shapes)
+        self.tunnels = tuple(tunnels)
         self.seed = seed
 
     def command(self) -> list[str]:
         argv = [sys.executable, "-m", "p4switch.linkemu"]
         for port, ifname in sorted(self.port_interfaces().items()):
             argv += ["-i", f"{port}@{ifname}"]
+        for tunnel in self.tunnels:
+            argv += ["-u", tunnel]
         for port, spec in sorted(self.shapes.items()):
             argv += ["--shape", f"{port}:{spec}"]
         argv += ["--seed", str(self.seed), "--control", str(self.control_path)]
@@ -103,28 +137,45 @@ def add_link_emulator(
     net: Mininet,
     wan: Wan,
     hosts_per_city: int,
-    switches: Sequence[SwitchProcess],
+    switches: Mapping[int, SwitchProcess],
     *,
     scale: float,
     loss: float,
     rundir: Path,
     prefix: str = "",
     startup_timeout: float = STARTUP_TIMEOUT_S,
+    split: Split | None = None,
 ) -> LinkEmulator:
     """Every WAN link as edge u - emulator - edge v, in `emulated_links` order (the order
     `_add_wan_links` uses, so each edge still meets its links in neighbour order on ports
-    W+1+j)."""
+    W+1+j); `switches` by city. With `split`, the links with a city here: a crossing link as
+    edge - emulator - tunnel."""
+    crossing = {c.k: c for c in split.crossing(wan)} if split is not None else {}
     with held():  # its shell and veth pairs recorded in `net` before a stop signal counts
         node: LinkEmulator = net.addSwitch(
             f"{prefix}{EMULATOR_NAME}",
             cls=LinkEmulator,
             dpid="10000",
             rundir=rundir,
-            shapes=emulator_shapes(wan, scale, loss),
+            shapes=emulator_shapes(wan, scale, loss, split),
+            tunnels=[c.tunnel_arg for c in crossing.values()],
             startup_timeout=startup_timeout,
         )
     for k, (u, v) in enumerate(emulated_links(wan)):
         toward_u, toward_v = link_ports(k)
+        if k in crossing:
+            c = crossing[k]
+            with held():
+                net.addLink(
+                    switches[c.here],
+                    node,
+                    cls=Link,
+                    port1=wan_ports(wan, c.here, hosts_per_city)[c.there],
+                    port2=c.veth_port,
+                )
+            continue
+        if u not in switches:
+            continue  # both cities on other machines
         with held():
             net.addLink(
                 switches[u],

@@ -45,10 +45,13 @@ def switch_name(city: int, prefix: str = "") -> str:
     return f"{prefix}s{city}"
 
 
-def check_names(wan: Wan, hosts_per_city: int, prefix: str) -> list[str]:
-    """Every root-namespace interface name the testbed will create; raise if one is too long."""
+def check_names(
+    wan: Wan, hosts_per_city: int, prefix: str, cities: Sequence[int] | None = None
+) -> list[str]:
+    """Every root-namespace interface name the testbed will create (for `cities`, all when
+    None); raise if one is too long."""
     names = []
-    for u in range(wan.n):
+    for u in range(wan.n) if cities is None else cities:
         last_port = hosts_per_city + len(wan.neighbours(u))
         names += [f"{switch_name(u, prefix)}-eth{p}" for p in range(1, last_port + 1)]
         host_if = f"{host_specs(u, hosts_per_city, prefix)[-1].name}-eth0"

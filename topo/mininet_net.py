@@ -60,6 +60,7 @@ from topo.shaping import (
 from topo.siteplan import (
     GRPC_BASE_PORT,
     ISLAND_PREFIX_LENGTH,
+    LOOPBACK,
     MAX_HOSTS_PER_ISLAND,
     MAX_SITES,
     SlotPool,
@@ -68,6 +69,7 @@ from topo.siteplan import (
     program_defines,
     wan_ports,
 )
+from topo.split import Split
 from topo.wan import Wan
 
 log = logging.getLogger(__name__)
@@ -88,7 +90,22 @@ class TestbedNet:
     workdir: Path
     target: P4Target = P4Target.P4SWITCH
     links: tuple[LinkEmulator, ...] = ()  # shaping `links`: the emulator of every WAN link
+    cities: tuple[int, ...] = ()  # the WAN's cities built here, in the order of `switches` and
+    # `hosts`: every city, or this machine's share of a network split across machines
     stopped: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.cities:
+            self.cities = tuple(range(self.wan.n))
+
+    def _at(self, city: int) -> int:
+        """Where city `city`'s edge and hosts are in `switches` and `hosts`."""
+        try:
+            return self.cities.index(city)
+        except ValueError:
+            raise NetworkBuildError(
+                f"city {city} ({self.wan.names[city]}) is not built on this machine"
+            ) from None
 
     @property
     def grpc_addresses(self) -> tuple[str, ...]:
@@ -102,8 +119,12 @@ class TestbedNet:
     def switch_pids(self) -> tuple[int | None, ...]:
         return tuple(sw.switch_pid for sw in self.switches)
 
+    def switch(self, city: int) -> P4Switch:
+        """City `city`'s edge (NetworkBuildError when it is built on another machine)."""
+        return self.switches[self._at(city)]
+
     def leader(self, city: int) -> Host:
-        return self.hosts[city][0]
+        return self.hosts[self._at(city)][0]
 
     # --- what the controller cannot ask over P4Runtime ----------------------------------------
 
@@ -113,20 +134,20 @@ class TestbedNet:
 
     def port_counters(self, city: int, reset_peaks: bool = False) -> PortCounters:
         """City `city`'s edge: its port counters (SwitchControlError when it cannot be read)."""
-        return self.switches[city].port_counters(reset_peaks)
+        return self.switches[self._at(city)].port_counters(reset_peaks)
 
     def control_alive(self, city: int) -> bool | None:
         """Whether city `city`'s edge answers on its control channel (None: it has none)."""
-        return self.switches[city].control_alive()
+        return self.switches[self._at(city)].control_alive()
 
     def process_alive(self, city: int) -> bool:
-        proc = self.switches[city].process
+        proc = self.switches[self._at(city)].process
         return proc is not None and proc.poll() is None
 
     def restart(self, city: int, deadline: float) -> None:
         """Start city `city`'s switch process again (if it has exited) and wait until it is
         ready or `deadline` (time.monotonic()) passes."""
-        switch = self.switches[city]
+        switch = self.switches[self._at(city)]
         switch.start([])  # starts a new process only when the old one has exited
         wait_all_ready([switch], deadline)
         log.info("switch %s restarted as PID %s", switch.name, switch.switch_pid)
@@ -199,6 +220,9 @@ class NetworkSpec:
     instead (topo/bmv2.py): no program at start (the controller pushes p4c's JSON), links shaped
     by the kernel or by link emulators, BMv2's console log only with `log_console`. City u's
     edge has device id u + 1 and P4Runtime at 127.0.0.1:(grpc_base_port + u) (the site plan).
+    With `split` (topo/split.py) only this machine's cities are built, their P4Runtime served
+    on this machine's address, and the WAN links are carried by a link emulator (shaping
+    `links`), those crossing to another machine over UDP tunnels.
     """
 
     wan: Wan
@@ -215,6 +239,7 @@ class NetworkSpec:
     log_console: bool = False
     name_prefix: str = ""
     startup_timeout: float = 90.0
+    split: Split | None = None  # this machine's share of a network split across machines
 
     def __post_init__(self) -> None:
         try:  # the choices as members, whether given as members or as their values
@@ -235,10 +260,29 @@ class NetworkSpec:
         if self.slots is not None:
             # SlotPoolError unless innet.p4 compiles with it
             SlotPool(self.slots, self.scale, self.packet_format)
+        if self.split is not None:
+            if self.shaping not in (Shaping.AUTO, Shaping.LINKS):
+                raise NetworkBuildError(
+                    f"a network split across machines carries its WAN links in link "
+                    f"emulators (shaping links), not shaping {self.shaping}"
+                )
+            self.split.crossing(self.wan)  # NetworkBuildError for a split that cannot be
+
+    @property
+    def cities(self) -> tuple[int, ...]:
+        """The cities built here: all, or this machine's share."""
+        return tuple(range(self.wan.n)) if self.split is None else self.split.cities
+
+    @property
+    def grpc_host(self) -> str:
+        """Where the switches serve P4Runtime: loopback, or this machine's address."""
+        return LOOPBACK if self.split is None else self.split.here
 
     def shaping_mode(self) -> Shaping:
         """Who shapes WAN links here (topo/shaping.py); raises, naming what is missing, when
         the target or the shaping asked for cannot run on this machine."""
+        if self.split is not None:
+            return preflight(Shaping.LINKS, self.target)
         return preflight(self.shaping, self.target)
 
     def switch_shapes(self, mode: Shaping) -> list[dict[int, str]]:
@@ -257,10 +301,10 @@ class NetworkSpec:
 
     def listening_ports(self) -> dict[int, str]:
         """The TCP ports the switches will listen on, each with what it is for."""
-        names, n = self.wan.names, self.wan.n
-        ports = {self.grpc_base_port + u: f"{names[u]}'s P4Runtime" for u in range(n)}
+        names, here = self.wan.names, self.cities
+        ports = {self.grpc_base_port + u: f"{names[u]}'s P4Runtime" for u in here}
         if self.target == P4Target.BMV2:
-            ports.update({THRIFT_BASE_PORT + u: f"{names[u]}'s BMv2 Thrift" for u in range(n)})
+            ports.update({THRIFT_BASE_PORT + u: f"{names[u]}'s BMv2 Thrift" for u in here})
         return ports
 
 
@@ -274,11 +318,11 @@ def preflight(shaping: Shaping, target: P4Target) -> Shaping:
 
 def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
     """Build and start the network: Mininet (controller=None), one switch process per city."""
-    wan = spec.wan
+    wan, here = spec.wan, spec.cities
     mode = spec.shaping_mode()
-    names = check_names(wan, spec.hosts_per_city, spec.name_prefix)
+    names = check_names(wan, spec.hosts_per_city, spec.name_prefix, here)
     if mode == Shaping.LINKS:
-        names += link_interface_names(wan, spec.name_prefix)
+        names += link_interface_names(wan, spec.name_prefix, spec.split)
     check_nothing_in_the_way(names, spec.listening_ports())
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -295,8 +339,8 @@ def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
     )
     started = time.monotonic()
     try:
-        switches = [_add_switch(net, spec, u, workdir, shapes[u]) for u in range(wan.n)]
-        hosts = [_add_hosts(net, spec, u, switches[u]) for u in range(wan.n)]
+        switches = {u: _add_switch(net, spec, u, workdir, shapes[u]) for u in here}
+        hosts = [_add_hosts(net, spec, u, switches[u]) for u in here]
         links: tuple[LinkEmulator, ...] = ()
         if mode == Shaping.LINKS:
             links = (
@@ -310,12 +354,13 @@ def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
                     rundir=workdir,
                     prefix=spec.name_prefix,
                     startup_timeout=spec.startup_timeout,
+                    split=spec.split,
                 ),
             )
         else:
-            _add_wan_links(net, spec, mode, switches)
+            _add_wan_links(net, spec, mode, list(switches.values()))
         net.build()
-        for u, city_hosts in enumerate(hosts):
+        for u, city_hosts in zip(here, hosts, strict=True):
             island = spec.hosts(u)
             for host, me in zip(city_hosts, island, strict=True):
                 configure_host(host, u, island, me)
@@ -326,7 +371,16 @@ def build_network(spec: NetworkSpec, workdir: Path) -> TestbedNet:
         net.stop()
         raise
     testbed = TestbedNet(
-        wan, net, tuple(hosts), tuple(switches), mode, spec.scale, workdir, spec.target, links
+        wan,
+        net,
+        tuple(hosts),
+        tuple(switches.values()),
+        mode,
+        spec.scale,
+        workdir,
+        spec.target,
+        links,
+        here,
     )
     log.info(
         "testbed up in %.1f s: %d cities x %d hosts, %s shaping, scale %g",
@@ -357,7 +411,7 @@ def _add_switch(
             dpid=f"{u + 1:x}",
             program=Path(spec.program).resolve(),
             rundir=workdir,
-            grpc_addr=grpc_address(u, spec.grpc_base_port),
+            grpc_addr=grpc_address(u, spec.grpc_base_port, spec.grpc_host),
             device_id=device_id(u),
             defines=defines,
             shapes=shapes,

@@ -208,6 +208,7 @@ def device_id(island: int) -> int:
     return island + 1
 
 
-def grpc_address(island: int, base_port: int = GRPC_BASE_PORT) -> str:
-    """Where city `island`'s switch serves P4Runtime."""
-    return f"{LOOPBACK}:{base_port + island}"
+def grpc_address(island: int, base_port: int = GRPC_BASE_PORT, host: str = LOOPBACK) -> str:
+    """Where city `island`'s switch serves P4Runtime (on `host`: loopback on one machine, the
+    machine's address on a network split across machines)."""
+    return f"{host}:{base_port + island}"

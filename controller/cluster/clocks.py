@@ -236,8 +236,7 @@ def judge_clocks(
     if mode is ClockMode.REFUSE:
         raise ClockRefused(
             f"{what}; nothing was started: measure the offset over a quieter network or with "
-            "more exchanges (half the shortest round trip bounds it), or choose the 'flag' "
-            "clock mode to run with every round flagged"
+            "more exchanges (half the shortest round trip bounds it)"
         )
     return ClockVerdict(
         mode, headroom_s, tuple(loose), f"{what}: the rounds' timing may be the clocks'"

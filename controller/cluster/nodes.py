@@ -35,7 +35,8 @@ from innet.stopping import held
 from innet.versions import installed_version
 
 NAMESPACE_PROBE = "innet-node-check-"  # + the checking process's PID
-VERSIONED = ("ray", "python", "innet", "p4switch")  # alike on every machine (Python: 3.X)
+VERSIONED = ("ray", "python", "innet", "p4switch")  # alike on every machine
+RELEASE_PARTS = {"python": 2}  # where only the first parts must match: Python's 3.X
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +122,9 @@ def node_problems(nodes: Sequence[NodeFacts], driver: Mapping[str, str | None]) 
 
 def _release(key: str, version: str | None) -> str | None:
     """What must match: Python's major.minor (its pickles), every other version whole."""
-    if key == "python" and version:
-        return ".".join(version.split(".")[:2])
+    parts = RELEASE_PARTS.get(key)
+    if parts is not None and version:
+        return ".".join(version.split(".")[:parts])
     return version
 
 

@@ -29,11 +29,13 @@ from controller.cluster.agent import NodeAgent
 from controller.cluster.nodes import NodeFacts, driver_versions, node_problems
 from controller.cluster.probe import DEFAULT_EXCHANGES
 from controller.cluster.survey import Survey, measure
+from controller.runner.exceptions import ExperimentError
 from innet.exceptions import InputError
 
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 5.0
+AGENT_THREADS = 8  # calls an agent answers at once, each on a thread of its own
 AGENT_TIMEOUT_S = 60.0  # an agent's first answer: Ray starts a Python process on its node first
 DEFAULT_RAY_PORT = 6379  # `ray start --head`'s
 RAY_NAMESPACE = "innet"
@@ -42,6 +44,15 @@ RAY_NAMESPACE = "innet"
 class ClusterError(InputError):
     """A cluster innet cannot use: unreachable, or a machine that lacks what a run needs there.
     Nothing was started on any node."""
+
+
+class ClusterFailure(ExperimentError):
+    """A node's agent did not answer, is gone (its machine lost), or failed at what it was
+    asked; the message names the node, `lost` the nodes given up for lost."""
+
+    def __init__(self, message: str, lost: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.lost = tuple(lost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,12 +91,23 @@ def try_reach(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S) -> Non
     )
 
 
-def agent_class() -> Any:
-    """NodeAgent as a Ray actor class: no CPU asked for, never restarted (a lost node is a lost
-    run, not a silent rebuild)."""
+def place_agent(node: ClusterNode) -> Any:
+    """A NodeAgent actor on `node` and nowhere else: no CPU asked for, never restarted (a lost
+    node is a lost run, not a silent rebuild), answering several calls at once (a call that
+    waits for its leaders' events never holds up a command to them)."""
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    return ray.remote(num_cpus=0, max_restarts=0)(NodeAgent)
+    return (
+        ray.remote(NodeAgent)
+        .options(
+            num_cpus=0,
+            max_restarts=0,
+            max_concurrency=AGENT_THREADS,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
+        )
+        .remote(node.address)
+    )
 
 
 class Cluster:
@@ -102,7 +124,6 @@ class Cluster:
         host, port = head_address(address)
         try_reach(host, port)
         import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         try:
             ray.init(
@@ -115,13 +136,7 @@ class Cluster:
             raise ClusterError(f"cannot join the Ray cluster at {host}:{port}: {err}") from None
         try:
             nodes = alive_nodes(ray.nodes())  # type: ignore[no-untyped-call]  # (Ray's own)
-            actor = agent_class()
-            agents = [
-                actor.options(
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(n.node_id, soft=False)
-                ).remote(n.address)
-                for n in nodes
-            ]
+            agents = [place_agent(n) for n in nodes]
         except BaseException:
             ray.shutdown()
             raise
@@ -132,30 +147,62 @@ class Cluster:
         """Every node's facts, in node order, asked of all at once."""
         return self.gather("its facts", [a.facts.remote() for a in self.agents])
 
+    @property
+    def addresses(self) -> tuple[str, ...]:
+        return tuple(n.address for n in self.nodes)
+
+    def agent(self, address: str) -> Any:
+        """The agent of the node at `address`; ClusterError for no such node."""
+        for node, agent in zip(self.nodes, self.agents, strict=True):
+            if node.address == address:
+                return agent
+        raise ClusterError(
+            f"no node of the cluster at {self.address} has the address {address} (its nodes: "
+            f"{', '.join(self.addresses)})"
+        )
+
     def gather(
         self, what: str, asked: Sequence[Any], timeout_s: float = AGENT_TIMEOUT_S
     ) -> list[Any]:
-        """The answers to `asked` (one Ray call per node, in node order) within `timeout_s`;
-        ClusterError naming every node that did not answer, or whose agent is gone."""
+        """The answers to `asked` (one Ray call per node, in node order), as `gather_from`."""
+        return self.gather_from(self.addresses, what, asked, timeout_s)
+
+    def ask(self, address: str, what: str, asked: Any, timeout_s: float = AGENT_TIMEOUT_S) -> Any:
+        """The answer to one call to the agent at `address`, as `gather_from`."""
+        return self.gather_from([address], what, [asked], timeout_s)[0]
+
+    def gather_from(
+        self,
+        addresses: Sequence[str],
+        what: str,
+        asked: Sequence[Any],
+        timeout_s: float = AGENT_TIMEOUT_S,
+    ) -> list[Any]:
+        """The answers to `asked` (one Ray call to each node of `addresses`, in that order)
+        within `timeout_s`; ClusterError naming every node that did not answer, whose agent is
+        gone, or whose agent failed (with its error's first line)."""
         import ray
 
         ready, _ = ray.wait(list(asked), num_returns=len(asked), timeout=timeout_s)
         done = set(ready)
         answers: list[Any] = []
-        silent: list[str] = []
-        for node, ref in zip(self.nodes, asked, strict=True):
+        failed: list[str] = []
+        lost: list[str] = []
+        for address, ref in zip(addresses, asked, strict=True):
             if ref not in done:
-                silent.append(f"node {node.address}: no answer within {timeout_s:g} s")
+                failed.append(f"node {address}: no answer within {timeout_s:g} s")
+                lost.append(address)
                 continue
             try:
                 answers.append(ray.get(ref))
+            except ray.exceptions.RayTaskError as err:
+                failed.append(f"node {address}: {_first_line(err.cause or err)}")
             except ray.exceptions.RayError as err:
-                silent.append(f"node {node.address}: its agent is gone ({_first_line(err)})")
-        if silent:
-            raise ClusterError(
-                f"asking every node for {what}: {'; '.join(silent)} (a machine lost, or one "
-                "too busy to start a Python process)"
-            )
+                failed.append(f"node {address}: its agent is gone ({_first_line(err)})")
+                lost.append(address)
+        if failed:
+            why = " (a machine lost, or one too busy to start a Python process)" if lost else ""
+            raise ClusterFailure(f"asking for {what}: {'; '.join(failed)}{why}", lost)
         return answers
 
     def check(self) -> list[NodeFacts]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
+from controller.cluster.agent import Agents
 from controller.cluster.clocks import ClockOffset, PathDelay, estimate_offset, path_delay
 from controller.cluster.nodes import NodeFacts
 from controller.cluster.probe import probe
@@ -77,14 +77,6 @@ class Survey:
             ],
             "wires": [w.to_json() for w in self.wires],
         }
-
-
-class Agents(Protocol):
-    """The agents of a cluster, one per node, and how to ask them all (raycluster.Cluster)."""
-
-    agents: tuple[Any, ...]
-
-    def gather(self, what: str, asked: Sequence[Any]) -> list[Any]: ...
 
 
 def measure(address: str, nodes: Sequence[NodeFacts], cluster: Agents, exchanges: int) -> Survey:

@@ -36,6 +36,7 @@ from topo.shaping import SHAPING_HELP
 from topo.siteplan import GRPC_BASE_PORT
 
 if TYPE_CHECKING:  # the runner itself is imported by `run` (it loads torch)
+    from controller.runner.emulation import Emulation
     from controller.runner.run import Run
 
 # the machine check's modes (controller.runner.calibration.MODES, which loads torch)
@@ -94,6 +95,13 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default="refuse",
         help="the machine check before anything starts: refuse (default) stops a plan that does "
         "not fit this machine's CPU now and warns of a tight one; warn only warns; off skips it",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="HEAD",
+        help="run on the Ray cluster whose head is at HEAD[:PORT], each island on one of its "
+        "machines (the scenario's `placement`, or chosen); overrides the scenario's `cluster` "
+        "(docs/cluster.md)",
     )
     p.add_argument("--run-dir", type=Path, help="state directory (as for innet net up)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -194,7 +202,6 @@ class HowFar:
 def _run(args: argparse.Namespace, where: HowFar) -> int:
     # imported here: the runner loads torch (seconds), which no other command needs
     from controller.runner.emulation import resolve
-    from controller.runner.results import format_table
     from controller.runner.run import Run, built_testbeds
     from controller.runner.scenario import load_scenario
     from topo.mininet_net import preflight
@@ -213,15 +220,13 @@ def _run(args: argparse.Namespace, where: HowFar) -> int:
     if args.check:
         print("\n".join(plan))
         return 0
+    head = args.cluster or emulation.scenario.cluster
+    if head is not None:
+        return _run_on_cluster(args, where, emulation, head, folder)
     if os.geteuid() != 0:
         raise CommandLineError("innet run needs root (Mininet builds namespaces and veth pairs)")
     preflight(args.shaping, args.target)  # the target's tools and the shaping, before anything
-    name = emulation.scenario.name
-    if folder is None:
-        folder = RESULTS / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-        _check_out(folder)
-    if folder.exists() and any(folder.iterdir()):
-        raise CommandLineError(f"{folder} exists and is not empty: choose another --out")
+    folder = _results_folder(emulation, folder)
     run_dir = RunDir(args.run_dir)
     busy = run_dir.occupied()
     if busy is not None:
@@ -251,6 +256,59 @@ def _run(args: argparse.Namespace, where: HowFar) -> int:
         if calibration is not None:  # (a warning, when there is one, is logged to stderr)
             print(calibration.summary, flush=True)
         experiment.execute()
+    return _report(emulation, experiment, folder)
+
+
+def _results_folder(emulation: Emulation, folder: Path | None) -> Path:
+    """The results folder given, or one named by the scenario and the time; refused when it
+    holds anything."""
+    if folder is None:
+        folder = RESULTS / f"{emulation.scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        _check_out(folder)
+    if folder.exists() and any(folder.iterdir()):
+        raise CommandLineError(f"{folder} exists and is not empty: choose another --out")
+    return folder
+
+
+def _run_on_cluster(
+    args: argparse.Namespace, where: HowFar, emulation: Emulation, head: str, folder: Path | None
+) -> int:
+    """The run with each island on a machine of the Ray cluster at `head` (docs/cluster.md):
+    the cluster checked, measured and the islands placed before anything starts there; the
+    machine check is the placement's, per machine, not this machine's."""
+    from controller.cluster.raycluster import Cluster
+    from controller.cluster.runs import prepare
+    from controller.runner.run import Run
+
+    if args.target != P4Target.P4SWITCH or args.shaping not in (Shaping.AUTO, Shaping.LINKS):
+        raise CommandLineError(
+            "--cluster runs p4switch edges with their WAN links in link emulators (--target "
+            f"p4switch, --shaping links), not --target {args.target} --shaping {args.shaping}"
+        )
+    folder = _results_folder(emulation, folder)
+    with Cluster.connect(head) as cluster:
+        prepared = prepare(cluster, emulation)  # refuses, naming the node or link
+        print("\n".join(emulation.predictions()), flush=True)
+        print(prepared.placement.summary, flush=True)
+        progress = ProgressBar(args.no_progress)
+        experiment = Run(
+            emulation,
+            folder,
+            prepared.testbeds(emulation),
+            progress=progress,
+            cluster=prepared.to_json(),
+        )
+        where.experiment, where.folder = experiment, folder
+        with progress:
+            experiment.execute()
+    return _report(emulation, experiment, folder)
+
+
+def _report(emulation: Emulation, experiment: Run, folder: Path) -> int:
+    """The comparison table, the gap, the TCP warning and where the results are; 1 when a
+    schedule failed."""
+    from controller.runner.results import format_table
+
     print(format_table(experiment.summary))
     if experiment.gap is not None:
         from controller.runner.results.gap import gap_table

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Protocol, TypeVar
 
 from mininet.node import Host
 
@@ -39,7 +39,11 @@ KILL_AFTER_S = 2.0  # ... and after SIGTERM within this, else SIGKILL
 
 @dataclass(frozen=True, slots=True)
 class Exited:
-    """The leader's stdout closed: it is gone (the runner's own marker, not a message)."""
+    """The leader's stdout closed: it is gone (the runner's own marker, not a message);
+    `status` its exit status where the one who saw it go knows it (a leader on another
+    machine), else read from the process."""
+
+    status: int | None = None
 
 
 @dataclass
@@ -53,6 +57,9 @@ class IslandProcess:
     @property
     def role(self) -> str:
         return f"--island {self.island} --host {self.host}"
+
+    def exit_status(self) -> int | None:
+        return self.proc.wait()
 
     def send(self, command: Command) -> None:
         assert self.proc.stdin is not None
@@ -76,65 +83,47 @@ class IslandProcess:
         self.events.put(Exited())
 
 
-class Islands:
-    """The island processes of one network: leaders with pipes, the other hosts beside them.
+class LeaderChannel(Protocol):
+    """One island's leader as the runner talks to it: commands in, events out."""
+
+    island: int
+    name: str  # the island's city
+    events: queue.Queue[Event | Exited]
+
+    def send(self, command: Command) -> None: ...
+
+    def exit_status(self) -> int | None:
+        """Once it is gone (an Exited event came): its exit status, where known."""
+        ...
+
+
+class LeaderEvents:
+    """Commands to every leader and their events collected by a deadline, whatever carries
+    them (pipes here, a cluster's agents in controller/cluster/islands.py).
 
     `clock` (Unix seconds) is what the deadlines of `expect` are read on, and `sleep` how it
     waits between polls: a test passes a simulated clock and a sleep that advances it."""
 
-    def __init__(
-        self,
-        hosts: Sequence[Sequence[Host]],
-        names: tuple[str, ...],
-        config: Path,
-        logs: Path,
-        *,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.hosts, self.names, self.config, self.logs = hosts, names, config, logs
-        self.clock, self.sleep = clock, sleep
-        self.leaders: list[IslandProcess] = []
-        self.others: list[IslandProcess] = []  # hosts but the leaders: no pipes, their logs
-        self._files: list[IO[str]] = []
+    leaders: Sequence[LeaderChannel]
+    names: tuple[str, ...]
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
 
-    def argv(self, island: int, host: int) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "workers.island",
-            str(self.config),
-            "--island",
-            str(island),
-            "--host",
-            str(host),
-        ]
+    def where_logs_are(self, leader: LeaderChannel) -> str:
+        """Where a gone leader's log is, for the error that says it is gone."""
+        raise NotImplementedError
 
     def start(self) -> None:
-        self.logs.mkdir(parents=True, exist_ok=True)
-        for u, hosts in enumerate(self.hosts):
-            for k, host in enumerate(hosts, start=1):
-                err = open(self.logs / f"{host.name}.log", "a")  # noqa: SIM115 (closed in stop)
-                self._files.append(err)
-                if k == LEADER_HOST:
-                    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
-                    proc = host.popen(self.argv(u, k), **pipes, stderr=err, text=True, bufsize=1)
-                    leader = IslandProcess(u, self.names[u], k, proc)
-                    threading.Thread(target=leader.read_events, daemon=True).start()
-                    self.leaders.append(leader)
-                else:
-                    proc = host.popen(self.argv(u, k), stdout=err, stderr=err, text=True)
-                    self.others.append(IslandProcess(u, self.names[u], k, proc))
+        """Start every island's processes."""
+        raise NotImplementedError
 
-    @property
-    def processes(self) -> list[subprocess.Popen[str]]:
-        return [p.proc for p in [*self.leaders, *self.others]]
+    def stop(self, grace_s: float | None = None) -> None:
+        """Stop every process started (the leaders told to stop, `grace_s` to end)."""
+        raise NotImplementedError
 
     def record(self) -> list[ProcessRecord]:
-        """Every process started, for the run directory's state (and `innet clean`): leaders
-        first, then the other hosts, each in city order."""
-        started = [*self.leaders, *self.others]
-        return [ProcessRecord.of(f"island process {p.role}", p.proc.pid) for p in started]
+        """The processes started, for the run directory's state (`innet clean`)."""
+        raise NotImplementedError
 
     def expect(self, kind: type[E], deadline: float, what: str) -> dict[int, E | Failed]:
         """Every leader's next event of `kind` (or Failed), by `deadline` (on `clock`); else
@@ -157,16 +146,16 @@ class Islands:
                 self.sleep(POLL_S)
         return got
 
-    def _next(self, leader: IslandProcess, what: str) -> Event | None:
+    def _next(self, leader: LeaderChannel, what: str) -> Event | None:
         try:
             event = leader.events.get_nowait()
         except queue.Empty:
             return None
         if isinstance(event, Exited):
-            code = leader.proc.wait()
+            code = event.status if event.status is not None else leader.exit_status()
             raise ExperimentError(
                 f"island {leader.name}: its leader exited (status {code}) during {what}; "
-                f"see {self.logs}"
+                f"see {self.where_logs_are(leader)}"
             )
         if isinstance(event, Refused):
             raise ExperimentError(f"island {leader.name} refused a command: {event.error}")
@@ -175,6 +164,72 @@ class Islands:
     def broadcast(self, command: Command) -> None:
         for leader in self.leaders:
             leader.send(command)
+
+
+class Islands(LeaderEvents):
+    """The island processes of one network: leaders with pipes, the other hosts beside them.
+
+    `hosts` are per island, of the islands `cities` (the WAN's city numbers; default 0, 1, ...
+    as many as `hosts`): a machine of a cluster runs its own cities' islands."""
+
+    def __init__(
+        self,
+        hosts: Sequence[Sequence[Host]],
+        names: tuple[str, ...],
+        config: Path,
+        logs: Path,
+        *,
+        cities: Sequence[int] | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.hosts, self.names, self.config, self.logs = hosts, names, config, logs
+        self.cities = tuple(range(len(hosts)) if cities is None else cities)
+        self.clock, self.sleep = clock, sleep
+        self.leaders: list[IslandProcess] = []
+        self.others: list[IslandProcess] = []  # hosts but the leaders: no pipes, their logs
+        self._files: list[IO[str]] = []
+
+    def where_logs_are(self, leader: LeaderChannel) -> str:
+        return str(self.logs)
+
+    def argv(self, island: int, host: int) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "workers.island",
+            str(self.config),
+            "--island",
+            str(island),
+            "--host",
+            str(host),
+        ]
+
+    def start(self) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        for u, hosts in zip(self.cities, self.hosts, strict=True):
+            for k, host in enumerate(hosts, start=1):
+                err = open(self.logs / f"{host.name}.log", "a")  # noqa: SIM115 (closed in stop)
+                self._files.append(err)
+                if k == LEADER_HOST:
+                    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
+                    proc = host.popen(self.argv(u, k), **pipes, stderr=err, text=True, bufsize=1)
+                    leader = IslandProcess(u, self.names[u], k, proc)
+                    threading.Thread(target=leader.read_events, daemon=True).start()
+                    self.leaders.append(leader)
+                else:
+                    proc = host.popen(self.argv(u, k), stdout=err, stderr=err, text=True)
+                    self.others.append(IslandProcess(u, self.names[u], k, proc))
+
+    @property
+    def processes(self) -> list[subprocess.Popen[str]]:
+        return [p.proc for p in [*self.leaders, *self.others]]
+
+    def record(self) -> list[ProcessRecord]:
+        """Every process started, for the run directory's state (and `innet clean`): leaders
+        first, then the other hosts, each in city order."""
+        started = [*self.leaders, *self.others]
+        return [ProcessRecord.of(f"island process {p.role}", p.proc.pid) for p in started]
 
     def stop(self, grace_s: float | None = None) -> None:
         """Stop every process this object started (by PID), then close the log files.

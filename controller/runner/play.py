@@ -27,7 +27,7 @@ from controller.runner.counters import Snapshot, counted, snapshot
 from controller.runner.emulation import Emulation, MemoryPoint
 from controller.runner.exceptions import ExperimentError
 from controller.runner.flags import RoundSeen, cpu_threshold_s, flag_round
-from controller.runner.islands import Islands
+from controller.runner.islands import LeaderEvents
 from controller.runner.leaders import local_lag, send_policy
 from controller.runner.records import RoundRecord
 from controller.testbed import InstalledRound, Testbed
@@ -78,7 +78,7 @@ class RoundContext:
     point: MemoryPoint
     plan: FamilyPlan
     testbed: Testbed
-    islands: Islands
+    islands: LeaderEvents
     began: float  # on the islands' clock (Unix seconds)
     network: str = NetworkMode.INNA  # the scenario's network of this play
 

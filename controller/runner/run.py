@@ -33,18 +33,20 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from controller.bringup import RunningTestbed, running_testbed
 from controller.planner.schedule import Schedule
-from controller.rundir import RunDir
+from controller.rundir import ProcessRecord, RunDir
 from controller.runner import calibration as machine_check
 from controller.runner.calibration import Calibration
 from controller.runner.emulation import Emulation, MemoryPoint, Play
 from controller.runner.exceptions import ExperimentError
-from controller.runner.islands import Islands
+from controller.runner.islands import Islands, LeaderEvents
 from controller.runner.play import PREPARE_TIMEOUT_S, RoundContext, play_round
 from controller.runner.records import Baseline, RoundRecord
 from controller.runner.results import (
@@ -55,6 +57,8 @@ from controller.runner.results import (
     summarise,
 )
 from controller.runner.results.gap import GapRow, TrainingTarget, gap_rows
+from controller.testbed import Testbed
+from innet.jsontypes import JSONObject
 from innet.stopping import held, interrupted
 from innet.vocabulary import Backend, NetworkMode, P4Target, Shaping
 from topo.mininet_hosts import shape_uplink
@@ -66,8 +70,54 @@ from workers.protocol import Failed, Join, Joined, Ready, Reset, ResetDone
 
 log = logging.getLogger(__name__)
 
+CLUSTER_FILE = "cluster.json"  # a run on a cluster: its machines, placement, clocks and wires
+
 Progress = Callable[[str, int, int], None]  # (what, rounds done, rounds in all)
-Testbeds = Callable[[MemoryPoint], AbstractContextManager[RunningTestbed]]
+
+
+class UpTestbed(Protocol):
+    """A testbed that is up, as a run plays on it: on one machine (`OneMachine`) or across a
+    cluster's (controller/cluster/bringup.py)."""
+
+    @property
+    def testbed(self) -> Testbed: ...
+
+    def islands(self, config: Path, logs: Path) -> LeaderEvents:
+        """The island processes of its hosts (not started yet): `config` their configuration,
+        `logs` where their logs go."""
+        ...
+
+    def shape_leaders(self, rate_bps: float | None) -> None:
+        """Hold every leader's uplink to `rate_bps` (None: release it)."""
+        ...
+
+    def record_processes(self, processes: Sequence[ProcessRecord]) -> None:
+        """Record processes started on its hosts for `innet clean` (empty: all stopped)."""
+        ...
+
+
+@dataclass(frozen=True)
+class OneMachine:
+    """A testbed up on this machine (controller/bringup.py's), as a run plays on it."""
+
+    up: RunningTestbed
+
+    @property
+    def testbed(self) -> Testbed:
+        return self.up.testbed
+
+    def islands(self, config: Path, logs: Path) -> Islands:
+        return Islands(self.up.net.hosts, self.testbed.wan.names, config, logs)
+
+    def shape_leaders(self, rate_bps: float | None) -> None:
+        for hosts in self.up.net.hosts:
+            shape_uplink(hosts[0], rate_bps)
+
+    def record_processes(self, processes: Sequence[ProcessRecord]) -> None:
+        self.up.record_processes(processes)
+
+
+Testbeds = Callable[[MemoryPoint], AbstractContextManager[UpTestbed]]
 
 
 def _quiet(_what: str, _done: int, _total: int) -> None:
@@ -88,8 +138,10 @@ class Run:
         calibration: str = "off",
         backend: Backend | None = None,
         target: P4Target = P4Target.P4SWITCH,
+        cluster: JSONObject | None = None,
     ) -> None:
         machine_check.check_mode(calibration)
+        self.cluster = cluster  # on a cluster: its machines, clocks, wires, placement
         self.backend = backend  # the switches' back end (None: their own choice), for the check
         self.target = target  # the switches' target: the check measures innet.p4 on it
         self.emulation = emulation
@@ -146,6 +198,8 @@ class Run:
         em = self.emulation
         self.calibrate()  # before anything starts; refuses a plan that does not fit
         self.writer = ResultsWriter(self.folder, em.scenario.to_dict(), collect_versions())
+        if self.cluster is not None:
+            self.writer.record_file(CLUSTER_FILE, self.cluster)
         if self.calibration is not None:
             machine_check.write(self.calibration, self.calibration_mode, self.folder)
         self._enter("the single-process baseline")
@@ -223,9 +277,9 @@ class Run:
                     self._start(islands, up)
 
     @contextlib.contextmanager
-    def _islands(self, up: RunningTestbed, config: Path, point: MemoryPoint) -> Iterator[Islands]:
+    def _islands(self, up: UpTestbed, config: Path, point: MemoryPoint) -> Iterator[LeaderEvents]:
         self._enter(f"the island processes' start-up @ {point.label}")
-        islands = Islands(up.net.hosts, up.testbed.wan.names, config, self.folder / "logs")
+        islands = up.islands(config, self.folder / "logs")
         try:
             self._start(islands, up)
             yield islands
@@ -236,14 +290,14 @@ class Run:
                 islands.stop(grace_s=0.0 if interrupted() else None)
                 up.record_processes([])
 
-    def _start(self, islands: Islands, up: RunningTestbed) -> None:
+    def _start(self, islands: LeaderEvents, up: UpTestbed) -> None:
         """Every host's island process started, recorded (for `innet clean`) and ready."""
         islands.start()
         up.record_processes(islands.record())
         islands.expect(Ready, islands.clock() + PREPARE_TIMEOUT_S, "start-up")
 
     def _schedule(
-        self, up: RunningTestbed, islands: Islands, point: MemoryPoint, play: Play
+        self, up: UpTestbed, islands: LeaderEvents, point: MemoryPoint, play: Play
     ) -> None:
         """The schedule's rounds in the play's network, each recorded as it ends."""
         assert self.writer is not None
@@ -283,25 +337,21 @@ class Run:
 
 
 @contextlib.contextmanager
-def _access_shaped(up: RunningTestbed, em: Emulation, on: bool) -> Iterator[None]:
+def _access_shaped(up: UpTestbed, em: Emulation, on: bool) -> Iterator[None]:
     """While `on`: every leader's uplink held to the access rate at emulation scale (gloo's
     TCP is not paced as innet's leaders are)."""
     if not on:
         yield
         return
-    leaders = [hosts[0] for hosts in up.net.hosts]
-    rate = em.scenario.bandwidth_bps / em.scenario.scale
     try:
-        for host in leaders:
-            shape_uplink(host, rate)
+        up.shape_leaders(em.scenario.bandwidth_bps / em.scenario.scale)
         yield
     finally:
         with held():
-            for host in leaders:
-                shape_uplink(host, None)
+            up.shape_leaders(None)
 
 
-def _join_gloo(islands: Islands, schedule: Schedule) -> None:
+def _join_gloo(islands: LeaderEvents, schedule: Schedule) -> None:
     """Every leader a gloo rank, with a process group for every group the schedule plays."""
     groups = sorted({g for rnd in schedule.rounds for g in rnd.groups if len(g) > 1})
     islands.broadcast(Join(tuple(groups)))
@@ -335,29 +385,39 @@ def built_testbeds(
 ) -> Testbeds:
     """The testbed of each memory point built for the run in `run_dir` (claimed while it is
     up), switches compiled with that point's slot pool."""
-    sc = em.scenario
 
     @contextlib.contextmanager
-    def testbed(point: MemoryPoint) -> Iterator[RunningTestbed]:
-        spec = NetworkSpec(
-            em.wan_of(point),
-            sc.hosts,
-            slots=point.pool.slots_per_bank,
-            scale=sc.scale,
+    def testbed(point: MemoryPoint) -> Iterator[UpTestbed]:
+        spec = point_spec(
+            em,
+            point,
             shaping=shaping,
             target=target,
             backend=backend,
             grpc_base_port=grpc_base_port,
-            packet_format=em.packet_format,
-            loss=em.loss_of(point),
         )
         run_dir.claim("innet run", "running")
         try:
             first = point.plays[0].plan.schedule
             with running_testbed(spec, point.params, run_dir, schedule=first) as up:
-                yield up
+                yield OneMachine(up)
         finally:
             with held():
                 run_dir.release()
 
     return testbed
+
+
+def point_spec(em: Emulation, point: MemoryPoint, **options: Any) -> NetworkSpec:
+    """The network of one memory point: the emulation's WAN, hosts, scale, packet format and
+    loss there, its slot pool; `options` the rest of `NetworkSpec` (target, shaping...)."""
+    sc = em.scenario
+    return NetworkSpec(
+        em.wan_of(point),
+        sc.hosts,
+        slots=point.pool.slots_per_bank,
+        scale=sc.scale,
+        packet_format=em.packet_format,
+        loss=em.loss_of(point),
+        **options,
+    )

@@ -27,6 +27,10 @@
                                       # row (default: true when `compute` is given)
     round_deadline: 60s               # a round still running after this has failed
     seed: 1
+    cluster: 10.0.0.1:6379            # run on the Ray cluster whose head is here (absent: on
+                                      # this machine; innet run --cluster overrides it)
+    placement: {Tokyo: 10.0.0.2, ...} # each city's machine, by its address in the cluster,
+                                      # every city once (absent: chosen, docs/cluster.md)
 
 Sizes and rates are full-scale figures; delays are kept, so round times are those of the
 full-size system. Only `name` is required; `schedules` defaults to every family the planner
@@ -48,6 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -98,6 +103,8 @@ _KEYS = (
     "lanes",
     "compute",
     "one_dc",
+    "cluster",
+    "placement",
 )
 
 
@@ -125,6 +132,8 @@ class Scenario:
     packet_format: PacketFormat = field(default_factory=PacketFormat)  # from `lanes`
     compute: ComputeSpec | None = None  # the emulated system's compute (training_spec.py)
     one_dc: bool = False  # play the same islands in one building too: the reference row
+    cluster: str | None = None  # the Ray cluster's head to run on (None: this machine)
+    placement: tuple[str, ...] | None = None  # per city (WAN order): its machine's address
 
     @property
     def jitter_s(self) -> float:
@@ -180,6 +189,10 @@ class Scenario:
             "lanes": self.packet_format.lanes,
             "compute": None if self.compute is None else self.compute.to_dict(),
             "one_dc": self.one_dc,
+            "cluster": self.cluster,
+            "placement": None
+            if self.placement is None
+            else dict(zip(self.wan.names, self.placement, strict=True)),
         }
 
 
@@ -230,6 +243,8 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
         raise doc.fail(top["wan_loss"], "wan_loss", why)
     networks = _networks(doc, top.get("networks"))
     jitter = _jitter(doc, top.get("wan_jitter"))
+    cluster = None if "cluster" not in top else doc.text(top["cluster"], "cluster")
+    placement = _placement(doc, top.get("placement"), wan)
     if wan_bandwidth is not None:
         wan = wan.with_capacity(wan_bandwidth)
     if jitter is not None:
@@ -256,7 +271,38 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
         packet_format=packet_format,
         compute=compute,
         one_dc=one_dc,
+        cluster=cluster,
+        placement=placement,
     )
+
+
+def _placement(doc: YamlReader, node: yaml.Node | None, wan: Wan) -> tuple[str, ...] | None:
+    """`placement`: every city of the WAN once, each to a machine's IPv4 address (the tunnels
+    between machines are IPv4); None when absent."""
+    if node is None or doc.scalar(node) is None:
+        return None
+    given = doc.options(node, "placement", wan.names, document="placement")
+    missing = [city for city in wan.names if city not in given]
+    if missing:
+        raise doc.fail(
+            node,
+            "placement",
+            f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} placed on no machine: "
+            "give every city a machine, or leave placement out to have it chosen",
+        )
+    machines = []
+    for city in wan.names:
+        address = doc.text(given[city], f"placement.{city}")
+        try:
+            ipaddress.IPv4Address(address)
+        except ValueError:
+            raise doc.fail(
+                given[city],
+                f"placement.{city}",
+                f"{address!r} is not an IPv4 address: give the machine's address in the cluster",
+            ) from None
+        machines.append(address)
+    return tuple(machines)
 
 
 def _packet_format(doc: YamlReader, node: yaml.Node | None) -> PacketFormat:

@@ -29,7 +29,7 @@ from innet.paths import RESULTS
 
 if TYPE_CHECKING:  # the runner itself is imported when an experiment starts (it loads torch)
     from controller.runner.emulation import MemoryPoint
-    from controller.runner.run import Run
+    from controller.runner.run import Run, UpTestbed
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +106,11 @@ class ServiceExperiment:
             self._status["done"] = done
 
     @contextlib.contextmanager
-    def _on_service_testbed(self, _point: MemoryPoint) -> Iterator[RunningTestbed]:
+    def _on_service_testbed(self, _point: MemoryPoint) -> Iterator[UpTestbed]:
+        from controller.runner.run import OneMachine
+
         assert self.up is not None
-        yield self.up  # the service's testbed: brought up and down by the service, not here
+        yield OneMachine(self.up)  # the service's testbed: brought up and down by the service
 
     def _body(self, scenario: Scenario, folder: Path) -> None:
         # imported here: the runner loads torch (seconds, hundreds of MB), which a service

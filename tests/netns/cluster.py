@@ -27,11 +27,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller.cluster.agent import RUN_DIR_PREFIX
+from controller.cluster.janitor import alive
 from tests.netns.topology import destroy, in_ns, run
 
 SUBNET = "10.250.0"
@@ -41,6 +44,9 @@ GONE_TIMEOUT_S = 20.0
 START_TIMEOUT_S = 120.0
 OBJECT_STORE_BYTES = 100 * 2**20  # Ray asks for 30% of the memory by default, per node
 VENV_BIN = Path(sys.executable).parent
+CHECKOUT = Path(__file__).resolve().parents[2]
+# what innet starts on a node: switches, link emulators, Mininet's host shells, janitors
+INNET_PROCESSES = ("p4switch", "linkemu", "mininet:", "controller.cluster.janitor")
 
 
 def why_not_here() -> str | None:
@@ -61,6 +67,7 @@ class LocalCluster:
     cpus: int = 2  # what each node tells Ray it has
     token: str = field(default_factory=lambda: secrets.token_hex(32))
     started: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    seen: set[int] = field(default_factory=set)  # every PID seen in a node's namespace
 
     @property
     def fabric(self) -> str:
@@ -192,15 +199,44 @@ class LocalCluster:
         timeout: float = 300.0,
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run `argv` in node i's namespace with the cluster's environment, to its end."""
+        """Run `argv` in node i's namespace with the cluster's environment, from the checkout
+        (so `python -m tests...` finds the tests), to its end."""
         return subprocess.run(
             self.driver_argv(i, argv),
             capture_output=True,
             text=True,
             timeout=timeout,
             env={**self.env, **(env or {})},
+            cwd=CHECKOUT,
             check=False,
         )
+
+    def start_driver(self, i: int, argv: Sequence[str]) -> subprocess.Popen[str]:
+        """Start `argv` in node i's namespace as `driver` runs it, its stdout piped; the
+        caller stops it (the cluster's `stop` would too: it runs in the namespace)."""
+        return subprocess.Popen(
+            self.driver_argv(i, argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+            cwd=CHECKOUT,
+        )
+
+    def made_by_innet(self, i: int) -> list[str]:
+        """What innet made in node i's namespace and left there: interfaces beside the node's
+        own (lo, eth0), and processes of switches, link emulators, host shells or janitors."""
+        links = in_ns(self.namespace(i), "ip", "-o", "link", "show")
+        names = [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()]
+        found = [f"interface {name}" for name in names if name not in ("lo", "eth0")]
+        for pid in self.pids(i):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if any(what in cmd for what in INNET_PROCESSES):
+                found.append(f"process {pid}: {cmd[:120]}")
+        return found
 
     # --- down --------------------------------------------------------------------------------
 
@@ -209,7 +245,9 @@ class LocalCluster:
         done = subprocess.run(
             ["ip", "netns", "pids", self.namespace(i)], capture_output=True, text=True
         )
-        return [int(p) for p in done.stdout.split()] if done.returncode == 0 else []
+        pids = [int(p) for p in done.stdout.split()] if done.returncode == 0 else []
+        self.seen.update(pids)
+        return pids
 
     def kill_node(self, i: int) -> None:
         """Node i lost: every process of its namespace killed outright."""
@@ -231,6 +269,8 @@ class LocalCluster:
                 proc.wait(timeout=GONE_TIMEOUT_S)
         destroy(self.namespaces)
         shutil.rmtree(self.folder, ignore_errors=True)
+        for path in self._agent_dirs():  # a lost machine's: its janitor went with it
+            shutil.rmtree(path, ignore_errors=True)
         if left:
             raise RuntimeError(f"processes of the cluster still running after SIGKILL: {left}")
 
@@ -253,7 +293,13 @@ class LocalCluster:
                     found.append(f"process {entry.name}: {cmd[:120]}")
         if self.folder.exists():
             found.append(f"folder {self.folder}")
+        found += [f"agent run directory {path}" for path in self._agent_dirs()]
         return found
+
+    def _agent_dirs(self) -> list[Path]:
+        """The run directories of the agents that ran on the nodes (by their PIDs)."""
+        folders = (Path(tempfile.gettempdir(), f"{RUN_DIR_PREFIX}{pid}") for pid in self.seen)
+        return sorted(path for path in folders if path.exists())
 
 
 def _signal(pid: int, signum: signal.Signals) -> None:
@@ -261,17 +307,9 @@ def _signal(pid: int, signum: signal.Signals) -> None:
         os.kill(pid, signum)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 def _wait_gone(pids: Sequence[int], deadline: float) -> list[int]:
-    left = [p for p in pids if _alive(p)]
+    left = [p for p in pids if alive(p)]
     while left and time.monotonic() < deadline:
         time.sleep(0.1)
-        left = [p for p in left if _alive(p)]
+        left = [p for p in left if alive(p)]
     return left

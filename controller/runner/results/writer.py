@@ -81,6 +81,11 @@ class ResultsWriter:
         os.fsync(self._rounds.fileno())
         self._records.append(rec)
 
+    def record_file(self, name: str, data: JSONObject) -> None:
+        """A JSON file of the run's own beside the results (e.g. cluster.json), written whole
+        at once."""
+        _replace_text(self.folder / name, json.dumps(data, indent=2, allow_nan=False) + "\n")
+
     def record_network(self, label: str, facts: JSONObject) -> None:
         """How the network of memory point `label` was built (network.json: target, shaping,
         scale, ...), written as soon as it is up."""

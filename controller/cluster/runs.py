@@ -1,0 +1,124 @@
+"""`innet run SCENARIO --cluster HEAD`: where each island goes on the cluster, and what is checked
+before anything starts there.
+
+    with Cluster.connect(head) as cluster:
+        prepared = prepare(cluster, emulation)        # refuses, naming the node or the link
+        run = Run(emulation, folder, prepared.testbeds(emulation), cluster=prepared.to_json())
+
+`prepare` checks every node (root, namespaces, Mininet, the driver's versions) and measures the
+clocks and the wires between them (`Cluster.survey`), then places the islands: as the scenario's
+`placement` says (every machine it names must be a node of the cluster), or chosen
+(`choose_placement`: the fewest and slowest WAN links cross machines, each machine within the
+machine check's bound) with every node taken to process frames as fast as this machine does
+per core, measured here (`sizing.measured_machine`), at its own number of cores. Then every WAN
+link that crosses machines must be longer than the wire between them (`crossing_delays`), and
+every machine's clock must be known within the plan's smallest timing headroom
+(`judge_clocks`, refusing): round times are read on this machine's clock, start times sent on
+each machine's. A refusal leaves nothing started anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from controller.cluster.bringup import cluster_testbed
+from controller.cluster.clocks import (
+    ClockMode,
+    ClockVerdict,
+    CrossingDelays,
+    crossing_delays,
+    judge_clocks,
+)
+from controller.cluster.placement import (
+    Node,
+    Placement,
+    choose_placement,
+    island_loads,
+    placement_from,
+)
+from controller.cluster.raycluster import Cluster, ClusterError
+from controller.cluster.survey import Survey
+from controller.runner.emulation import Emulation, MemoryPoint
+from controller.runner.need import plan_need
+from controller.runner.run import Testbeds, UpTestbed, point_spec
+from innet.jsontypes import JSONObject
+from innet.vocabulary import Shaping
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PreparedCluster:
+    """A cluster checked and measured, and the islands placed on it."""
+
+    cluster: Cluster
+    survey: Survey
+    placement: Placement
+    crossing: CrossingDelays
+    clocks: ClockVerdict
+    chosen: bool  # placed by `choose_placement`, not by the scenario
+
+    @property
+    def node_of(self) -> tuple[str, ...]:
+        return self.placement.nodes
+
+    def testbeds(self, em: Emulation) -> Testbeds:
+        """The testbed of each memory point, built across the cluster as placed."""
+
+        @contextlib.contextmanager
+        def testbed(point: MemoryPoint) -> Iterator[UpTestbed]:
+            spec = point_spec(em, point, shaping=Shaping.LINKS)
+            first = point.plays[0].plan.schedule
+            with cluster_testbed(
+                self.cluster, spec, point.params, self.node_of, self.survey, schedule=first
+            ) as up:
+                yield up
+
+        return testbed
+
+    def to_json(self) -> JSONObject:
+        """What the results folder keeps of it (cluster.json)."""
+        return {
+            **self.survey.to_json(),
+            "placement": dict(self.placement.as_mapping()),
+            "placement_chosen": self.chosen,
+            "placement_summary": self.placement.summary,
+            **self.crossing.to_json(),
+            "clocks": self.clocks.to_json(),
+        }
+
+
+def prepare(cluster: Cluster, em: Emulation, exchanges: int = 30) -> PreparedCluster:
+    """Check and measure the cluster, place the islands, check the links and the clocks."""
+    survey = cluster.survey(exchanges)
+    wan = em.scenario.wan
+    given = em.scenario.placement
+    if given is not None:
+        mapping = dict(zip(wan.names, given, strict=True))
+        placement = placement_from(mapping, wan, _nodes(survey, None), island_loads(em))
+    else:
+        from controller.cluster.sizing import measured_machine  # a second of measuring
+
+        here, _ = measured_machine(em)
+        placement = choose_placement(wan, island_loads(em), _nodes(survey, here))
+    log.info("%s", placement.summary)
+    node_of = dict(zip(wan.names, placement.nodes, strict=True))
+    crossing = crossing_delays(wan.links, node_of, survey.physical)
+    offsets = {n.address: c for n, c in zip(survey.nodes, survey.clocks, strict=True)}
+    used = {m: offsets[m] for m in placement.nodes}
+    verdict = judge_clocks(used, plan_need(em).headroom_s, ClockMode.REFUSE)
+    return PreparedCluster(cluster, survey, placement, crossing, verdict, given is None)
+
+
+def _nodes(survey: Survey, rates: Node | None) -> list[Node]:
+    """The cluster's nodes for placement, named by address: each at its own cores and at the
+    rates per core of `rates` (this machine's, measured), or unmeasured (a placement given is
+    judged by cores alone)."""
+    if not survey.nodes:
+        raise ClusterError(f"the cluster at {survey.address} has no node")
+    fps = rates.frames_per_cpu_s if rates is not None else float("inf")
+    leader = rates.leader_frames_per_cpu_s if rates is not None else float("inf")
+    return [Node(n.address, n.cores, fps, leader) for n in survey.nodes]
