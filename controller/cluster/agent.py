@@ -41,6 +41,8 @@ from topo.p4node import PortCounters, SwitchPipeline
 
 if TYPE_CHECKING:
     from controller.network import MininetNetwork
+    from controller.runner.calibration import Machine
+    from controller.runner.emulation import Emulation
     from controller.runner.islands import Exited, Islands
     from topo.mininet_net import NetworkSpec
     from workers.protocol import Command, Event
@@ -84,6 +86,15 @@ class NodeAgent:
 
     def facts(self) -> NodeFacts:
         return node_facts(self.address)
+
+    def measure_machine(self, em: Emulation) -> Machine:
+        """This machine as the machine check measures it for `em` (about a second: innet.p4's
+        frames per CPU second on the switches' back end, a leader paced at the plan's busiest
+        leader's rate, and the cores other work keeps busy meanwhile)."""
+        from controller.runner.calibration import measure
+        from controller.runner.need import plan_need
+
+        return measure(em, leader_fps=plan_need(em).leader_peak_fps)
 
     def responder(self) -> Address:
         """Where this node answers probes (opened on the first call, on the node's address)."""

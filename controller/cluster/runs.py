@@ -9,18 +9,20 @@ before anything starts there.
 clocks and the wires between them (`Cluster.survey`), then places the islands: as the scenario's
 `placement` says (every machine it names must be a node of the cluster), or chosen
 (`choose_placement`: the fewest and slowest WAN links cross machines, each machine within the
-machine check's bound) with every node taken to process frames as fast as this machine does
-per core, measured here (`sizing.measured_machine`), at its own number of cores. Then every WAN
-link that crosses machines must be longer than the wire between them (`crossing_delays`), and
-every machine's clock must be known within the plan's smallest timing headroom
-(`judge_clocks`, refusing): round times are read on this machine's clock, start times sent on
-each machine's. A refusal leaves nothing started anywhere.
+machine check's bound) at every machine's own frame rates, cores and other load, measured
+there by its agent for this scenario as the machine check measures one machine (about a
+second, all machines at once). Then every WAN link that crosses machines must be longer than
+the wire between them (`crossing_delays`), and every machine's clock must be known within the
+plan's smallest timing headroom (`judge_clocks`: refused, or in the `flag` mode every round
+flagged `clocks`): round times are read on this machine's clock, start times sent on each
+machine's. A refusal leaves nothing started anywhere.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -91,34 +93,38 @@ class PreparedCluster:
         }
 
 
-def prepare(cluster: Cluster, em: Emulation, exchanges: int = 30) -> PreparedCluster:
-    """Check and measure the cluster, place the islands, check the links and the clocks."""
+def prepare(
+    cluster: Cluster,
+    em: Emulation,
+    clock_mode: ClockMode | str = ClockMode.REFUSE,
+    exchanges: int = 30,
+) -> PreparedCluster:
+    """Check and measure the cluster, place the islands, check the links and the clocks (a
+    clock known too loosely refused, or in the `flag` mode the verdict says why every round is
+    flagged)."""
     survey = cluster.survey(exchanges)
     wan = em.scenario.wan
     given = em.scenario.placement
     if given is not None:
         mapping = dict(zip(wan.names, given, strict=True))
-        placement = placement_from(mapping, wan, _nodes(survey, None), island_loads(em))
+        placement = placement_from(mapping, wan, _nodes(survey), island_loads(em))
     else:
-        from controller.cluster.sizing import measured_machine  # a second of measuring
-
-        here, _ = measured_machine(em)
-        placement = choose_placement(wan, island_loads(em), _nodes(survey, here))
+        asked = [agent.measure_machine.remote(em) for agent in cluster.agents]
+        machines = cluster.gather("its frame rates, measured", asked)
+        nodes = [Node.measured(n.address, m) for n, m in zip(survey.nodes, machines, strict=True)]
+        placement = choose_placement(wan, island_loads(em), nodes)
     log.info("%s", placement.summary)
     node_of = dict(zip(wan.names, placement.nodes, strict=True))
     crossing = crossing_delays(wan.links, node_of, survey.physical)
     offsets = {n.address: c for n, c in zip(survey.nodes, survey.clocks, strict=True)}
     used = {m: offsets[m] for m in placement.nodes}
-    verdict = judge_clocks(used, plan_need(em).headroom_s, ClockMode.REFUSE)
+    verdict = judge_clocks(used, plan_need(em).headroom_s, clock_mode)
     return PreparedCluster(cluster, survey, placement, crossing, verdict, given is None)
 
 
-def _nodes(survey: Survey, rates: Node | None) -> list[Node]:
-    """The cluster's nodes for placement, named by address: each at its own cores and at the
-    rates per core of `rates` (this machine's, measured), or unmeasured (a placement given is
-    judged by cores alone)."""
+def _nodes(survey: Survey) -> list[Node]:
+    """The cluster's nodes for a placement given, named by address, at their cores: it is
+    judged by cores alone (its frame rates are not measured)."""
     if not survey.nodes:
         raise ClusterError(f"the cluster at {survey.address} has no node")
-    fps = rates.frames_per_cpu_s if rates is not None else float("inf")
-    leader = rates.leader_frames_per_cpu_s if rates is not None else float("inf")
-    return [Node(n.address, n.cores, fps, leader) for n in survey.nodes]
+    return [Node(n.address, n.cores, math.inf, math.inf) for n in survey.nodes]

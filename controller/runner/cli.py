@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the runner itself is imported by `run` (it loads torch)
 
 # the machine check's modes (controller.runner.calibration.MODES, which loads torch)
 CALIBRATION_MODES = ("refuse", "warn", "off")
+CLOCK_MODES = ("refuse", "flag")  # controller.cluster.clocks.ClockMode's
 
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,6 +103,14 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="run on the Ray cluster whose head is at HEAD[:PORT], each island on one of its "
         "machines (the scenario's `placement`, or chosen); overrides the scenario's `cluster` "
         "(docs/cluster.md)",
+    )
+    p.add_argument(
+        "--clocks",
+        choices=CLOCK_MODES,
+        default="refuse",
+        help="with --cluster, a machine whose clock offset is known more loosely than the plan's "
+        "smallest timing headroom: refuse (default) starts nothing; flag runs and flags every "
+        "round 'clocks'",
     )
     p.add_argument("--run-dir", type=Path, help="state directory (as for innet net up)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -287,7 +296,7 @@ def _run_on_cluster(
         )
     folder = _results_folder(emulation, folder)
     with Cluster.connect(head) as cluster:
-        prepared = prepare(cluster, emulation)  # refuses, naming the node or link
+        prepared = prepare(cluster, emulation, args.clocks)  # refuses, naming node or link
         print("\n".join(emulation.predictions()), flush=True)
         print(prepared.placement.summary, flush=True)
         progress = ProgressBar(args.no_progress)
@@ -297,6 +306,7 @@ def _run_on_cluster(
             prepared.testbeds(emulation),
             progress=progress,
             cluster=prepared.to_json(),
+            clocks_flag=prepared.clocks.reason,
         )
         where.experiment, where.folder = experiment, folder
         with progress:

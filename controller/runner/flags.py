@@ -9,6 +9,9 @@ flag per reason, each with a sentence that says what was seen:
 - `cpu_bound`: a switch or a leader fell behind its schedule by more than
   `max(CPU_LAG_FLOOR_S, CPU_LAG_FRACTION x predicted)`: the round measures the CPU;
 - `loss`: the scenario loses frames on its WAN links, which the planner does not model;
+- `clocks`: the run's round times are read across machines whose clocks are known more loosely
+  than the plan's smallest headroom (a run on a cluster in the `flag` clock mode,
+  controller/cluster/clocks.py): every round carries it;
 - `jitter`: the round's timing noise (the worst switch or leader lag) exceeded the planned
   headroom of its slot pools (`RoundCost.headroom_s`: the misalignment a pool absorbs beyond
   the planned skew and WAN jitter), contributions found the pool full (slot conflicts), and that
@@ -39,7 +42,7 @@ from dataclasses import dataclass
 
 from innet.units import format_duration
 
-FLAGS = ("timing", "cpu_bound", "loss", "jitter")  # the order flags are listed in
+FLAGS = ("timing", "cpu_bound", "loss", "jitter", "clocks")  # the order flags are listed in
 TIMING_TOLERANCE = 0.2  # a round within 20% of its prediction is on time
 CPU_LAG_FLOOR_S = 0.005  # lag below this is never called CPU-bound
 CPU_LAG_FRACTION = 0.05  # ... nor below this share of the predicted round time
@@ -56,6 +59,7 @@ class RoundSeen:
     lag_s: float = 0.0  # the worst switch or leader processing lag in the round
     headroom_s: float = math.inf  # the plan's slack for timing noise (RoundCost.headroom_s)
     wan_loss: float = 0.0  # the share of frames each WAN link loses
+    clocks: str = ""  # why the run's clocks are too loose for its headroom ("": they are not)
 
 
 def cpu_threshold_s(predicted_s: float) -> float:
@@ -87,6 +91,8 @@ def flag_round(seen: RoundSeen) -> dict[str, str]:
             f"headroom of {format_duration(max(0.0, seen.headroom_s))}: "
             f"{seen.slot_conflicts} slot conflict(s)"
         )
+    if seen.clocks:
+        flags["clocks"] = seen.clocks
     return flags
 
 

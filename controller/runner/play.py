@@ -81,6 +81,7 @@ class RoundContext:
     islands: LeaderEvents
     began: float  # on the islands' clock (Unix seconds)
     network: str = NetworkMode.INNA  # the scenario's network of this play
+    clocks: str = ""  # why every round is flagged for its clocks ("": none is)
 
     def planned(self, r: int, wall_s: float, reason: str) -> RoundRecord:
         """The record of round r when it did not finish: what was planned, and why."""
@@ -192,6 +193,7 @@ def _record(
         lag_s=lag,
         headroom_s=cost.headroom_s,
         wan_loss=ctx.emulation.loss_of(ctx.point),
+        clocks=ctx.clocks,
     )
     return RoundRecord(
         memory=ctx.point.memory_bytes,

@@ -139,9 +139,11 @@ class Run:
         backend: Backend | None = None,
         target: P4Target = P4Target.P4SWITCH,
         cluster: JSONObject | None = None,
+        clocks_flag: str = "",
     ) -> None:
         machine_check.check_mode(calibration)
         self.cluster = cluster  # on a cluster: its machines, clocks, wires, placement
+        self.clocks_flag = clocks_flag  # why every round is flagged for its clocks ("": none)
         self.backend = backend  # the switches' back end (None: their own choice), for the check
         self.target = target  # the switches' target: the check measures innet.p4 on it
         self.emulation = emulation
@@ -309,7 +311,14 @@ class Run:
         if play.network == NetworkMode.GLOO:
             _join_gloo(islands, plan.schedule)
         ctx = RoundContext(
-            self.emulation, point, plan, up.testbed, islands, islands.clock(), play.network
+            self.emulation,
+            point,
+            plan,
+            up.testbed,
+            islands,
+            islands.clock(),
+            play.network,
+            self.clocks_flag,
         )
         with _access_shaped(up, self.emulation, play.network == NetworkMode.GLOO):
             self._rounds(ctx, point, play)

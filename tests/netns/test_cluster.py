@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.netns.cluster import CHECKOUT, LocalCluster, why_not_here
-from topo.loader import default_wan
+from topo.loader import default_wan, load_wan
+from topo.wan import Wan
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -137,12 +138,27 @@ def test_a_driver_killed_with_the_network_up_leaves_nothing_on_any_machine(
     assert left == []
 
 
-def scenario_on(path: Path, placement: dict[str, str] | None) -> Path:
-    """The nine cities, one host each, at a scale two cores keep up with; `placement` on the
-    cluster's machines."""
+TRIANGLE = """name: triangle
+sources: {s: made up}
+cities:
+  - {name: Aster, code: AST, continent: X, lat: 0, lon: 0, source: s}
+  - {name: Birch, code: BIR, continent: X, lat: 0, lon: 1, source: s}
+  - {name: Cedar, code: CED, continent: X, lat: 0, lon: 2, source: s}
+links:
+  - {a: Aster, b: Birch, delay: 20ms, capacity: 100Gbps, source: s}
+  - {a: Birch, b: Cedar, delay: 30ms, capacity: 100Gbps, source: s}
+  - {a: Aster, b: Cedar, delay: 40ms, capacity: 100Gbps, source: s}
+"""
+
+
+def scenario_on(
+    path: Path, placement: dict[str, str] | None, topology: str = "nine-cities"
+) -> Path:
+    """One host an island, at a scale two cores keep up with; `placement` on the cluster's
+    machines."""
     doc: dict[str, object] = {
         "name": "c",
-        "topology": "nine-cities",
+        "topology": topology,
         "hosts": 1,
         "scale": 100000,
         "memory": ["1.6GB"],
@@ -157,21 +173,35 @@ def scenario_on(path: Path, placement: dict[str, str] | None) -> Path:
     return path
 
 
-def test_a_run_over_three_machines_gives_one_machine_s_sums_and_losses(
-    cluster: LocalCluster, tmp_path: Path
-) -> None:
-    """The nine cities three a machine: every round's int32 sums and test loss as on one
-    machine, the placement, the crossing links and the clocks recorded."""
+def placed(cluster: LocalCluster, tmp_path: Path, which: str) -> tuple[Path, Wan, list[str]]:
+    """The scenario `which` with its islands spread over the three machines in WAN order:
+    the nine cities three a machine, the triangle one a machine (every link crosses)."""
+    topology = "nine-cities"
     wan = default_wan()
+    if which == "triangle":
+        path = tmp_path / "triangle-wan.yaml"
+        path.write_text(TRIANGLE)
+        topology, wan = str(path), load_wan(path)
     machines = [cluster.address(1 + u * 3 // wan.n) for u in range(wan.n)]
-    placed = scenario_on(tmp_path / "placed.yaml", dict(zip(wan.names, machines, strict=True)))
+    where = dict(zip(wan.names, machines, strict=True))
+    return scenario_on(tmp_path / f"{which}.yaml", where, topology), wan, machines
+
+
+@pytest.mark.parametrize("which", ["nine-cities", "triangle"])
+def test_a_run_over_three_machines_gives_one_machine_s_sums_and_losses(
+    cluster: LocalCluster, tmp_path: Path, which: str
+) -> None:
+    """Every round's int32 sums and test loss as on one machine; the placement, the crossing
+    links and the clocks recorded."""
+    scenario, wan, machines = placed(cluster, tmp_path, which)
     there, here = tmp_path / "cluster", tmp_path / "one"
+    began = time.monotonic()
     done = cluster.driver(
         1,
         [
             INNET,
             "run",
-            str(placed),
+            str(scenario),
             "--cluster",
             cluster.head,
             "--out",
@@ -181,9 +211,11 @@ def test_a_run_over_three_machines_gives_one_machine_s_sums_and_losses(
         timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    on_cluster = time.monotonic() - began
     alone = ["--calibration", "warn", "--run-dir", str(tmp_path / "run")]
+    began = time.monotonic()
     one = subprocess.run(
-        [INNET, "run", str(placed), "--out", str(here), "--no-progress", *alone],
+        [INNET, "run", str(scenario), "--out", str(here), "--no-progress", *alone],
         capture_output=True,
         text=True,
         timeout=900,
@@ -191,6 +223,8 @@ def test_a_run_over_three_machines_gives_one_machine_s_sums_and_losses(
         check=False,
     )
     assert one.returncode == 0, one.stderr[-3000:]
+    alone_s = time.monotonic() - began
+    print(f"\n{which}: wall time {on_cluster:.1f} s on the cluster, {alone_s:.1f} s alone")
     compared = subprocess.run(
         [INNET, "sums", str(there), str(here)], capture_output=True, text=True, check=False
     )
@@ -200,10 +234,13 @@ def test_a_run_over_three_machines_gives_one_machine_s_sums_and_losses(
         for p in (there, here)
     }
     assert [r["test_loss"] for r in rounds[there]] == [r["test_loss"] for r in rounds[here]]
-    for r in rounds[there]:
+    for r, alone_r in zip(rounds[there], rounds[here], strict=True):
         assert r["status"] == "ok", r
-        planned = f"planned {r['predicted_s']:.3f} s"
-        print(f"round {r['round']}: {r['time_s']:.3f} s, {planned}", r["flags"] or "")
+        print(
+            f"round {r['round']}: {r['time_s']:.3f} s on the cluster, {alone_r['time_s']:.3f} s "
+            f"alone, planned {r['predicted_s']:.3f} s",
+            r["flags"] or "",
+        )
     recorded = json.loads((there / "cluster.json").read_text())
     assert recorded["placement"] == dict(zip(wan.names, machines, strict=True))
     crossing = {(x["a"], x["b"]) for x in recorded["crossing_links"]}
@@ -221,14 +258,12 @@ def test_a_machine_lost_mid_run_stops_it_naming_the_machine_and_its_islands(
     """(Last in this module: it kills machine 3.) The run stops with machine 3 and its
     islands named, its results whole up to the last round recorded, and nothing of it left on
     the machines still up."""
-    wan = default_wan()
-    machines = [cluster.address(1 + u * 3 // wan.n) for u in range(wan.n)]
-    placed = scenario_on(tmp_path / "placed.yaml", dict(zip(wan.names, machines, strict=True)))
-    doc = json.loads(placed.read_text())
+    scenario, wan, machines = placed(cluster, tmp_path, "nine-cities")
+    doc = json.loads(scenario.read_text())
     doc["training"] = {"rounds": 40}
-    placed.write_text(json.dumps(doc))
+    scenario.write_text(json.dumps(doc))
     out = tmp_path / "out"
-    run = [INNET, "run", str(placed), "--cluster", cluster.head, "--out", str(out)]
+    run = [INNET, "run", str(scenario), "--cluster", cluster.head, "--out", str(out)]
     driver = cluster.start_driver(1, [*run, "--no-progress"])
     try:
         deadline = time.monotonic() + 600.0  # a hang guard

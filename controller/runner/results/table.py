@@ -126,6 +126,7 @@ FLAG_MEANINGS = {
     "predicted round (cpu_lag_ms): the round measures the CPU",
     "loss": "the scenario loses frames on the WAN, which the plan does not model",
     "jitter": "timing noise beyond the headroom the plan left in the slot pools",
+    "clocks": "the machines' clocks are known more loosely than the plan's smallest headroom",
 }
 
 

@@ -58,16 +58,19 @@ class StandIn:
         return None if handler is None else handler(self, *args)
 
 
-@dataclass
 class StandInCluster:
-    agents: dict[str, Any]  # address -> StandIn
+    """The agents by address, in the order given (as a cluster's nodes)."""
+
+    def __init__(self, agents: dict[str, Any]) -> None:
+        self.by_address = dict(agents)
+        self.agents = tuple(self.by_address.values())
 
     @property
     def addresses(self) -> tuple[str, ...]:
-        return tuple(self.agents)
+        return tuple(self.by_address)
 
     def agent(self, address: str) -> Any:
-        return self.agents[address]
+        return self.by_address[address]
 
     def ask(self, address: str, what: str, asked: Answer) -> Any:
         return self.gather_from([address], what, [asked])[0]

@@ -81,12 +81,12 @@ def test_the_controller_s_calls_reach_the_machine_of_the_city() -> None:
     assert network.port_counters(4, True) == ("port_counters", B, (4, True))
     assert network.control_alive(8) == ("control_alive", C, (8,))
     assert network.process_alive(0) is True
-    assert cluster.agents[A].calls[-1] == ("process_alive", (0,))
+    assert cluster.agent(A).calls[-1] == ("process_alive", (0,))
     network.restart(7, time.monotonic() + 30.0)
-    name, args = cluster.agents[C].calls[-1]
+    name, args = cluster.agent(C).calls[-1]
     assert name == "restart" and args[0] == 7 and 0 < args[1] <= 30.0  # a duration, not a time
     network.restart(7, time.monotonic() - 5.0)
-    assert cluster.agents[C].calls[-1][1][1] == 0.0
+    assert cluster.agent(C).calls[-1][1][1] == 0.0
     assert network.link_counters() == {f"{m} wan": f"counters of {m}" for m in (A, B, C)}
     assert network.restart_links(time.monotonic() + 1.0) == [f"{m} wan" for m in (A, B, C)]
 
@@ -96,7 +96,7 @@ def test_a_share_that_fails_takes_the_others_down_and_says_which() -> None:
     spec = NetworkSpec(default_wan(), 1, slots=64, scale=1000.0)
     with pytest.raises(NetworkBuildError, match=f"node {B}: no room"):
         ClusterNetwork.build(cluster, spec, NODE_OF, WIRES)
-    for agent in cluster.agents.values():
+    for agent in cluster.agents:
         assert ("teardown", ()) in agent.calls
 
 
@@ -104,7 +104,7 @@ def test_a_network_is_stopped_once_on_every_machine() -> None:
     cluster, network = built()
     network.stop()
     network.stop()
-    for agent in cluster.agents.values():
+    for agent in cluster.agents:
         assert [c for c in agent.calls if c[0] == "teardown"] == [("teardown", ())]
 
 
@@ -113,4 +113,4 @@ def test_a_split_that_cannot_be_is_refused_before_any_machine_builds() -> None:
     spec = NetworkSpec(default_wan(), 1, slots=64, scale=1000.0)
     with pytest.raises(NetworkBuildError, match="was not measured"):
         ClusterNetwork.build(cluster, spec, NODE_OF, ())
-    assert all(agent.calls == [] for agent in cluster.agents.values())
+    assert all(agent.calls == [] for agent in cluster.agents)

@@ -16,8 +16,11 @@ from controller.cluster.nodes import NodeFacts
 from controller.cluster.placement import PlacementError
 from controller.cluster.runs import prepare
 from controller.cluster.survey import Survey
+from controller.runner import calibration
 from controller.runner.emulation import Emulation, resolve
+from controller.runner.flags import RoundSeen, flag_round
 from controller.runner.scenario import parse_scenario
+from tests.unit.cluster.fakes import StandIn, StandInCluster
 from topo.loader import default_wan
 
 A, B, C = "10.250.0.1", "10.250.0.2", "10.250.0.3"
@@ -37,10 +40,24 @@ def survey(wire_s: float = 2e-5, uncertainty_s: float = 2e-5) -> Survey:
 
 
 @dataclass
-class Measured:
-    """A cluster whose survey is already made."""
+class Machine(StandIn):
+    """A machine's agent measuring its frame rates: two cores of this kind, one busy."""
 
-    measured: Survey
+    busy: float = 0.0
+
+    def on_measure_machine(self, em: Emulation) -> calibration.Machine:
+        return calibration.Machine(0, 0, 0, 1.0, 250_000.0, 2, "native", 14_000.0, self.busy)
+
+
+class Measured(StandInCluster):
+    """A cluster whose survey is already made; `busy` the cores other work holds per machine."""
+
+    def __init__(self, measured: Survey, busy: dict[str, float] | None = None) -> None:
+        held = busy or {}
+        super().__init__(
+            {n.address: Machine(n.address, busy=held.get(n.address, 0.0)) for n in measured.nodes}
+        )
+        self.measured = measured
 
     def survey(self, exchanges: int) -> Survey:
         return self.measured
@@ -86,6 +103,24 @@ def test_a_clock_known_too_loosely_is_refused_naming_the_machine() -> None:
 
 
 def test_a_placement_chosen_crosses_no_link_where_one_machine_holds_every_island() -> None:
-    prepared = prepare(Measured(survey()), emulation(placed=False))  # type: ignore[arg-type]
+    cluster = Measured(survey())
+    prepared = prepare(cluster, emulation(placed=False))  # type: ignore[arg-type]
     assert prepared.chosen and len(set(prepared.node_of)) == 1
     assert prepared.crossing.links == ()
+    assert all(("measure_machine", (emulation(placed=False),)) in a.calls for a in cluster.agents)
+
+
+def test_a_placement_chosen_keeps_off_a_machine_other_work_holds() -> None:
+    cluster = Measured(survey(), busy={A: 2.0})  # machine A's two cores held by other work
+    prepared = prepare(cluster, emulation(placed=False))  # type: ignore[arg-type]
+    assert A not in prepared.node_of and len(set(prepared.node_of)) == 1
+
+
+def test_in_the_flag_mode_loose_clocks_run_and_say_why_every_round_is_flagged() -> None:
+    loose = Measured(survey(uncertainty_s=5.0))
+    prepared = prepare(loose, emulation(placed=True), "flag")  # type: ignore[arg-type]
+    assert prepared.clocks.flag_rounds
+    assert f"'{A}' (± 5.00 s)" in prepared.clocks.reason
+    seen = RoundSeen(time_s=1.0, predicted_s=1.0, clocks=prepared.clocks.reason)
+    assert flag_round(seen) == {"clocks": prepared.clocks.reason}
+    assert flag_round(RoundSeen(time_s=1.0, predicted_s=1.0)) == {}

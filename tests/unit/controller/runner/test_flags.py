@@ -94,4 +94,4 @@ def test_counts_keep_the_flag_order() -> None:
     counts = count_flags([{"jitter": "a"}, {"timing": "b", "jitter": "c"}, {}])
     assert list(counts) == ["timing", "jitter"] and counts == {"timing": 1, "jitter": 2}
     assert flag_text(counts) == "timing 1, jitter 2"
-    assert set(FLAGS) == {"timing", "cpu_bound", "loss", "jitter"}
+    assert set(FLAGS) == {"timing", "cpu_bound", "loss", "jitter", "clocks"}
