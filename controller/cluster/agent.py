@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 RUN_DIR_PREFIX = "innet-agent-"  # + the agent's PID: its run directory, under the temp folder
 EVENT_POLL_S = 0.01  # how often `islands_events` looks at the leaders' queues while it waits
+LOG_BYTES = 4 * 2**20  # of an island process's log, sent back to the driver
 JANITOR_END_S = 30.0  # the janitor, told to end, cleans what is still recorded within this
 
 
@@ -256,15 +257,18 @@ class NodeAgent:
             if self._run_dir is not None:
                 self._run_dir.update(experiment=())
 
-    def islands_logs(self, lines: int = 40) -> dict[str, str]:
-        """The last `lines` of every island process's log here, by host name."""
+    def islands_logs(self, most_bytes: int = LOG_BYTES) -> dict[str, str]:
+        """The island processes' logs here (each its last `most_bytes`), by host name, handed
+        over: removed here once read, so the next hand-over holds only what came after. Asked
+        for once the processes are stopped."""
         if self._run_dir is None:
             return {}
         logs = self._run_dir.path / "logs"
-        found = sorted(logs.glob("*.log")) if logs.is_dir() else []
-        return {
-            p.stem: "\n".join(p.read_text(errors="replace").splitlines()[-lines:]) for p in found
-        }
+        handed = {}
+        for path in sorted(logs.glob("*.log")) if logs.is_dir() else []:
+            handed[path.stem] = _tail(path, most_bytes)
+            path.unlink()
+        return handed
 
     def _running(self) -> Islands:
         if self._islands is None:
@@ -304,6 +308,13 @@ class NodeAgent:
         if self._responder is not None:
             self._responder.close()
             self._responder = None
+
+
+def _tail(path: Path, most_bytes: int) -> str:
+    """The last `most_bytes` of a file, as text."""
+    with path.open("rb") as f:
+        f.seek(max(0, path.stat().st_size - most_bytes))
+        return f.read().decode(errors="replace")
 
 
 def _end_janitor(pid: int) -> None:

@@ -48,10 +48,11 @@ class ClusterTestbed:
     clocks: dict[str, ClockOffset]  # per machine: its clock against the driver's
 
     def islands(self, config: Path, logs: Path) -> RemoteIslands:
-        """The island processes, each on its city's machine (their logs stay there: `logs`
-        is this machine's, and holds none)."""
+        """The island processes, each on its city's machine; their logs are fetched into
+        `logs` when they stop."""
         names = self.testbed.wan.names
-        return RemoteIslands(self.cluster, self.network.node_of, names, self.clocks, config)
+        node_of = self.network.node_of
+        return RemoteIslands(self.cluster, node_of, names, self.clocks, config, logs)
 
     def shape_leaders(self, rate_bps: float | None) -> None:
         machines = self.network.machines

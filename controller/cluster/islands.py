@@ -82,12 +82,13 @@ class RemoteIslands(LeaderEvents):
         names: tuple[str, ...],
         clocks: Mapping[str, ClockOffset],
         config: Path,
+        logs: Path | None = None,
         *,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.cluster, self.node_of, self.names = cluster, tuple(node_of), names
-        self.clocks, self.config = dict(clocks), Path(config)
+        self.clocks, self.config, self.logs = dict(clocks), Path(config), logs
         self.clock, self.sleep = clock, sleep
         self.machines = tuple(dict.fromkeys(self.node_of))
         self.leaders: list[RemoteLeader] = []
@@ -139,7 +140,8 @@ class RemoteIslands(LeaderEvents):
                 if self._stop.is_set():
                     return
                 log.error("machine %s: %s", machine, err)
-                self.lost[machine] = str(err)
+                if err.lost:
+                    self.lost[machine] = str(err)
                 for leader in mine.values():
                     leader.receive(Exited(None))
                 return
@@ -157,21 +159,44 @@ class RemoteIslands(LeaderEvents):
         held = ", ".join(self.names[u] for u, m in enumerate(self.node_of) if m == machine)
         return f"machine {machine} lost during {what}, with island(s) {held}: {self.lost[machine]}"
 
+    def _fetch_logs(self) -> None:
+        """Every machine's island logs, appended to this run's `logs` folder (a machine lost
+        keeps its own)."""
+        if self.logs is None:
+            return
+        self.logs.mkdir(parents=True, exist_ok=True)
+        for machine in self.machines:
+            if machine in self.lost:
+                continue
+            agent = self.cluster.agent(machine)
+            try:
+                found = self.cluster.ask(machine, "its island logs", agent.islands_logs.remote())
+            except ExperimentError as err:
+                log.error("%s", err)
+                continue
+            for host, text in found.items():
+                with (self.logs / f"{host}.log").open("a") as f:
+                    f.write(text)
+
     def record(self) -> list[ProcessRecord]:
         """Nothing here: each machine's agent records its own processes."""
         return []
 
     def stop(self, grace_s: float | None = None) -> None:
-        """Every machine stops its island processes (as `Islands.stop`), then the collectors
-        end; a machine that does not answer is logged, not raised (its janitor cleans)."""
+        """The collectors end, then every machine stops its island processes (as
+        `Islands.stop`) and hands their logs over; a machine that does not answer is logged,
+        not raised (its janitor cleans)."""
+        running = bool(self.leaders)
+        self._stop.set()  # the collectors first: a machine's processes stopping is no loss
+        for thread in self._threads:
+            thread.join(timeout=EVENT_WAIT_S * 10)
+        self._threads = []
         asked = [self.cluster.agent(m).islands_stop.remote(grace_s) for m in self.machines]
         try:
             self.cluster.gather_from(self.machines, "its island processes stopped", asked)
         except ExperimentError as err:
             log.error("%s", err)
         finally:
-            self._stop.set()
-            for thread in self._threads:
-                thread.join(timeout=EVENT_WAIT_S * 10)
-            self._threads = []
+            if running:
+                self._fetch_logs()
             self.leaders = []

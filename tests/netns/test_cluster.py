@@ -248,6 +248,8 @@ def test_a_run_over_three_machines_gives_one_machine_s_sums_and_losses(
     cut = {(link.a, link.b) for link in wan.links if node_of[link.a] != node_of[link.b]}
     assert crossing == cut and cut
     assert len(recorded["nodes"]) == 3 and recorded["clocks"]["loose_nodes"] == []
+    fetched = sorted(p.name for p in (there / "logs").glob("*.log"))
+    assert fetched == sorted(p.name for p in (here / "logs").glob("*.log")) and fetched
     for i in (1, 2, 3):
         assert cluster.made_by_innet(i) == [], f"left on machine {i}"
 

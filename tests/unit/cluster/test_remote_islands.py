@@ -33,6 +33,9 @@ class Leaders(StandIn):
     def on_islands_send(self, city: int, command: Command) -> None:
         self.sent.append((city, command))
 
+    def on_islands_logs(self) -> dict[str, str]:
+        return {f"h{u}": f"log of {u} on {self.address}\n" for u in range(3)}
+
     def on_islands_events(self, wait_s: float) -> list[tuple[int, Event]]:
         try:
             return [self.said.get(timeout=min(wait_s, 0.05))]
@@ -106,3 +109,17 @@ def test_a_machine_lost_before_its_islands_start_is_named_with_them(tmp_path: Pa
     islands = RemoteIslands(cluster, NODE_OF, default_wan().names, offsets(), config)
     with pytest.raises(ExperimentError, match=rf"machine {B} lost during the island processes' "):
         islands.start()
+
+
+def test_stopped_islands_bring_their_logs_back_but_a_lost_machine_s(tmp_path: Path) -> None:
+    config, logs = tmp_path / "island-config.json", tmp_path / "logs"
+    config.write_text("{}")
+    cluster = StandInCluster({m: Leaders(m) for m in (A, B, C)})
+    islands = RemoteIslands(cluster, NODE_OF, default_wan().names, offsets(), config, logs)
+    islands.start()
+    agent(islands, C).lost = True
+    with pytest.raises(ExperimentError, match=rf"machine {C} lost"):
+        islands.expect(Done, time.time() + 30.0, "round 0")
+    islands.stop(grace_s=0.0)
+    # each machine's three hosts (named alike here): appended, machine after machine
+    assert (logs / "h0.log").read_text() == f"log of 0 on {A}\nlog of 0 on {B}\n"
