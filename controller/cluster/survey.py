@@ -93,11 +93,11 @@ def measure(address: str, nodes: Sequence[NodeFacts], cluster: Agents, exchanges
         agents[i].probe.remote(tuple(targets[j]), exchanges, f"node {nodes[j].name}")
         for i, j in pairs
     ]
-    import ray
-
+    probers = [nodes[i].address for i, _ in pairs]
+    found = cluster.gather_from(probers, "the wire to another node", asked)
     wires = tuple(
         path_delay(nodes[i].address, nodes[j].address, [s.round_trip_s for s in samples])
-        for (i, j), samples in zip(pairs, ray.get(asked), strict=True)
+        for (i, j), samples in zip(pairs, found, strict=True)
     )
     return Survey(address, tuple(nodes), clocks, wires)
 

@@ -8,6 +8,7 @@ stops exactly the processes it started. Commands and events are workers/protocol
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import logging
 import queue
@@ -97,7 +98,7 @@ class LeaderChannel(Protocol):
         ...
 
 
-class LeaderEvents:
+class LeaderEvents(abc.ABC):
     """Commands to every leader and their events collected by a deadline, whatever carries
     them (pipes here, a cluster's agents in controller/cluster/islands.py).
 
@@ -109,21 +110,21 @@ class LeaderEvents:
     clock: Callable[[], float]
     sleep: Callable[[float], None]
 
+    @abc.abstractmethod
     def where_logs_are(self, leader: LeaderChannel) -> str:
         """Where a gone leader's log is, for the error that says it is gone."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def start(self) -> None:
         """Start every island's processes."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def stop(self, grace_s: float | None = None) -> None:
         """Stop every process started (the leaders told to stop, `grace_s` to end)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def record(self) -> list[ProcessRecord]:
         """The processes started, for the run directory's state (`innet clean`)."""
-        raise NotImplementedError
 
     def expect(self, kind: type[E], deadline: float, what: str) -> dict[int, E | Failed]:
         """Every leader's next event of `kind` (or Failed), by `deadline` (on `clock`); else
