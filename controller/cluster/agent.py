@@ -257,6 +257,17 @@ class NodeAgent:
             if self._run_dir is not None:
                 self._run_dir.update(experiment=())
 
+    def islands_terminate(self) -> None:
+        """SIGTERM to this node's island processes that still run (the service stopped by a
+        signal), as on one machine: they are left to the runner, which sees them exit and
+        ends the round, then stops them as ever."""
+        if self._islands is None:
+            return
+        for process in self._islands.record():
+            if process.running():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGTERM)
+
     def islands_logs(self, most_bytes: int = LOG_BYTES) -> dict[str, str]:
         """The island processes' logs here (each its last `most_bytes`), by host name, handed
         over: removed here once read, so the next hand-over holds only what came after. Asked

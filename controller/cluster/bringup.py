@@ -24,6 +24,7 @@ from controller.cluster.agent import Agents
 from controller.cluster.clocks import ClockOffset
 from controller.cluster.islands import RemoteIslands
 from controller.cluster.network import ClusterNetwork
+from controller.cluster.raycluster import ClusterError
 from controller.cluster.survey import Survey
 from controller.planner.cost import CostParams
 from controller.planner.schedule import Schedule
@@ -61,6 +62,16 @@ class ClusterTestbed:
 
     def record_processes(self, processes: Sequence[ProcessRecord]) -> None:
         """Nothing to record here: each machine's agent records its own processes."""
+
+    def terminate_islands(self) -> None:
+        """SIGTERM to every machine's island processes still running, each by its agent (the
+        service stopped by a signal: the round ends now instead of at its deadline)."""
+        machines = self.network.machines
+        asked = [self.cluster.agent(m).islands_terminate.remote() for m in machines]
+        try:
+            self.cluster.gather_from(machines, "its island processes signalled", asked)
+        except ClusterError as err:  # a machine lost: the round fails naming it all the same
+            log.warning("island processes not signalled everywhere: %s", err)
 
 
 @contextlib.contextmanager

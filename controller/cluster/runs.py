@@ -6,12 +6,13 @@ before anything starts there.
         run = Run(emulation, folder, prepared.testbeds(emulation), cluster=prepared.to_json())
 
 `prepare` checks every node (root, namespaces, Mininet, the driver's versions) and measures the
-clocks and the wires between them (`Cluster.survey`), then places the islands: as the scenario's
-`placement` says (every machine it names must be a node of the cluster), or chosen
+clocks and the wires between them (`Cluster.survey`), then measures every machine's own frame
+rates, cores and other load, there by its agent for this scenario as the machine check
+measures one machine (about a second, all machines at once), and places the islands: as the
+scenario's `placement` says (every machine it names must be a node of the cluster, refused
+before any is measured; each machine's load judged at its rates, not refused), or chosen
 (`choose_placement`: the fewest and slowest WAN links cross machines, each machine within the
-machine check's bound) at every machine's own frame rates, cores and other load, measured
-there by its agent for this scenario as the machine check measures one machine (about a
-second, all machines at once). Then every WAN link that crosses machines must be longer than
+machine check's bound). Then every WAN link that crosses machines must be longer than
 the wire between them (`crossing_delays`), and every machine's clock must be known within the
 plan's smallest timing headroom (`judge_clocks`: refused, or in the `flag` mode every round
 flagged `clocks`): round times are read on this machine's clock, start times sent on each
@@ -103,15 +104,19 @@ def prepare(
     clock known too loosely refused, or in the `flag` mode the verdict says why every round is
     flagged)."""
     survey = cluster.survey(exchanges)
+    if not survey.nodes:
+        raise ClusterError(f"the cluster at {survey.address} has no node")
     wan = em.scenario.wan
     given = em.scenario.placement
-    if given is not None:
+    if given is not None:  # refused before any machine is asked to measure itself
         mapping = dict(zip(wan.names, given, strict=True))
-        placement = placement_from(mapping, wan, _nodes(survey), island_loads(em))
+        placement_from(mapping, wan, [Node(n.address, n.cores, math.inf) for n in survey.nodes])
+    asked = [agent.measure_machine.remote(em) for agent in cluster.agents]
+    machines = cluster.gather("its frame rates, measured", asked)
+    nodes = [Node.measured(n.address, m) for n, m in zip(survey.nodes, machines, strict=True)]
+    if given is not None:  # judged at the machines' own rates, not refused for its load
+        placement = placement_from(mapping, wan, nodes, island_loads(em))
     else:
-        asked = [agent.measure_machine.remote(em) for agent in cluster.agents]
-        machines = cluster.gather("its frame rates, measured", asked)
-        nodes = [Node.measured(n.address, m) for n, m in zip(survey.nodes, machines, strict=True)]
         placement = choose_placement(wan, island_loads(em), nodes)
     log.info("%s", placement.summary)
     node_of = dict(zip(wan.names, placement.nodes, strict=True))
@@ -120,11 +125,3 @@ def prepare(
     used = {m: offsets[m] for m in placement.nodes}
     verdict = judge_clocks(used, plan_need(em).headroom_s, clock_mode)
     return PreparedCluster(cluster, survey, placement, crossing, verdict, given is None)
-
-
-def _nodes(survey: Survey) -> list[Node]:
-    """The cluster's nodes for a placement given, named by address, at their cores: it is
-    judged by cores alone (its frame rates are not measured)."""
-    if not survey.nodes:
-        raise ClusterError(f"the cluster at {survey.address} has no node")
-    return [Node(n.address, n.cores, math.inf, math.inf) for n in survey.nodes]

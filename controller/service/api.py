@@ -80,10 +80,11 @@ def create_app(
     )
     app.add_middleware(BodyLimit, limit=limits.MAX_BODY_BYTES)
     _errors(app)
-    _testbed_routes(app, testbed)
+    experiment = experiment if experiment is not None else ServiceExperiment(testbed)
+    _testbed_routes(app, testbed, experiment.cluster)
     _schedule_routes(app, testbed)
     _round_routes(app, testbed)
-    _experiment_routes(app, experiment if experiment is not None else ServiceExperiment(testbed))
+    _experiment_routes(app, experiment)
     if on_shutdown is not None:
 
         @app.post("/shutdown", summary="Stop the service (tears the testbed down)")
@@ -132,14 +133,14 @@ City = Annotated[
 ]
 
 
-def _testbed_routes(app: FastAPI, testbed: Testbed) -> None:
+def _testbed_routes(app: FastAPI, testbed: Testbed, cluster: JSONObject | None) -> None:
     @app.get("/health", summary="Each switch: process, P4Runtime stream, control channel")
     def health() -> JSONObject:
         return views.health(testbed.health())
 
     @app.get("/topology", summary="Cities, links, switches and how the testbed was built")
     def topology() -> JSONObject:
-        return views.topology(testbed)
+        return views.topology(testbed, cluster)
 
     @app.get("/counters", summary="Counters of every switch", responses=_statuses(503))
     def all_counters() -> list[JSONValue]:

@@ -27,7 +27,7 @@ from controller.flags import number
 from controller.rundir import RunDir
 from controller.service import commands
 from controller.service.client import ServiceClient
-from controller.service.exceptions import NotRunning, ServiceFailure
+from controller.service.exceptions import NotRunning, ServiceFailure, ServiceRefused
 from controller.service.options import SERVICE_ERROR, ServiceConfig, service_options
 from innet.paths import CHECKOUT
 from innet.stopping import StopSignals, held
@@ -146,8 +146,13 @@ def service_argv(args: argparse.Namespace, run_dir: Path) -> list[str]:
         options["--slots"] = args.slots
     if args.token_file is not None:
         options["--token-file"] = args.token_file.resolve()
+    if args.cluster is not None:
+        options["--cluster"] = args.cluster
+        options["--clocks"] = args.clocks
     for flag, value in options.items():
         argv += [flag, str(value)]
+    for placed in args.placement or ():
+        argv += ["--placement", placed]
     if args.log_console:
         argv.append("--log-console")
     return argv
@@ -155,7 +160,7 @@ def service_argv(args: argparse.Namespace, run_dir: Path) -> list[str]:
 
 def _net_up(args: argparse.Namespace) -> None:
     config = ServiceConfig.from_args(args)  # bad options fail here, before anything starts
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 and config.cluster is None:  # on a cluster, each machine builds
         raise CommandLineError("innet net up needs root (Mininet builds namespaces and veth pairs)")
     config.spec.shaping_mode()  # the target's tools and the shaping asked for, checked here too
     run_dir = RunDir(args.run_dir)
@@ -192,6 +197,8 @@ def _net_up(args: argparse.Namespace) -> None:
         f"programmed, aggregator memory {args.memory} at scale {config.pool.scale:g} -> slot "
         f"pool {config.pool}; service PID {proc.pid}"
     )
+    if config.cluster is not None:
+        print(_placed(api, config))
     print(f"API {api} (docs {api}/docs); run directory {run_dir.path}")
 
 
@@ -226,7 +233,8 @@ def _wait_until_up(
     while True:
         code = proc.poll()
         if code is not None:
-            raise ServiceFailure(
+            failed = ServiceRefused if code == ServiceRefused.exit_status else ServiceFailure
+            raise failed(
                 f"the service exited with status {code}: {_failure(*log)} (log {log_path})"
             )
         try:
@@ -241,6 +249,17 @@ def _wait_until_up(
                 f"{log_path}, stop it with 'innet net down' or 'innet clean'"
             )
         time.sleep(POLL_S)
+
+
+def _placed(api: str, config: ServiceConfig) -> str:
+    """Where the service placed the cities on its cluster, as its /topology says."""
+    headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
+    try:
+        cluster = httpx.get(api + "/topology", headers=headers, timeout=10.0).json()["cluster"]
+        summary = str(cluster["placement_summary"])
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        summary = "the placement is in GET /topology's cluster"
+    return f"cluster {config.cluster}: {summary}"
 
 
 def _failure(log_path: Path, start: int = 0) -> str:

@@ -34,3 +34,8 @@ class ServiceFailure(InnetError):
 class LimitError(InputError, ValueError):
     """A value outside what innet accepts (not finite, out of range, not a number); the
     message names the value, the range and the unit (controller/service/limits.py)."""
+
+
+class ServiceRefused(InputError):
+    """The service, started in the background, exited refusing its input (exit status 2): what
+    only it could check, such as a cluster without the machines `--placement` names."""

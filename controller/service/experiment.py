@@ -9,6 +9,7 @@ aborting (the service stopped by a signal) stops the island processes at once.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from controller.bringup import RunningTestbed
+from controller.planner.cost import CostParams
 from controller.runner.scenario import Scenario
 from controller.runner.training_spec import Training
 from controller.service.exceptions import ExperimentBusy, ExperimentNeedsMininet
@@ -26,8 +28,11 @@ from controller.testbed import Testbed
 from innet.exceptions import InnetError
 from innet.jsontypes import JSONObject
 from innet.paths import RESULTS
+from topo.siteplan import SlotPool
+from topo.wan import Wan
 
 if TYPE_CHECKING:  # the runner itself is imported when an experiment starts (it loads torch)
+    from controller.cluster.bringup import ClusterTestbed
     from controller.runner.emulation import MemoryPoint
     from controller.runner.run import Run, UpTestbed
 
@@ -41,9 +46,16 @@ class ServiceExperiment:
     it (a testbed of in-process switches) experiments are refused."""
 
     def __init__(
-        self, testbed: Testbed, up: RunningTestbed | None = None, results: Path = RESULTS
+        self,
+        testbed: Testbed,
+        up: RunningTestbed | ClusterTestbed | None = None,
+        results: Path = RESULTS,
+        *,
+        cluster: JSONObject | None = None,
+        clocks_flag: str = "",
     ) -> None:
         self.testbed, self.up, self.results = testbed, up, results
+        self.cluster, self.clocks_flag = cluster, clocks_flag
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -58,22 +70,9 @@ class ServiceExperiment:
                 "experiments need the Mininet network of `innet net up` (the island processes "
                 "run in its hosts)"
             )
-        return Scenario(
-            name=name,
-            topology=tb.wan.name,
-            hosts=tb.network.hosts_per_city,
-            scale=tb.pool.scale,
-            bandwidth_bps=tb.params.access_bps,
-            wan_bandwidth_bps=None,
-            memory_bytes=(tb.pool.memory_bytes,),
-            update_bytes=None,
-            schedules=(tb.schedule.family,),
-            training=training,
-            round_deadline_s=deadline_s,
-            seed=seed,
-            wan=tb.wan,
-            packet_format=tb.pool.packet_format,
-        )
+        hosts, family = tb.network.hosts_per_city, tb.schedule.family
+        scenario = service_scenario(tb.wan, hosts, tb.pool, tb.params, family, training, name)
+        return dataclasses.replace(scenario, seed=seed, round_deadline_s=deadline_s)
 
     def start(self, name: str, training: Training, seed: int, deadline_s: float) -> JSONObject:
         with self._lock:
@@ -109,8 +108,8 @@ class ServiceExperiment:
     def _on_service_testbed(self, _point: MemoryPoint) -> Iterator[UpTestbed]:
         from controller.runner.run import OneMachine
 
-        assert self.up is not None
-        yield OneMachine(self.up)  # the service's testbed: brought up and down by the service
+        assert self.up is not None  # the service's testbed: brought up and down by the service
+        yield OneMachine(self.up) if isinstance(self.up, RunningTestbed) else self.up
 
     def _body(self, scenario: Scenario, folder: Path) -> None:
         # imported here: the runner loads torch (seconds, hundreds of MB), which a service
@@ -128,6 +127,8 @@ class ServiceExperiment:
                 self._on_service_testbed,
                 progress=self._progress,
                 stop_event=self._stop,
+                cluster=self.cluster,
+                clocks_flag=self.clocks_flag,
             )
             with self._lock:
                 self._run = run
@@ -167,9 +168,46 @@ class ServiceExperiment:
         processes recorded in the run directory get SIGTERM, so the current round fails at once
         instead of running to its end; wait up to `wait_s` for the thread to end."""
         self._stop.set()
-        if self.up is not None and self.up.run_dir.state is not None:
-            for process in self.up.run_dir.state.experiment:
-                if process.running():
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(process.pid, signal.SIGTERM)
+        if isinstance(self.up, RunningTestbed):
+            if self.up.run_dir.state is not None:
+                for process in self.up.run_dir.state.experiment:
+                    if process.running():
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(process.pid, signal.SIGTERM)
+        elif self.up is not None:
+            self.up.terminate_islands()  # each machine's agent signals its own
         return self.stop(wait_s)
+
+
+def service_scenario(
+    wan: Wan,
+    hosts: int,
+    pool: SlotPool,
+    params: CostParams,
+    family: str,
+    training: Training,
+    name: str = "api",
+    seed: int = 1,
+    deadline_s: float = 60.0,
+    placement: tuple[str, ...] | None = None,
+) -> Scenario:
+    """An experiment on the service's testbed as a scenario: the testbed's WAN, hosts, scale,
+    bandwidth and slot pool, one schedule family; `placement` its cities' machines on a
+    cluster."""
+    return Scenario(
+        name=name,
+        topology=wan.name,
+        hosts=hosts,
+        scale=pool.scale,
+        bandwidth_bps=params.access_bps,
+        wan_bandwidth_bps=None,
+        memory_bytes=(pool.memory_bytes,),
+        update_bytes=None,
+        schedules=(family,),
+        training=training,
+        round_deadline_s=deadline_s,
+        seed=seed,
+        wan=wan,
+        packet_format=pool.packet_format,
+        placement=placement,
+    )

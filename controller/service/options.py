@@ -6,9 +6,12 @@ the service in the background."""
 from __future__ import annotations
 
 import argparse
+import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from controller.cluster.clocks import ClockMode
 from controller.exceptions import CommandLineError
 from controller.flags import (
     MAX_PORT,
@@ -24,6 +27,7 @@ from innet.exceptions import InputError
 from innet.packetformat import DEFAULT_LANES, LANE_CHOICES, PacketFormat
 from innet.units import parse_size
 from innet.vocabulary import P4Target, Shaping
+from topo.exceptions import UnknownCityError
 from topo.loader import default_wan, load_wan
 from topo.mininet_net import NetworkSpec
 from topo.shaping import SHAPING_HELP
@@ -102,6 +106,29 @@ def service_options(p: argparse.ArgumentParser) -> None:
         default=GRPC_BASE_PORT,
         help=f"P4Runtime port of the first city's switch (default {GRPC_BASE_PORT})",
     )
+    p.add_argument(
+        "--cluster",
+        metavar="HEAD",
+        help="build the testbed on the Ray cluster whose head is at HEAD[:PORT], each city on "
+        "one of its machines (docs/cluster.md); the edges are p4switch, the links in link "
+        "emulators",
+    )
+    p.add_argument(
+        "--placement",
+        action="append",
+        metavar="CITY=ADDRESS[,...]",
+        help="with --cluster, each city's machine by its address in the cluster, every city "
+        "once (repeat the option or separate with commas; default: chosen)",
+    )
+    p.add_argument(
+        "--clocks",
+        type=ClockMode.argument,
+        choices=tuple(ClockMode),
+        default=ClockMode.REFUSE,
+        help="with --cluster, a machine whose clock offset is known more loosely than the "
+        "plan's smallest timing headroom: refuse (default) starts nothing; flag serves and "
+        "flags every experiment round 'clocks'",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,12 +140,17 @@ class ServiceConfig:
     params: CostParams
     spec: NetworkSpec
     token: str | None
+    cluster: str | None = None  # the Ray cluster's head to build on (None: this machine)
+    placement: tuple[str, ...] | None = None  # per city (WAN order): its machine's address
+    clocks: ClockMode = ClockMode.REFUSE
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServiceConfig:
         """InputError (exit status 2) for any option innet cannot use."""
         wan = default_wan() if args.topology is None else load_wan(args.topology)
         check_ports(wan, args.port, args.grpc_base_port)
+        shaping = check_cluster(args)
+        placement = None if args.placement is None else placement_flag(args.placement, wan)
         update = size_flag("--update-size", args.update_size)
         bandwidth = rate_flag("--bandwidth", args.bandwidth)
         size_flag("--memory", args.memory)
@@ -129,13 +161,69 @@ class ServiceConfig:
             args.hosts,
             slots=pool.slots_per_bank,
             scale=pool.scale,
-            shaping=args.shaping,
+            shaping=shaping,
             target=args.target,
             grpc_base_port=args.grpc_base_port,
             packet_format=pool.packet_format,
             log_console=args.log_console,
         )
-        return cls(wan, pool, params, spec, read_token(args.token_file))
+        token = read_token(args.token_file)
+        return cls(wan, pool, params, spec, token, args.cluster, placement, args.clocks)
+
+
+def check_cluster(args: argparse.Namespace) -> Shaping:
+    """The shaping the network is built with: on a cluster its WAN links are in link
+    emulators (the crossing ones carried between machines), its edges p4switch; --placement
+    and a --clocks other than the default only mean something with --cluster."""
+    if args.cluster is None:
+        if args.placement is not None:
+            raise CommandLineError("--placement places cities on a cluster: add --cluster")
+        if args.clocks != ClockMode.REFUSE:
+            raise CommandLineError("--clocks judges a cluster's clocks: add --cluster")
+        return Shaping(args.shaping)
+    if args.target != P4Target.P4SWITCH or args.shaping not in (Shaping.AUTO, Shaping.LINKS):
+        raise CommandLineError(
+            "--cluster builds p4switch edges with their WAN links in link emulators (--target "
+            f"p4switch, --shaping links), not --target {args.target} --shaping {args.shaping}"
+        )
+    if args.log_console:
+        raise CommandLineError("--log-console is BMv2's; --cluster builds p4switch edges")
+    return Shaping.LINKS
+
+
+def placement_flag(given: Sequence[str], wan: Wan) -> tuple[str, ...]:
+    """`--placement CITY=ADDRESS[,CITY=ADDRESS...]` (repeatable): every city of the WAN once,
+    by name or code, each to a machine's IPv4 address; each city's address in WAN order."""
+    where: dict[int, str] = {}
+    for item in (part.strip() for text in given for part in text.split(",")):
+        city, sep, address = item.partition("=")
+        if not sep or not city.strip() or not address.strip():
+            raise CommandLineError(
+                f"--placement {item!r}: write CITY=ADDRESS (for example Tokyo=10.0.0.2)"
+            )
+        try:
+            island = wan.index(city.strip())
+        except UnknownCityError as err:
+            raise CommandLineError(f"--placement: {err}") from None
+        if island in where:
+            raise CommandLineError(
+                f"--placement: {wan.names[island]} is placed twice: give each city once"
+            )
+        try:
+            ipaddress.IPv4Address(address.strip())
+        except ValueError:
+            raise CommandLineError(
+                f"--placement: {wan.names[island]}={address.strip()!r} is not an IPv4 address: "
+                "give the machine's address in the cluster"
+            ) from None
+        where[island] = address.strip()
+    missing = [wan.names[u] for u in range(wan.n) if u not in where]
+    if missing:
+        raise CommandLineError(
+            f"--placement: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} placed on "
+            "no machine: give every city a machine, or leave --placement out to have it chosen"
+        )
+    return tuple(where[u] for u in range(wan.n))
 
 
 def slot_pool(

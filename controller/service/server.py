@@ -16,10 +16,11 @@ foreground.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import uvicorn
 
@@ -60,8 +61,7 @@ def _run(args: argparse.Namespace) -> int:
         topology=str(args.topology.resolve()) if args.topology else None,
     )
     try:
-        with running_testbed(config.spec, config.params, run_dir) as up:
-            experiment = ServiceExperiment(up.testbed, up)
+        with _testbed(config, run_dir) as experiment:
             try:
                 _serve(args, config, experiment, run_dir)
             finally:
@@ -74,6 +74,26 @@ def _run(args: argparse.Namespace) -> int:
         with held():
             run_dir.release()
     return 0
+
+
+@contextlib.contextmanager
+def _testbed(config: ServiceConfig, run_dir: RunDir) -> Iterator[ServiceExperiment]:
+    """The testbed up, on this machine (recorded in `run_dir`) or across a cluster's
+    (`--cluster`: each machine's agent records its own), with its experiment slot; torn down
+    when the block ends."""
+    if config.cluster is None:
+        with running_testbed(config.spec, config.params, run_dir) as up:
+            yield ServiceExperiment(up.testbed, up)
+        return
+    from controller.service.cluster import testbed_on_cluster
+
+    with testbed_on_cluster(config) as (on_cluster, prepared):
+        yield ServiceExperiment(
+            on_cluster.testbed,
+            on_cluster,
+            cluster=prepared.to_json(),
+            clocks_flag=prepared.clocks.reason,
+        )
 
 
 def _serve(

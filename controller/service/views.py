@@ -21,8 +21,10 @@ def health(switches: tuple[SwitchHealth, ...]) -> JSONObject:
     }
 
 
-def topology(testbed: Testbed) -> JSONObject:
-    """Cities, links, switches and how the network was built (slot pool, shaping, scale)."""
+def topology(testbed: Testbed, cluster: JSONObject | None = None) -> JSONObject:
+    """Cities, links, switches and how the network was built (slot pool, shaping, scale); on a
+    cluster, its machines as measured and each city's (`cluster`, as a run's cluster.json),
+    else null."""
     wan, pool = testbed.wan, testbed.pool
     facts = testbed.network.facts()
     return {
@@ -49,6 +51,7 @@ def topology(testbed: Testbed) -> JSONObject:
         "scale": facts.scale,
         "workdir": facts.workdir,
         "engines": list(facts.engines),
+        "cluster": cluster,
     }
 
 

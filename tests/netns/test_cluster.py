@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -252,6 +254,150 @@ def test_a_run_over_three_machines_gives_one_machine_s_sums_and_losses(
     assert fetched == sorted(p.name for p in (here / "logs").glob("*.log")) and fetched
     for i in (1, 2, 3):
         assert cluster.made_by_innet(i) == [], f"left on machine {i}"
+
+
+SERVICE = ["--scale", "100000", "--memory", "1.6GB", "--port", "8719"]  # as light as the runs
+
+
+def service_api(cluster: LocalCluster, run_dir: Path, method: str, path: str, body: object = None):
+    """One request to the service whose state is in `run_dir`, from the head's machine (the API
+    binds its loopback)."""
+    ask = (
+        "import json, pathlib, sys; from controller.rundir import RunDir; "
+        "from controller.service.client import ServiceClient; "
+        "service = ServiceClient(RunDir(pathlib.Path(sys.argv[1]))); "
+        "print(json.dumps(service.request(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))))"
+    )
+    argv = [sys.executable, "-c", ask, str(run_dir), method, path, json.dumps(body)]
+    done = cluster.driver(1, argv, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_the_service_s_testbed_on_three_machines(cluster: LocalCluster, tmp_path: Path) -> None:
+    """`innet net up --cluster`: the nine cities three a machine, programmed and served from the
+    head's machine; status, a round advanced, counters and an experiment over the API as on one
+    machine, the experiment's rounds ok with the cluster recorded; `net down` leaves nothing on
+    any machine."""
+    wan = default_wan()
+    machines = [cluster.address(1 + u * 3 // wan.n) for u in range(wan.n)]
+    where = ",".join(f"{city}={m}" for city, m in zip(wan.names, machines, strict=True))
+    run_dir = ["--run-dir", str(tmp_path / "service")]
+    up = cluster.driver(
+        1,
+        [INNET, "net", "up", "--cluster", cluster.head, "--placement", where, *SERVICE, *run_dir],
+        timeout=600,
+    )
+    folder = None
+    try:
+        assert up.returncode == 0, up.stderr[-3000:]
+        print(up.stdout)
+        assert f"cluster {cluster.head}: " in up.stdout and "8 WAN links cross" in up.stdout
+        topology = service_api(cluster, tmp_path / "service", "GET", "/topology")
+        placed = dict(zip(wan.names, machines, strict=True))
+        assert topology["cluster"]["placement"] == placed
+        assert {s["city"]: s["grpc_addr"].split(":")[0] for s in topology["switches"]} == placed
+        for command in (["status"], ["round", "advance"], ["counters"]):
+            done = cluster.driver(1, [INNET, *command, *run_dir])
+            assert done.returncode == 0, (command, done.stderr[-3000:])
+        status = cluster.driver(1, [INNET, "status", *run_dir]).stdout
+        assert all(city in status for city in wan.names), status
+        body = {"rounds": 2, "name": "on-cluster", "round_deadline_s": 20}
+        started = service_api(cluster, tmp_path / "service", "POST", "/experiment", body)
+        folder = Path(started["folder"])
+        deadline = time.monotonic() + 600.0  # a hang guard
+        state = started
+        while state["state"] == "running":
+            assert time.monotonic() < deadline, state
+            time.sleep(1.0)
+            state = service_api(cluster, tmp_path / "service", "GET", "/experiment")
+        assert state["state"] == "finished", state
+        rounds = [json.loads(x) for x in (folder / "rounds.jsonl").read_text().splitlines()]
+        assert [r["status"] for r in rounds] == ["ok", "ok"], rounds
+        for r in rounds:
+            print(f"round {r['round']}: {r['time_s']:.3f} s, planned {r['predicted_s']:.3f} s")
+        recorded = json.loads((folder / "cluster.json").read_text())
+        assert recorded["placement"] == placed and recorded["clocks"]["loose_nodes"] == []
+    finally:
+        down = cluster.driver(1, [INNET, "net", "down", *run_dir], timeout=300)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    assert down.returncode == 0, down.stderr[-3000:]
+    for i in (1, 2, 3):
+        assert cluster.made_by_innet(i) == [], f"left on machine {i}"
+
+
+def test_a_service_on_a_cluster_stopped_by_a_signal_mid_experiment_leaves_nothing(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """The cities placed by the service itself; SIGTERM to the service while an experiment
+    plays: no further round (a round playing ends at once: every machine's agent signals its
+    island processes), the testbed torn down on every machine, the run directory released, the
+    rounds recorded whole."""
+    run_dir = tmp_path / "service"
+    up = cluster.driver(
+        1,
+        [INNET, "net", "up", "--cluster", cluster.head, *SERVICE, "--run-dir", str(run_dir)],
+        timeout=600,
+    )
+    assert up.returncode == 0, up.stderr[-3000:]
+    print(up.stdout)
+    state = json.loads((run_dir / "state.json").read_text())
+    service = state["service"]["pid"]
+    body = {"rounds": 60, "name": "on-cluster-stopped", "round_deadline_s": 20}
+    started = service_api(cluster, run_dir, "POST", "/experiment", body)
+    folder = Path(started["folder"])
+    try:
+        deadline = time.monotonic() + 600.0  # a hang guard
+        while service_api(cluster, run_dir, "GET", "/experiment")["done"] < 1:
+            assert time.monotonic() < deadline, "no round done"
+            time.sleep(0.5)
+        os.kill(service, signal.SIGTERM)
+        while Path(f"/proc/{service}").exists():
+            assert time.monotonic() < deadline, "the service did not stop"
+            time.sleep(0.2)
+        rounds = [json.loads(x) for x in (folder / "rounds.jsonl").read_text().splitlines()]
+        assert rounds and rounds[0]["status"] == "ok", rounds
+        assert len(rounds) < 60
+        assert not (run_dir / "state.json").exists()
+        for i in (1, 2, 3):
+            assert cluster.made_by_innet(i) == [], f"left on machine {i}"
+    finally:
+        if Path(f"/proc/{service}").exists():
+            os.kill(service, signal.SIGKILL)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_service_refuses_a_placement_on_a_machine_the_cluster_lacks(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """One line naming the city and the machine, exit status 2, nothing started anywhere."""
+    wan = default_wan()
+    where = [f"{city}={cluster.address(1)}" for city in wan.names[:-1]]
+    where.append(f"{wan.names[-1]}=10.250.0.99")
+    run_dir = ["--run-dir", str(tmp_path / "service")]
+    up = cluster.driver(
+        1,
+        [
+            INNET,
+            "net",
+            "up",
+            "--cluster",
+            cluster.head,
+            "--placement",
+            ",".join(where),
+            *SERVICE,
+            *run_dir,
+        ],
+        timeout=600,
+    )
+    assert up.returncode == 2, up.stderr[-3000:]
+    line = up.stderr.strip().splitlines()[-1]
+    assert wan.names[-1] in line and "10.250.0.99" in line and "does not have" in line, line
+    for i in (1, 2, 3):
+        assert cluster.made_by_innet(i) == [], f"left on machine {i}"
+    status = cluster.driver(1, [INNET, "status", *run_dir])
+    assert status.returncode == 1, status.stderr  # no service runs there
 
 
 def test_a_machine_lost_mid_run_stops_it_naming_the_machine_and_its_islands(

@@ -88,8 +88,23 @@ def test_the_scenario_s_placement_is_kept_and_its_crossing_links_given_their_del
 def test_a_placement_naming_a_machine_the_cluster_lacks_is_refused() -> None:
     em = emulation(placed=True)
     missing = dataclasses.replace(survey(), nodes=survey().nodes[:2], clocks=survey().clocks[:2])
+    cluster = Measured(missing)
     with pytest.raises(PlacementError, match=rf"on node '{C}', which the cluster does not have"):
-        prepare(Measured(missing), em)  # type: ignore[arg-type]
+        prepare(cluster, em)  # type: ignore[arg-type]
+    assert all(a.calls == [] for a in cluster.agents)  # refused before any machine measured
+
+
+def test_the_scenario_s_placement_is_judged_at_every_machine_s_measured_rates() -> None:
+    """Each machine's load in cores from its own measured rates (before, a placement given was
+    judged by cores alone and every machine's load read 0.00 cores); a machine other work holds
+    is said not to fit, and the run is still placed as given."""
+    cluster = Measured(survey(), busy={A: 1.98})
+    prepared = prepare(cluster, emulation(placed=True))  # type: ignore[arg-type]
+    assert prepared.node_of == THIRDS
+    loads = {load.node.name: load for load in prepared.placement.loads}
+    assert all(load.cores_needed > 0 for load in loads.values())
+    assert loads[A].node.free_cores == pytest.approx(0.02)
+    assert loads[A].verdict != loads[B].verdict == "fits"
 
 
 def test_a_crossing_link_shorter_than_its_wire_is_refused_naming_it() -> None:
