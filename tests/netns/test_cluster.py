@@ -154,7 +154,10 @@ links:
 
 
 def scenario_on(
-    path: Path, placement: dict[str, str] | None, topology: str = "nine-cities"
+    path: Path,
+    placement: dict[str, str] | None,
+    topology: str = "nine-cities",
+    networks: tuple[str, ...] = ("inna",),
 ) -> Path:
     """One host an island, at a scale two cores keep up with; `placement` on the cluster's
     machines."""
@@ -165,6 +168,7 @@ def scenario_on(
         "scale": 100000,
         "memory": ["1.6GB"],
         "schedules": ["all-to-all"],
+        "networks": list(networks),
         "training": {"rounds": 3},
         "round_deadline": "20s",
         "seed": 1,
@@ -175,7 +179,9 @@ def scenario_on(
     return path
 
 
-def placed(cluster: LocalCluster, tmp_path: Path, which: str) -> tuple[Path, Wan, list[str]]:
+def placed(
+    cluster: LocalCluster, tmp_path: Path, which: str, networks: tuple[str, ...] = ("inna",)
+) -> tuple[Path, Wan, list[str]]:
     """The scenario `which` with its islands spread over the three machines in WAN order:
     the nine cities three a machine, the triangle one a machine (every link crosses)."""
     topology = "nine-cities"
@@ -186,16 +192,19 @@ def placed(cluster: LocalCluster, tmp_path: Path, which: str) -> tuple[Path, Wan
         topology, wan = str(path), load_wan(path)
     machines = [cluster.address(1 + u * 3 // wan.n) for u in range(wan.n)]
     where = dict(zip(wan.names, machines, strict=True))
-    return scenario_on(tmp_path / f"{which}.yaml", where, topology), wan, machines
+    return scenario_on(tmp_path / f"{which}.yaml", where, topology, networks), wan, machines
 
 
-@pytest.mark.parametrize("which", ["nine-cities", "triangle"])
+@pytest.mark.parametrize(
+    ("which", "network"), [("nine-cities", "inna"), ("triangle", "inna"), ("nine-cities", "gloo")]
+)
 def test_a_run_over_three_machines_gives_one_machine_s_sums_and_losses(
-    cluster: LocalCluster, tmp_path: Path, which: str
+    cluster: LocalCluster, tmp_path: Path, which: str, network: str
 ) -> None:
-    """Every round's int32 sums and test loss as on one machine; the placement, the crossing
-    links and the clocks recorded."""
-    scenario, wan, machines = placed(cluster, tmp_path, which)
+    """Every round's int32 sums (innet's modes) and test loss as on one machine; the
+    placement, the crossing links and the clocks recorded. gloo's leaders, TCP between them
+    across the machines' tunnels, sum floats in the same ring order on both."""
+    scenario, wan, machines = placed(cluster, tmp_path, which, (network,))
     there, here = tmp_path / "cluster", tmp_path / "one"
     began = time.monotonic()
     done = cluster.driver(
@@ -226,11 +235,12 @@ def test_a_run_over_three_machines_gives_one_machine_s_sums_and_losses(
     )
     assert one.returncode == 0, one.stderr[-3000:]
     alone_s = time.monotonic() - began
-    print(f"\n{which}: wall time {on_cluster:.1f} s on the cluster, {alone_s:.1f} s alone")
-    compared = subprocess.run(
-        [INNET, "sums", str(there), str(here)], capture_output=True, text=True, check=False
-    )
-    assert compared.returncode == 0, compared.stdout
+    print(f"\n{which} {network}: wall {on_cluster:.1f} s on the cluster, {alone_s:.1f} s alone")
+    if network != "gloo":  # gloo's sums are floats, taken by no switch
+        compared = subprocess.run(
+            [INNET, "sums", str(there), str(here)], capture_output=True, text=True, check=False
+        )
+        assert compared.returncode == 0, compared.stdout
     rounds = {
         p: [json.loads(x) for x in (p / "rounds.jsonl").read_text().splitlines()]
         for p in (there, here)
@@ -398,6 +408,42 @@ def test_the_service_refuses_a_placement_on_a_machine_the_cluster_lacks(
         assert cluster.made_by_innet(i) == [], f"left on machine {i}"
     status = cluster.driver(1, [INNET, "status", *run_dir])
     assert status.returncode == 1, status.stderr  # no service runs there
+
+
+def test_a_run_on_a_cluster_interrupted_mid_run_leaves_whole_results_and_nothing_behind(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Ctrl-C (SIGINT) once a round is recorded: exit status 130, the line says how far it
+    got, the rounds recorded so far whole, and nothing left on any machine."""
+    scenario, _, _ = placed(cluster, tmp_path, "nine-cities")
+    doc = json.loads(scenario.read_text())
+    doc["training"] = {"rounds": 40}
+    scenario.write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    run = [INNET, "run", str(scenario), "--cluster", cluster.head, "--out", str(out)]
+    driver = cluster.start_driver(1, [*run, "--no-progress"])
+    try:
+        deadline = time.monotonic() + 600.0  # a hang guard
+        rounds = out / "rounds.jsonl"
+        while not (rounds.exists() and rounds.read_text().count("\n") >= 1):
+            assert driver.poll() is None, driver.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "no round recorded"
+            time.sleep(0.2)
+        driver.send_signal(signal.SIGINT)
+        _, err = driver.communicate(timeout=600)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.communicate()
+    assert driver.returncode == 130, err[-3000:]
+    line = err.strip().splitlines()[-1]
+    assert "innet: interrupted (SIGINT)" in line and f"results so far in {out}" in line, line
+    recorded = [json.loads(x) for x in (out / "rounds.jsonl").read_text().splitlines()]
+    assert recorded and all(r["status"] in ("ok", "failed") for r in recorded)
+    assert recorded[0]["status"] == "ok" and len(recorded) < 40
+    assert (out / "summary.csv").exists() and (out / "cluster.json").exists()
+    for i in (1, 2, 3):
+        assert cluster.made_by_innet(i) == [], f"left on machine {i}"
 
 
 def test_a_machine_lost_mid_run_stops_it_naming_the_machine_and_its_islands(
