@@ -5,6 +5,7 @@ one of its nodes lost first, leaves nothing behind."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -410,12 +411,14 @@ def test_the_service_refuses_a_placement_on_a_machine_the_cluster_lacks(
     assert status.returncode == 1, status.stderr  # no service runs there
 
 
-def test_a_run_on_a_cluster_interrupted_mid_run_leaves_whole_results_and_nothing_behind(
+@contextlib.contextmanager
+def a_long_run(
     cluster: LocalCluster, tmp_path: Path
-) -> None:
-    """Ctrl-C (SIGINT) once a round is recorded: exit status 130, the line says how far it
-    got, the rounds recorded so far whole, and nothing left on any machine."""
-    scenario, _, _ = placed(cluster, tmp_path, "nine-cities")
+) -> Iterator[tuple[subprocess.Popen[str], Path, Wan, list[str]]]:
+    """`innet run --cluster` of the nine cities three a machine for 40 rounds, from the head's
+    machine: its driver, results folder, WAN and machines once its first round is recorded;
+    the driver killed if it still runs when the block ends."""
+    scenario, wan, machines = placed(cluster, tmp_path, "nine-cities")
     doc = json.loads(scenario.read_text())
     doc["training"] = {"rounds": 40}
     scenario.write_text(json.dumps(doc))
@@ -429,12 +432,21 @@ def test_a_run_on_a_cluster_interrupted_mid_run_leaves_whole_results_and_nothing
             assert driver.poll() is None, driver.communicate()[1][-3000:]
             assert time.monotonic() < deadline, "no round recorded"
             time.sleep(0.2)
-        driver.send_signal(signal.SIGINT)
-        _, err = driver.communicate(timeout=600)
+        yield driver, out, wan, machines
     finally:
         if driver.poll() is None:
             driver.kill()
             driver.communicate()
+
+
+def test_a_run_on_a_cluster_interrupted_mid_run_leaves_whole_results_and_nothing_behind(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Ctrl-C (SIGINT) once a round is recorded: exit status 130, the line says how far it
+    got, the rounds recorded so far whole, and nothing left on any machine."""
+    with a_long_run(cluster, tmp_path) as (driver, out, _, _):
+        driver.send_signal(signal.SIGINT)
+        _, err = driver.communicate(timeout=600)
     assert driver.returncode == 130, err[-3000:]
     line = err.strip().splitlines()[-1]
     assert "innet: interrupted (SIGINT)" in line and f"results so far in {out}" in line, line
@@ -452,26 +464,9 @@ def test_a_machine_lost_mid_run_stops_it_naming_the_machine_and_its_islands(
     """(Last in this module: it kills machine 3.) The run stops with machine 3 and its
     islands named, its results whole up to the last round recorded, and nothing of it left on
     the machines still up."""
-    scenario, wan, machines = placed(cluster, tmp_path, "nine-cities")
-    doc = json.loads(scenario.read_text())
-    doc["training"] = {"rounds": 40}
-    scenario.write_text(json.dumps(doc))
-    out = tmp_path / "out"
-    run = [INNET, "run", str(scenario), "--cluster", cluster.head, "--out", str(out)]
-    driver = cluster.start_driver(1, [*run, "--no-progress"])
-    try:
-        deadline = time.monotonic() + 600.0  # a hang guard
-        rounds = out / "rounds.jsonl"
-        while not (rounds.exists() and rounds.read_text().count("\n") >= 1):
-            assert driver.poll() is None, driver.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "no round recorded"
-            time.sleep(0.2)
+    with a_long_run(cluster, tmp_path) as (driver, out, wan, machines):
         cluster.kill_node(3)
         _, err = driver.communicate(timeout=600)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-            driver.communicate()
     assert driver.returncode == 1, err[-3000:]
     lost = [
         cluster.address(3),
