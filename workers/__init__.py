@@ -8,6 +8,7 @@ ring.py         the pipelined ring all-reduce over plain IPv4
 timing.py       their pure core: the frame schedule and the receivers' NACK timers
 unicast.py      UDP between the leaders (the plain network)
 gloo.py         the gloo baseline: torch.distributed all_reduce over TCP; TCP at scale
+distributed.py  innet as a torch.distributed backend ("innet"); torchhook.py registers it
 group.py        a round's group, send policy and counters
 packets.py      the innet header; quantise.py the fixed-point codec; transport.py UDP
 train.py        the model, its data, local phases and DiLoCo's outer step

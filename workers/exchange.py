@@ -187,18 +187,22 @@ class HostCollective(ABC):
             wake = min(wake, run.watch.earliest)
         return min(MAX_WAIT_S, max(0.0, wake - now))
 
-    def allreduce_sum(self, values: np.ndarray, scale: float) -> np.ndarray:
+    def allreduce_sum(
+        self, values: np.ndarray, scale: float, between: Callable[[], None] | None = None
+    ) -> np.ndarray:
         """The group's int32 sum of `values` (int32, quantised at `scale`), exact or an error.
 
         `stats.elapsed_s` is the time to this member's sum; the call returns once the own
-        frames (which peers may still need) are all out.
+        frames (which peers may still need) are all out. `between`, when given, is called after
+        every step (its owner's other business: earlier exchanges answering their NACKs).
         """
         if not (np.isfinite(scale) and scale > 0):
             raise QuantiseError(f"scale {scale} must be positive and finite")
         self.begin(values)
         start = self.clock()
         while not self.step(self.wait_hint()):
-            pass
+            if between is not None:
+                between()
         self.stats.elapsed_s = self.clock() - start
         while self._sending():
             self.step(self.wait_hint())
