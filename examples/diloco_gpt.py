@@ -9,12 +9,13 @@ slice of the text for `--inner-steps` AdamW steps; then the ranks average their 
 outer Nesterov step with that average (DiLoCo: Douillard et al., 2023). The text is the
 Python standard library's own source, which every Python installation has. Rank 0 prints one
 JSON line a round: the round, the mean training loss over the ranks, the validation loss after
-the outer step, the all_reduce's seconds, and the round's seconds; `--log FILE` writes them
-there too.
+the outer step, the seconds of the inner steps, of the all_reduces and of the whole round;
+`--log FILE` writes them there too.
 
 Nothing here knows innet: torch finds the "innet" backend through its installed entry point.
-gloo has no AVG reduction, so the average is a SUM divided by the world's size, as gloo users
-write it.
+gloo has no AVG reduction, so the average is a SUM divided by the group's size, as gloo users
+write it. With `--cliques`, the outer step averages within the rank's group of the round, the
+planner's rotating cliques (`innet.torch.Cliques`, plain torch.distributed groups: any backend).
 """
 
 from __future__ import annotations
@@ -101,6 +102,11 @@ def main() -> int:
     p.add_argument("--outer-momentum", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log", type=Path)
+    p.add_argument(
+        "--cliques",
+        help="rounds of groups of ranks as JSON, e.g. [[[0,1],[2]],[[1,2],[0]]]: each round's "
+        "outer step averages within the rank's clique (default: over the world)",
+    )
     args = p.parse_args()
 
     torch.set_num_threads(1)  # several ranks share the machine's cores
@@ -119,6 +125,11 @@ def main() -> int:
     gen = torch.Generator().manual_seed(args.seed * 1000 + rank)
     probe = torch.Generator().manual_seed(12345)
     val_x, val_y = batch(val, 64, args.context, probe)
+    rotating = None
+    if args.cliques is not None:  # the only line that knows innet: its schedule's groups
+        from innet.torch import Cliques
+
+        rotating = Cliques(json.loads(args.cliques))
     if rank == 0:
         count = sum(q.numel() for q in params)
         print(
@@ -136,15 +147,18 @@ def main() -> int:
             loss.backward()
             inner.step()
             losses.append(loss.item())
+        inner_s = time.perf_counter() - began
         delta = torch.cat(
             [(s - q.detach()).reshape(-1) for s, q in zip(start, params, strict=True)]
         )
         mean_loss = torch.tensor([sum(losses) / len(losses)])
         reduce_began = time.perf_counter()
-        dist.all_reduce(delta)
+        clique = rotating.next() if rotating is not None else dist.group.WORLD
+        if clique is not None:  # None: alone this round, its own update
+            dist.all_reduce(delta, group=clique)
+            delta /= dist.get_world_size(clique)
         dist.all_reduce(mean_loss)
         reduce_s = time.perf_counter() - reduce_began
-        delta /= world
         offset = 0
         with torch.no_grad():
             for s, q in zip(start, params, strict=True):
@@ -158,6 +172,7 @@ def main() -> int:
             "round": r,
             "train_loss": mean_loss.item() / world,
             "val_loss": val_loss,
+            "inner_s": inner_s,
             "reduce_s": reduce_s,
             "round_s": time.perf_counter() - began,
         }

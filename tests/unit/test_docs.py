@@ -25,6 +25,7 @@ ILLUSTRATIONS = {
     "p4diff.targets": "starts a switch process in a network namespace: root",
     "controller.bringup": "brings a Mininet testbed up: root",
     "controller.cluster.bringup": "brings a testbed up on a running Ray cluster's machines",
+    "innet.torch": "a torch.distributed script: needs ranks started together",
     "workers.distributed": "a torch.distributed script: needs ranks started together",
     "controller.service.cluster": "brings the service's testbed up on a running Ray cluster",
     "controller.cluster.islands": "island processes on a running Ray cluster's machines",

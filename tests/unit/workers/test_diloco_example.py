@@ -27,7 +27,10 @@ SMALL = ["--rounds", "3", "--inner-steps", "8", "--width", "128", "--layers", "2
 AGREE = 1e-3  # relative; see the module's docstring
 
 
-def run(backend: str) -> list[dict[str, Any]]:
+ROTATING = "[[[0,1],[2]],[[1,2],[0]],[[0,2],[1]]]"  # the planner's kind of rotating cliques
+
+
+def run(backend: str, *more: str) -> list[dict[str, Any]]:
     env = {
         **os.environ,
         "INNET_PEERS": ",".join(f"127.0.{os.getpid() % 200 + 20}.{200 + r}" for r in range(3)),
@@ -35,7 +38,12 @@ def run(backend: str) -> list[dict[str, Any]]:
     }
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "3"]
     done = subprocess.run(
-        [*torchrun, "--master-port", str(free_port()), str(EXAMPLE), "--backend", backend, *SMALL],
+        [
+            *torchrun,
+            *("--master-port", str(free_port()), str(EXAMPLE), "--backend", backend),
+            *SMALL,
+            *more,
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -47,8 +55,12 @@ def run(backend: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def test_the_example_trains_alike_over_gloo_and_innet() -> None:
-    gloo, innet = run("gloo"), run("innet")
+@pytest.mark.parametrize("cliques", [None, ROTATING], ids=["world", "cliques"])
+def test_the_example_trains_alike_over_gloo_and_innet(cliques: str | None) -> None:
+    """Averaging over the world each round, or within each round's clique
+    (innet.torch.Cliques)."""
+    more = () if cliques is None else ("--cliques", cliques)
+    gloo, innet = run("gloo", *more), run("innet", *more)
     assert gloo[0]["params"] == innet[0]["params"] > 400_000
     assert innet[0]["backend"] == "innet" and gloo[0]["backend"] == "gloo"
     rounds = list(zip(gloo[1:], innet[1:], strict=True))

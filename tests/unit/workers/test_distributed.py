@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import torch
 
+from innet.torch import CliquesError, check_rounds
 from innet.vocabulary import Collective
 from tests.unit.workers.torchdist_rank import inputs
 from workers.distributed import BackendSetupError, RankSetup
@@ -188,3 +189,33 @@ def test_a_rank_is_placed_by_its_environment() -> None:
     assert where.collective == Collective.DIRECT and where.rate_bps == 10e6
     with pytest.raises(BackendSetupError, match="at most 32"):
         RankSetup.from_env(0, 33, {})
+
+
+@pytest.mark.parametrize("backend", ["gloo", "innet"])
+def test_the_schedule_s_cliques_are_each_rank_s_group_round_by_round(backend: str) -> None:
+    """Rounds {0,1}{2}, {1,2}{0}, {0,2}{1}, then the cycle again: each rank's sum of rank + 1
+    over its clique, alone its own; plain torch.distributed, so gloo alike."""
+    outs = ranks(backend, "cliques")
+    assert [o["sums"] for o in outs] == [
+        [3.0, 1.0, 4.0, 3.0],
+        [3.0, 5.0, 2.0, 3.0],
+        [3.0, 5.0, 4.0, 3.0],
+    ]
+    assert outs[2]["mates"] == [[2], [1, 2], [0, 2]]
+
+
+@pytest.mark.parametrize(
+    ("rounds", "says"),
+    [
+        ([], "non-empty list of rounds"),
+        ([[[0, 1]]], r"round 0: rank\(s\) \[2\] in no group"),
+        ([[[0, 1], [1, 2]]], "round 0: rank 1 is in group 0 and group 1"),
+        ([[[0, 1, 2]], [[0, 3], [1, 2]]], "round 1, group 0: 3 is not a rank of a world of 3"),
+        ([[[0, 1, 2]], [[], [0, 1, 2]]], "round 1, group 0: a non-empty list of ranks"),
+        ([[[0, True], [2]]], "True is not a rank"),
+    ],
+)
+def test_rounds_that_are_not_partitions_of_the_world_are_refused(rounds: Any, says: str) -> None:
+    with pytest.raises(CliquesError, match=says):
+        check_rounds(rounds, 3)
+    assert check_rounds([[[1, 0], [2]]], 3) == (((0, 1), (2,)),)

@@ -1,13 +1,16 @@
 """One rank of the torch.distributed backend tests (tests/unit/workers/test_distributed.py),
 written as a user writes a script for gloo: only the backend's name differs (torch finds innet's
-through its package's entry point; nothing of innet's is imported).
+through its package's entry point; the backend's own module is never imported here).
 
     RANK=r WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=P \
         python -m tests.unit.workers.torchdist_rank BACKEND WHAT
 
-WHAT is `ops` (every supported operation, then the unsupported ones; one JSON line of what
-came out), `nan` (rank 1 passes a NaN, the others wait for it within a 3 s group timeout) or
-`dead` (rank 2 exits before an all_reduce the others wait for within a 3 s group timeout).
+WHAT is one of:
+
+- `ops`: every supported operation, then the unsupported ones; one JSON line of what came out;
+- `cliques`: a rotating schedule's groups (innet.torch.Cliques), any backend;
+- `nan`: rank 1 passes a NaN, the others wait for it within a 3 s group timeout;
+- `dead`: rank 2 exits before an all_reduce the others wait for within a 3 s group timeout.
 """
 
 from __future__ import annotations
@@ -96,6 +99,24 @@ def ops(rank: int, world: int, backend: str) -> dict[str, object]:
     return out
 
 
+CLIQUES = [[[0, 1], [2]], [[1, 2], [0]], [[0, 2], [1]]]
+
+
+def cliques(rank: int) -> dict[str, object]:
+    """Four rounds of the cycle of three: each rank sums rank + 1 within its clique."""
+    from innet.torch import Cliques
+
+    rotating = Cliques(CLIQUES)
+    sums = []
+    for _ in range(4):
+        x = torch.tensor([float(rank + 1)])
+        group = rotating.next()
+        if group is not None:
+            dist.all_reduce(x, group=group)
+        sums.append(x.item())
+    return {"sums": sums, "mates": [list(rotating.ranks(r)) for r in range(3)]}
+
+
 def failing(rank: int, what: str) -> dict[str, object]:
     group = dist.new_group(list(range(dist.get_world_size())), timeout=TIMEOUT)
     x = torch.ones(100)
@@ -114,7 +135,12 @@ def main() -> int:
     backend, what = sys.argv[1], sys.argv[2]
     dist.init_process_group(backend, timeout=TIMEOUT)
     rank, world = dist.get_rank(), dist.get_world_size()
-    result = ops(rank, world, backend) if what == "ops" else failing(rank, what)
+    if what == "ops":
+        result = ops(rank, world, backend)
+    elif what == "cliques":
+        result = cliques(rank)
+    else:
+        result = failing(rank, what)
     print(json.dumps(result), flush=True)
     os._exit(0)  # a rank waited on by none: no teardown to agree on
 
