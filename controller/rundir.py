@@ -13,6 +13,7 @@ and removes the state file; run twice, the second run finds nothing to do.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -22,7 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -293,6 +294,15 @@ class RunDir:
 
 def _interfaces(state: RunState) -> tuple[str, ...]:
     return state.network.interfaces if state.network is not None else ()
+
+
+def terminate(processes: Iterable[ProcessRecord]) -> None:
+    """SIGTERM to each of these processes that still runs (the same process, not its PID
+    reused)."""
+    for process in processes:
+        if process.running():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGTERM)
 
 
 def _signal(processes: dict[int, ProcessRecord], signum: signal.Signals) -> list[str]:

@@ -439,14 +439,14 @@ class InnetProcessGroup(dist.ProcessGroup):
                 f"backend 'innet': all_reduce of {tensor.dtype}; it sums "
                 f"{', '.join(str(t) for t in FLOATS + INTEGERS)}"
             )
-        return self._submit("all_reduce", lambda n: self._allreduce(n, tensor, average))
+        return self._submit("all_reduce", lambda: self._allreduce(tensor, average))
 
     def broadcast(  # type: ignore[override]  # torch's overloads
         self, tensors: list[torch.Tensor], opts: Any
     ) -> InnetWork:
         tensor = self._one(tensors, "broadcast")
         root = int(opts.rootRank)
-        return self._submit("broadcast", lambda n: self._place([tensor], [tensor], root, n))
+        return self._submit("broadcast", lambda: self._broadcast(tensor, root))
 
     def allgather(  # type: ignore[override]  # torch's overloads
         self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any
@@ -457,7 +457,7 @@ class InnetProcessGroup(dist.ProcessGroup):
                 f"backend 'innet': all_gather takes one tensor into a list of {self.size()}"
             )
         slots = list(outputs[0])
-        return self._submit("all_gather", lambda n: self._gather(tensor, slots, n))
+        return self._submit("all_gather", lambda: self._gather(tensor, slots))
 
     def _allgather_base(  # type: ignore[override]  # torch's overloads
         self, output: torch.Tensor, input_: torch.Tensor, opts: Any
@@ -468,7 +468,7 @@ class InnetProcessGroup(dist.ProcessGroup):
                 f"the input's {input_.numel()} {input_.dtype} values"
             )
         slots = list(output.view(-1).chunk(self.size()))
-        return self._submit("all_gather_into_tensor", lambda n: self._gather(input_, slots, n))
+        return self._submit("all_gather_into_tensor", lambda: self._gather(input_, slots))
 
     def all_gather_single(  # type: ignore[override]  # torch's overloads
         self, output: torch.Tensor, input_: torch.Tensor, opts: Any
@@ -478,7 +478,7 @@ class InnetProcessGroup(dist.ProcessGroup):
 
     def barrier(self, opts: Any = None) -> InnetWork:
         lanes = self.where.packet_format.lanes
-        return self._submit("barrier", lambda n: self._sum(np.zeros(lanes, np.int32), n, "barrier"))
+        return self._submit("barrier", lambda: self._sum(np.zeros(lanes, np.int32)))
 
     # -- what it does not -------------------------------------------------------------------
 
@@ -538,13 +538,13 @@ class InnetProcessGroup(dist.ProcessGroup):
 
     # -- the operations, on the engine's thread ---------------------------------------------
 
-    def _submit(self, name: str, run: Callable[[int], Any]) -> InnetWork:
+    def _submit(self, name: str, run: Callable[[], Any]) -> InnetWork:
         self._count += 1
         number = self._count
 
         def checked() -> Any:
             try:
-                return run(number)
+                return run()
             except InnetError as err:
                 raise CollectiveFailed(
                     f"rank {self.where.rank}: {name} #{number} over ranks "
@@ -553,7 +553,7 @@ class InnetProcessGroup(dist.ProcessGroup):
 
         return InnetWork(self.engine.submit(checked))
 
-    def _sum(self, values: np.ndarray, _number: int, _what: str) -> np.ndarray:
+    def _sum(self, values: np.ndarray) -> np.ndarray:
         """One exact int32 sum over the group (a group of one keeps its own)."""
         if self.size() == 1:
             return values.copy()
@@ -561,7 +561,7 @@ class InnetProcessGroup(dist.ProcessGroup):
         self._round = (self._round + 1) & 0xFFFF
         return self.engine.sum(self.members, self.group, round_, values, self.deadline_s)
 
-    def _allreduce(self, number: int, tensor: torch.Tensor, average: bool) -> list[torch.Tensor]:
+    def _allreduce(self, tensor: torch.Tensor, average: bool) -> list[torch.Tensor]:
         k, flat = self.size(), tensor.detach().reshape(-1)
         if flat.numel() == 0:  # every member's is empty (torch's contract): nothing to sum
             return [tensor]
@@ -574,32 +574,28 @@ class InnetProcessGroup(dist.ProcessGroup):
                         f"an int64 value of {int(np.max(np.abs(values)))} is beyond the "
                         f"{limit} that keeps the sum of {k} within int32"
                     )
-            total = self._sum(values.astype(np.int32), number, "values")
+            total = self._sum(values.astype(np.int32))
             tensor.copy_(torch.from_numpy(total.astype(np.int64)).to(tensor.dtype).view_as(tensor))
             return [tensor]
         x = flat.to(torch.float32).numpy()
         lanes = self.where.packet_format.lanes
-        votes = self._sum(exponent_vote(exponent_of(x, lanes), lanes), number, "bound")
+        votes = self._sum(exponent_vote(exponent_of(x, lanes), lanes))
         scale = scale_for(agreed_exponent(votes), k)
-        total = dequantise(self._sum(quantise(x, scale, k), number, "values"), scale)
+        total = dequantise(self._sum(quantise(x, scale, k)), scale)
         if average:
             total = total / np.float32(k)
         tensor.copy_(torch.from_numpy(total).to(tensor.dtype).view_as(tensor))
         return [tensor]
 
-    def _place(
-        self, inputs: list[torch.Tensor], slots: list[torch.Tensor], owner: int, number: int
-    ) -> list[torch.Tensor]:
-        """Broadcast: every member gets the owner's bytes (the others contribute zeros)."""
-        if not 0 <= owner < self.size():
-            raise CollectiveFailed(f"root rank {owner} is not in a group of {self.size()}")
-        mine = _as_words(inputs[0]) if self.rank() == owner else None
-        words = _words(inputs[0])
-        total = self._sum(mine if mine is not None else np.zeros(words, np.int32), number, "")
-        _from_words(total, slots[0])
-        return slots
+    def _broadcast(self, tensor: torch.Tensor, root: int) -> list[torch.Tensor]:
+        """Every member gets the root's bytes (the others contribute zeros)."""
+        if not 0 <= root < self.size():
+            raise CollectiveFailed(f"root rank {root} is not in a group of {self.size()}")
+        mine = _as_words(tensor) if self.rank() == root else np.zeros(_words(tensor), np.int32)
+        _from_words(self._sum(mine), tensor)
+        return [tensor]
 
-    def _gather(self, tensor: torch.Tensor, slots: list[torch.Tensor], number: int) -> Any:
+    def _gather(self, tensor: torch.Tensor, slots: list[torch.Tensor]) -> list[torch.Tensor]:
         """All-gather: every member's bytes in its own slot of one sum."""
         words = _words(tensor)
         for slot in slots:
@@ -611,7 +607,7 @@ class InnetProcessGroup(dist.ProcessGroup):
         values = np.zeros(words * self.size(), np.int32)
         me = self.rank()
         values[me * words : (me + 1) * words] = _as_words(tensor)
-        total = self._sum(values, number, "")
+        total = self._sum(values)
         for i, slot in enumerate(slots):
             _from_words(total[i * words : (i + 1) * words], slot)
         return slots

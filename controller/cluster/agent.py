@@ -36,7 +36,7 @@ from controller.cluster.nodes import NodeFacts, node_facts
 from controller.cluster.probe import DEFAULT_EXCHANGES, Address, Responder, probe
 from controller.exceptions import RunDirError
 from controller.network import NetworkFacts, SwitchSite
-from controller.rundir import RunDir
+from controller.rundir import RunDir, terminate
 from topo.p4node import PortCounters, SwitchPipeline
 
 if TYPE_CHECKING:
@@ -261,12 +261,8 @@ class NodeAgent:
         """SIGTERM to this node's island processes that still run (the service stopped by a
         signal), as on one machine: they are left to the runner, which sees them exit and
         ends the round, then stops them as ever."""
-        if self._islands is None:
-            return
-        for process in self._islands.record():
-            if process.running():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(process.pid, signal.SIGTERM)
+        if self._islands is not None:
+            terminate(self._islands.record())
 
     def islands_logs(self, most_bytes: int = LOG_BYTES) -> dict[str, str]:
         """The island processes' logs here (each its last `most_bytes`), by host name, handed

@@ -9,10 +9,7 @@ aborting (the service stopped by a signal) stops the island processes at once.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
-import os
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from controller.bringup import RunningTestbed
 from controller.planner.cost import CostParams
+from controller.rundir import terminate
 from controller.runner.scenario import Scenario
 from controller.runner.training_spec import Training
 from controller.service.exceptions import ExperimentBusy, ExperimentNeedsMininet
@@ -71,8 +69,9 @@ class ServiceExperiment:
                 "run in its hosts)"
             )
         hosts, family = tb.network.hosts_per_city, tb.schedule.family
-        scenario = service_scenario(tb.wan, hosts, tb.pool, tb.params, family, training, name)
-        return dataclasses.replace(scenario, seed=seed, round_deadline_s=deadline_s)
+        return service_scenario(
+            tb.wan, hosts, tb.pool, tb.params, family, training, name, seed, deadline_s
+        )
 
     def start(self, name: str, training: Training, seed: int, deadline_s: float) -> JSONObject:
         with self._lock:
@@ -170,10 +169,7 @@ class ServiceExperiment:
         self._stop.set()
         if isinstance(self.up, RunningTestbed):
             if self.up.run_dir.state is not None:
-                for process in self.up.run_dir.state.experiment:
-                    if process.running():
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(process.pid, signal.SIGTERM)
+                terminate(self.up.run_dir.state.experiment)
         elif self.up is not None:
             self.up.terminate_islands()  # each machine's agent signals its own
         return self.stop(wait_s)
