@@ -297,8 +297,9 @@ class RoundDriver:
         self._apply(install_changes(base))
         self._base = base
 
-    def install(self, number: int) -> Round:
-        """Install round `number` (others may stay installed); returns the round played."""
+    def install(self, number: int, rnd: Round | None = None) -> Round:
+        """Install round `number` (others may stay installed): the schedule's round at that
+        number, or `rnd`; returns the round played."""
         self.setup()
         assert self._base is not None
         wire = number % (1 << 16)
@@ -307,7 +308,8 @@ class RoundDriver:
             raise RoundEntriesError(
                 f"round {number} would reuse the keys of installed round {clash}"
             )
-        rnd = self.schedule.round_at(number)
+        if rnd is None:
+            rnd = self.schedule.round_at(number)
         entries = round_entries(
             self.wan,
             rnd,

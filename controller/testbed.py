@@ -274,6 +274,29 @@ class Testbed:
             installed = tuple(sorted(self.driver.installed))
             return InstalledRound(number, self.names_of(rnd), installed, took)
 
+    def install_group(self, members: Sequence[int]) -> tuple[int, int]:
+        """Install a round of one group (every other island alone) under the next number, for
+        a collective a script asked for; its number and the group's id in it. Earlier rounds
+        stay installed until `retire` (their members may still answer NACKs)."""
+        with self._lock:
+            alone = [[u] for u in range(self.wan.n) if u not in members]
+            rnd = Round.of([members, *alone])
+            rnd.check(self.wan.n)
+            number = self._next_number()
+            began = time.monotonic()
+            self.driver.install(number, rnd)
+            took = time.monotonic() - began
+            self._history.append(HistoryEntry(number, self.names_of(rnd), time.time(), took))
+            return number, rnd.groups.index(tuple(sorted(members)))
+
+    def retire(self, number: int) -> None:
+        """Delete an installed round's entries (`install_group`'s)."""
+        with self._lock:
+            self.driver.retire(number)
+            for entry in self._history:
+                if entry.number == number:
+                    entry.retired_at = time.time()
+
     def history(self) -> tuple[HistoryEntry, ...]:
         with self._lock:
             return tuple(HistoryEntry(**vars(e)) for e in self._history)

@@ -15,7 +15,10 @@ the outer step, the seconds of the inner steps, of the all_reduces and of the wh
 Nothing here knows innet: torch finds the "innet" backend through its installed entry point.
 gloo has no AVG reduction, so the average is a SUM divided by the group's size, as gloo users
 write it. With `--cliques`, the outer step averages within the rank's group of the round, the
-planner's rotating cliques (`innet.torch.Cliques`, plain torch.distributed groups: any backend).
+planner's rotating cliques (`innet.torch.Cliques`, plain torch.distributed groups: any backend);
+`--cliques schedule` takes them from `innet run`'s schedule (`INNET_CLIQUES`). Under `innet run`
+(`INNET_LOG` set), every rank also gives its line to `innet.torch.log`, which the run gathers
+beside its collectives.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sysconfig
 import time
 from pathlib import Path
@@ -104,8 +108,9 @@ def main() -> int:
     p.add_argument("--log", type=Path)
     p.add_argument(
         "--cliques",
-        help="rounds of groups of ranks as JSON, e.g. [[[0,1],[2]],[[1,2],[0]]]: each round's "
-        "outer step averages within the rank's clique (default: over the world)",
+        help="rounds of groups of ranks as JSON, e.g. [[[0,1],[2]],[[1,2],[0]]], or 'schedule' "
+        "(innet run's): each round's outer step averages within the rank's clique (default: "
+        "over the world)",
     )
     args = p.parse_args()
 
@@ -129,7 +134,10 @@ def main() -> int:
     if args.cliques is not None:  # the only line that knows innet: its schedule's groups
         from innet.torch import Cliques
 
-        rotating = Cliques(json.loads(args.cliques))
+        if args.cliques == "schedule":
+            rotating = Cliques.from_env()
+        else:
+            rotating = Cliques(json.loads(args.cliques))
     if rank == 0:
         count = sum(q.numel() for q in params)
         print(
@@ -176,6 +184,10 @@ def main() -> int:
             "reduce_s": reduce_s,
             "round_s": time.perf_counter() - began,
         }
+        if os.environ.get("INNET_LOG"):  # under innet run: the run gathers every rank's
+            from innet.torch import log
+
+            log(**line)
         if rank == 0:
             print(json.dumps(line), flush=True)
             if args.log is not None:

@@ -17,13 +17,20 @@ well as innet's), and a script that would rather average over the whole world ea
 keeps its `all_reduce` on the world group: the run then says what that costs.
 
 The rounds come as lists of ranks (`rounds`) or from the environment (`Cliques.from_env`:
-`INNET_CLIQUES`, the same as JSON), where `innet run` will put its schedule's.
+`INNET_CLIQUES`, the same as JSON), where `innet run` puts its schedule's.
+
+`log(...)` records what a script measures (a loss, an accuracy, its own step time) as one
+JSON line: `innet run` gathers every rank's lines beside its collectives and its networks
+(`INNET_LOG` names the rank's file); outside it the line goes to stderr.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
+import time
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -31,6 +38,7 @@ from typing import Any
 from innet.exceptions import InputError
 
 ENV = "INNET_CLIQUES"
+LOG_ENV = "INNET_LOG"
 
 
 class CliquesError(InputError, ValueError):
@@ -116,3 +124,23 @@ def check_rounds(rounds: Any, world: int) -> tuple[tuple[tuple[int, ...], ...], 
             raise CliquesError(f"round {r}: rank(s) {missing} in no group: give every rank one")
         checked.append(tuple(round_groups))
     return tuple(checked)
+
+
+def log(**metrics: float | int | str) -> dict[str, Any]:
+    """Record `metrics` (numbers or short texts, such as `step=3, loss=2.1`) with this rank and
+    the time; the record, as written. A value that is not a number or a text is refused."""
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise InputError(f"innet.torch.log: {name}={value!r} is not a number or a text")
+        if isinstance(value, float) and not math.isfinite(value):
+            metrics[name] = str(value)  # JSON has no NaN: kept as text, and visible
+    record: dict[str, Any] = {"rank": int(os.environ.get("RANK", "0")), "time": time.time()}
+    record.update(metrics)
+    line = json.dumps(record) + "\n"
+    path = os.environ.get(LOG_ENV)
+    if path:
+        with open(path, "a") as out:
+            out.write(line)
+    else:
+        sys.stderr.write(line)
+    return record

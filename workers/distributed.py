@@ -72,7 +72,10 @@ from innet.exceptions import InnetError, InputError
 from innet.packetformat import DEFAULT_LANES, LANE_CHOICES, PacketFormat
 from innet.units import parse_rate
 from innet.vocabulary import Collective, NetworkMode
-from topo.siteplan import MAX_ISLANDS
+from topo.siteplan import MAX_ISLANDS, gateway_ip
+from workers.aggregate import Aggregator, sleep_until
+from workers.collectives import Exchange, exchange_for
+from workers.control import CONTROL_VARIABLE, ControlClient, Finished, Want
 from workers.exceptions import AggregationError
 from workers.exchange import DirectExchange, HostCollective
 from workers.group import GroupSpec, SendPolicy
@@ -86,6 +89,7 @@ from workers.quantise import (
 )
 from workers.ring import RingAllReduce
 from workers.torchhook import BACKEND, register
+from workers.transport import UdpTransport
 from workers.unicast import UdpPeers, leader_address
 
 log = logging.getLogger(__name__)
@@ -127,6 +131,8 @@ class RankSetup:
     packet_format: PacketFormat
     job: int
     rate_bps: float | None
+    network: NetworkMode = NetworkMode.PLAIN
+    control: str | None = None  # the runner's socket: every sum as it grants (workers/control.py)
 
     @classmethod
     def from_env(cls, rank: int, world: int, env: dict[str, str] | None = None) -> RankSetup:
@@ -136,8 +142,11 @@ class RankSetup:
             raise BackendSetupError(
                 f"backend 'innet': {world} ranks; innet's packets carry at most {MAX_ISLANDS}"
             )
+        control = env.get(CONTROL_VARIABLE) or None
         network = env.get("INNET_NETWORK", NetworkMode.PLAIN.value)
-        if network != NetworkMode.PLAIN:
+        if network not in (NetworkMode.PLAIN, NetworkMode.MULTICAST, NetworkMode.INNA):
+            raise BackendSetupError(f"INNET_NETWORK={network}: give plain, multicast or inna")
+        if network != NetworkMode.PLAIN and control is None:
             raise BackendSetupError(
                 f"INNET_NETWORK={network}: only the plain network (the hosts' own exchanges) runs "
                 "outside innet run; multicast and inna need the switches' round entries"
@@ -162,6 +171,8 @@ class RankSetup:
             PacketFormat(_whole(env, "INNET_LANES", DEFAULT_LANES, LANE_CHOICES)),
             _whole(env, "INNET_JOB", 1, range(1 << 16)),
             _rate(env.get("INNET_RATE")),
+            NetworkMode(network),
+            control,
         )
 
 
@@ -271,6 +282,13 @@ class Engine:
     def __init__(self, where: RankSetup) -> None:
         self.where = where
         self.endpoint = Endpoint(where)
+        # under innet run: the runner grants every sum, and the edge carries multicast and inna
+        self.control = None if where.control is None else ControlClient(where.control, where.rank)
+        self.edge = None
+        if self.control is not None:
+            self.edge = UdpTransport(where.addresses[where.rank], gateway_ip(where.rank))
+        self._asked = 0
+        self._last_edge: Exchange | None = None  # answers NACKs until the next sum begins
         self._jobs: queue.Queue[tuple[Callable[[], Any], Future[Any]] | None] = queue.Queue()
         self._lingering: list[_Lingering] = []
         self._thread = threading.Thread(target=self._loop, name="innet-collectives", daemon=True)
@@ -288,8 +306,11 @@ class Engine:
         round_: int,
         values: np.ndarray,
         deadline_s: float,
+        op: str = "all_reduce",
     ) -> np.ndarray:
         """The int32 sum of `values` over `members` (global ranks), exact: one operation."""
+        if self.control is not None:
+            return self._granted_sum(self.control, members, values, deadline_s, op)
         where = self.where
         key = (where.job, round_ & 0xFFFF, group)
         spec = GroupSpec(where.job, key[1], group, where.rank, members, where.packet_format)
@@ -311,6 +332,66 @@ class Engine:
         total = exchange.allreduce_sum(values, 1.0, between=self._serve_lingering)
         self._lingering.append(_Lingering(exchange, key, time.monotonic() + LINGER_S))
         return total
+
+    def _granted_sum(
+        self,
+        control: ControlClient,
+        members: tuple[int, ...],
+        values: np.ndarray,
+        deadline_s: float,
+        op: str,
+    ) -> np.ndarray:
+        """The sum as the runner grants it: its round entries installed, its collective, the
+        planner's policy, the group's common start; the time reported back."""
+        where = self.where
+        self._asked += 1
+        want = Want(where.rank, self._asked, op, members, int(values.size))
+        grant = control.ask(want, deadline_s, self._serve_waiting)
+        collective = Collective(grant.collective)
+        wire = grant.number & 0xFFFF
+        spec = GroupSpec(where.job, wire, grant.group, where.rank, members, where.packet_format)
+        key = (where.job, wire, grant.group)
+        assert self.edge is not None
+        self._last_edge = None
+        while self.edge.recv(0.0) is not None:
+            pass  # late packets of finished sums
+        exchange = exchange_for(
+            collective,
+            self.edge,
+            KeyedPeers(self.endpoint, key),
+            spec,
+            grant.policy,
+            order=grant.order,
+        )
+        sleep_until(grant.start_at)
+        if isinstance(exchange, Aggregator):
+            total = exchange.allreduce_sum(values, 1.0)
+        else:
+            total = exchange.allreduce_sum(values, 1.0, between=self._serve_lingering)
+        done_at = time.time()
+        finished = Finished(
+            where.rank,
+            want.seq,
+            done_at - grant.start_at,
+            done_at,
+            exchange.stats.retransmitted,
+            exchange.pacing_lag_s,
+        )
+        control.send(finished)
+        if isinstance(exchange, DirectExchange | RingAllReduce):
+            self._lingering.append(_Lingering(exchange, key, time.monotonic() + LINGER_S))
+        else:
+            self._last_edge = exchange
+        return total
+
+    def _serve_waiting(self) -> None:
+        """While the runner has not granted: the last sums answer their peers' NACKs."""
+        self._serve_lingering()
+        if self._last_edge is not None:
+            try:
+                self._last_edge.step(0.0)
+            except InnetError as err:
+                log.debug("answering the last sum's NACKs: %s", err)
 
     def _serve_lingering(self) -> None:
         now = time.monotonic()
@@ -348,6 +429,10 @@ class Engine:
         self._jobs.put(None)
         self._thread.join(timeout=LINGER_S + 5.0)
         self.endpoint.close()
+        if self.edge is not None:
+            self.edge.close()
+        if self.control is not None:
+            self.control.close()
 
 
 _ENGINE: Engine | None = None
@@ -478,7 +563,7 @@ class InnetProcessGroup(dist.ProcessGroup):
 
     def barrier(self, opts: Any = None) -> InnetWork:
         lanes = self.where.packet_format.lanes
-        return self._submit("barrier", lambda: self._sum(np.zeros(lanes, np.int32)))
+        return self._submit("barrier", lambda: self._sum(np.zeros(lanes, np.int32), "barrier"))
 
     # -- what it does not -------------------------------------------------------------------
 
@@ -553,13 +638,13 @@ class InnetProcessGroup(dist.ProcessGroup):
 
         return InnetWork(self.engine.submit(checked))
 
-    def _sum(self, values: np.ndarray) -> np.ndarray:
+    def _sum(self, values: np.ndarray, op: str) -> np.ndarray:
         """One exact int32 sum over the group (a group of one keeps its own)."""
         if self.size() == 1:
             return values.copy()
         round_ = self._round
         self._round = (self._round + 1) & 0xFFFF
-        return self.engine.sum(self.members, self.group, round_, values, self.deadline_s)
+        return self.engine.sum(self.members, self.group, round_, values, self.deadline_s, op)
 
     def _allreduce(self, tensor: torch.Tensor, average: bool) -> list[torch.Tensor]:
         k, flat = self.size(), tensor.detach().reshape(-1)
@@ -574,14 +659,14 @@ class InnetProcessGroup(dist.ProcessGroup):
                         f"an int64 value of {int(np.max(np.abs(values)))} is beyond the "
                         f"{limit} that keeps the sum of {k} within int32"
                     )
-            total = self._sum(values.astype(np.int32))
+            total = self._sum(values.astype(np.int32), "all_reduce")
             tensor.copy_(torch.from_numpy(total.astype(np.int64)).to(tensor.dtype).view_as(tensor))
             return [tensor]
         x = flat.to(torch.float32).numpy()
         lanes = self.where.packet_format.lanes
-        votes = self._sum(exponent_vote(exponent_of(x, lanes), lanes))
+        votes = self._sum(exponent_vote(exponent_of(x, lanes), lanes), "all_reduce vote")
         scale = scale_for(agreed_exponent(votes), k)
-        total = dequantise(self._sum(quantise(x, scale, k)), scale)
+        total = dequantise(self._sum(quantise(x, scale, k), "all_reduce"), scale)
         if average:
             total = total / np.float32(k)
         tensor.copy_(torch.from_numpy(total).to(tensor.dtype).view_as(tensor))
@@ -592,7 +677,7 @@ class InnetProcessGroup(dist.ProcessGroup):
         if not 0 <= root < self.size():
             raise CollectiveFailed(f"root rank {root} is not in a group of {self.size()}")
         mine = _as_words(tensor) if self.rank() == root else np.zeros(_words(tensor), np.int32)
-        _from_words(self._sum(mine), tensor)
+        _from_words(self._sum(mine, "broadcast"), tensor)
         return [tensor]
 
     def _gather(self, tensor: torch.Tensor, slots: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -607,7 +692,7 @@ class InnetProcessGroup(dist.ProcessGroup):
         values = np.zeros(words * self.size(), np.int32)
         me = self.rank()
         values[me * words : (me + 1) * words] = _as_words(tensor)
-        total = self._sum(values)
+        total = self._sum(values, "all_gather")
         for i, slot in enumerate(slots):
             _from_words(total[i * words : (i + 1) * words], slot)
         return slots

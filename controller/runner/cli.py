@@ -38,6 +38,7 @@ from topo.siteplan import GRPC_BASE_PORT
 if TYPE_CHECKING:  # the runner itself is imported by `run` (it loads torch)
     from controller.runner.emulation import Emulation
     from controller.runner.run import Run
+    from controller.runner.script import ScriptRun
 
 # the machine check's modes (controller.runner.calibration.MODES, which loads torch)
 CALIBRATION_MODES = ("refuse", "warn", "off")
@@ -193,9 +194,16 @@ class HowFar:
 
     def __init__(self) -> None:
         self.experiment: Run | None = None
+        self.script: ScriptRun | None = None
         self.folder: Path | None = None
 
     def report(self) -> str:
+        if self.script is not None:
+            n = len(self.script.records)
+            return (
+                f"during {self.script.phase}; {n} collective{'' if n == 1 else 's'} recorded; "
+                f"results so far in {self.folder}"
+            )
         run = self.experiment
         if run is None or run.writer is None:
             what = run.phase if run is not None else "start-up"
@@ -230,6 +238,10 @@ def _run(args: argparse.Namespace, where: HowFar) -> int:
         print("\n".join(plan))
         return 0
     head = args.cluster or emulation.scenario.cluster
+    if head is not None and emulation.scenario.script is not None:
+        raise CommandLineError(
+            "a training script runs on one machine: give no --cluster (or `cluster:`) with it"
+        )
     if head is not None:
         return _run_on_cluster(args, where, emulation, head, folder)
     if os.geteuid() != 0:
@@ -241,6 +253,8 @@ def _run(args: argparse.Namespace, where: HowFar) -> int:
     if busy is not None:
         raise RunDirError(busy)
     print("\n".join(plan), flush=True)
+    if emulation.scenario.script is not None:
+        return _run_script(args, where, emulation, folder, run_dir)
     testbeds = built_testbeds(
         emulation,
         run_dir,
@@ -266,6 +280,37 @@ def _run(args: argparse.Namespace, where: HowFar) -> int:
             print(calibration.summary, flush=True)
         experiment.execute()
     return _report(emulation, experiment, folder)
+
+
+def _run_script(
+    args: argparse.Namespace, where: HowFar, emulation: Emulation, folder: Path, run_dir: RunDir
+) -> int:
+    """The scenario's training script, one rank per island, every play (script.py); the
+    plays side by side, 1 when one failed."""
+    from controller.runner.run import built_testbeds
+    from controller.runner.script import ScriptRun, format_rows
+
+    testbeds = built_testbeds(
+        emulation,
+        run_dir,
+        shaping=args.shaping,
+        target=args.target,
+        backend=args.backend,
+        grpc_base_port=args.grpc_base_port,
+    )
+
+    def progress(what: str) -> None:
+        print(f"playing {what}", file=sys.stderr, flush=True)
+
+    script = ScriptRun(emulation, folder, testbeds, progress=progress)
+    where.script, where.folder = script, folder
+    rows = script.execute()
+    print(format_rows(rows))
+    print(f"results: {folder}")
+    failed = [row for row in rows if row.status != "ok"]
+    for row in failed:
+        print(f"innet: failed: {row.label}: {row.status}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _results_folder(emulation: Emulation, folder: Path | None) -> Path:

@@ -67,7 +67,15 @@ from controller.runner.exceptions import ScenarioError
 from controller.runner.training_spec import (
     TRAINING_FIELDS as TRAINING_FIELDS,  # re-exported: the scenario's sections live there
 )
-from controller.runner.training_spec import ComputeSpec, Training, parse_compute, parse_training
+from controller.runner.training_spec import (
+    ComputeSpec,
+    ScriptSpec,
+    Training,
+    names_script,
+    parse_compute,
+    parse_script,
+    parse_training,
+)
 from innet.jsontypes import JSONObject
 from innet.packetformat import DEFAULT_LANES, PacketFormat, PacketFormatError
 from innet.units import format_size, parse_duration, parse_rate, parse_size
@@ -134,6 +142,7 @@ class Scenario:
     one_dc: bool = False  # play the same islands in one building too: the reference row
     cluster: str | None = None  # the Ray cluster's head to run on (None: this machine)
     placement: tuple[str, ...] | None = None  # per city (WAN order): its machine's address
+    script: ScriptSpec | None = None  # the user's training script, when it is one
 
     @property
     def jitter_s(self) -> float:
@@ -178,9 +187,9 @@ class Scenario:
             "memory": [_size_text(m) for m in self.memory_bytes],
             "update_size": "model" if self.update_bytes is None else _size_text(self.update_bytes),
             "schedules": list(self.schedules),
-            "training": {
-                f.name: getattr(self.training, f.name) for f in dataclasses.fields(Training)
-            },
+            "training": self.script.to_dict()
+            if self.script is not None
+            else {f.name: getattr(self.training, f.name) for f in dataclasses.fields(Training)},
             "round_deadline": f"{self.round_deadline_s:.15g}s",
             "seed": self.seed,
             "wan_loss": self.wan_loss,
@@ -232,7 +241,12 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     if "update_size" in top and doc.scalar(top["update_size"]) != "model":
         update = doc.quantity(top["update_size"], "update_size", parse_size)
     schedules = _schedules(doc, top.get("schedules"), wan)
-    training = parse_training(doc, top.get("training"))
+    script = None
+    if names_script(top.get("training")):
+        script = parse_script(doc, top["training"], Path(path).parent)
+        training = Training()
+    else:
+        training = parse_training(doc, top.get("training"))
     compute = parse_compute(doc, top.get("compute"))
     one_dc = doc.boolean(top.get("one_dc"), "one_dc", default=compute is not None)
     deadline = doc.quantity(top.get("round_deadline"), "round_deadline", parse_duration, "60s")
@@ -242,6 +256,13 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
         why = f"{loss:g} is the share of frames each link loses: it must be below {MAX_LOSS:g}"
         raise doc.fail(top["wan_loss"], "wan_loss", why)
     networks = _networks(doc, top.get("networks"))
+    if script is not None and NetworkMode.GLOO in networks:
+        i = networks.index(NetworkMode.GLOO)
+        why = (
+            "a training script's ranks use innet's backend; gloo is not among its networks "
+            "(run the script with backend gloo yourself for that baseline)"
+        )
+        raise doc.fail(top["networks"].value[i], f"networks[{i}]", why)
     jitter = _jitter(doc, top.get("wan_jitter"))
     cluster = None if "cluster" not in top else doc.text(top["cluster"], "cluster")
     placement = _placement(doc, top.get("placement"), wan)
@@ -273,6 +294,7 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
         one_dc=one_dc,
         cluster=cluster,
         placement=placement,
+        script=script,
     )
 
 

@@ -25,6 +25,13 @@
       accelerators: 256         # per island
       mfu: 0.4                  # the share of peak the model uses
 
+Or the training is the user's own script (controller/runner/script.py), and no other key:
+
+    training:
+      script: train.py          # beside the scenario, or an absolute path
+      args: [--rounds, "4"]     # its command line
+      timeout: 1800s            # each play's whole run, at most
+
 Without `compute` a run reports round times alone, as before; with it, every row of the summary
 also gives compute utilisation and the full-scale wall-clock (controller/planner/compute.py).
 """
@@ -34,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -102,6 +110,55 @@ class ComputeSpec:
             "accelerators": self.accelerators,
             "mfu": self.mfu,
         }
+
+
+@dataclass(frozen=True)
+class ScriptSpec:
+    """A training script to run as the islands' ranks (controller/runner/script.py)."""
+
+    path: Path  # absolute
+    args: tuple[str, ...] = ()
+    timeout_s: float = 1800.0
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "script": str(self.path),
+            "args": list(self.args),
+            "timeout": f"{self.timeout_s:.15g}s",
+        }
+
+
+SCRIPT_KEYS = ("script", "args", "timeout")
+
+
+def names_script(node: yaml.Node | None) -> bool:
+    """Whether a `training` section is a script's (it has the key `script`)."""
+    if not isinstance(node, yaml.MappingNode):
+        return False
+    return any(isinstance(k, yaml.ScalarNode) and k.value == "script" for k, _ in node.value)
+
+
+def parse_script(doc: YamlReader, node: yaml.Node, beside: Path) -> ScriptSpec:
+    """`training` naming a script: a Python file that exists (relative to the scenario's
+    folder `beside`), its arguments as texts, a positive timeout."""
+    items = doc.options(node, "training", SCRIPT_KEYS)
+    if "script" not in items:
+        raise doc.fail(node, "training.script", "missing: name the script to run")
+    given = doc.text(items["script"], "training.script")
+    path = Path(given) if Path(given).is_absolute() else beside / given
+    if not path.is_file():
+        raise doc.fail(items["script"], "training.script", f"{given}: no such file ({path})")
+    args: list[str] = []
+    if "args" in items:
+        for i, arg in enumerate(doc.sequence(items["args"], "training.args")):
+            value = doc.scalar(arg)
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                raise doc.fail(arg, f"training.args[{i}]", "an argument is a text or a number")
+            args.append(str(value))
+    timeout = doc.quantity(items.get("timeout"), "training.timeout", parse_duration, "1800s")
+    if not timeout > 0:
+        raise doc.fail(items.get("timeout"), "training.timeout", "must be positive")
+    return ScriptSpec(path.resolve(), tuple(args), timeout)
 
 
 def parse_training(doc: YamlReader, node: yaml.Node | None) -> Training:

@@ -62,8 +62,8 @@ class ResultsWriter:
             raise FileExistsError(f"{rounds} exists: results of another run; choose a new folder")
         text = "# The scenario as run, every default resolved.\n"
         text += yaml.safe_dump(scenario_dict, sort_keys=False)
-        _replace_text(self.folder / "scenario.yaml", text)
-        _replace_text(self.folder / "versions.json", json.dumps(versions, indent=2) + "\n")
+        replace_text(self.folder / "scenario.yaml", text)
+        replace_text(self.folder / "versions.json", json.dumps(versions, indent=2) + "\n")
         self._rounds = rounds.open("x", encoding="utf-8")
         self._records: list[RoundRecord] = []
         self._networks: JSONObject = {}
@@ -84,13 +84,13 @@ class ResultsWriter:
     def record_file(self, name: str, data: JSONObject) -> None:
         """A JSON file of the run's own beside the results (e.g. cluster.json), written whole
         at once."""
-        _replace_text(self.folder / name, json.dumps(data, indent=2, allow_nan=False) + "\n")
+        replace_text(self.folder / name, json.dumps(data, indent=2, allow_nan=False) + "\n")
 
     def record_network(self, label: str, facts: JSONObject) -> None:
         """How the network of memory point `label` was built (network.json: target, shaping,
         scale, ...), written as soon as it is up."""
         self._networks[label] = facts
-        _replace_text(self.folder / "network.json", json.dumps(self._networks, indent=2) + "\n")
+        replace_text(self.folder / "network.json", json.dumps(self._networks, indent=2) + "\n")
 
     def finish(
         self,
@@ -105,10 +105,10 @@ class ResultsWriter:
         (a run stopped by a signal, which must end within seconds), the CSV files only."""
         self.close()
         records = list(self._records)
-        _replace_text(self.folder / "summary.csv", summary_csv(rows))
+        replace_text(self.folder / "summary.csv", summary_csv(rows))
         if gap is not None:
             gap_rows, compute_s, overlap = gap
-            _replace_text(self.folder / "gap.csv", gap_csv(gap_rows))
+            replace_text(self.folder / "gap.csv", gap_csv(gap_rows))
         if not plots:
             return
         if gap is not None:
@@ -179,7 +179,7 @@ def _save(fig: Figure, path: Path) -> None:
     _replace(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
 
 
-def _replace_text(path: Path, text: str) -> None:
+def replace_text(path: Path, text: str) -> None:
     _replace(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
