@@ -145,7 +145,9 @@ class RankSetup:
         control = env.get(CONTROL_VARIABLE) or None
         network = env.get("INNET_NETWORK", NetworkMode.PLAIN.value)
         if network not in (NetworkMode.PLAIN, NetworkMode.MULTICAST, NetworkMode.INNA):
-            raise BackendSetupError(f"INNET_NETWORK={network}: give plain, multicast or inna")
+            raise BackendSetupError(
+                f"INNET_NETWORK={network}: give plain, multicast, inna or gloo (torch's own)"
+            )
         if network != NetworkMode.PLAIN and control is None:
             raise BackendSetupError(
                 f"INNET_NETWORK={network}: only the plain network (the hosts' own exchanges) runs "
@@ -739,9 +741,15 @@ def _from_words(words: np.ndarray, into: torch.Tensor) -> None:
     into.copy_(got.view(into.dtype).view_as(into))
 
 
-def process_group(opts: Any) -> InnetProcessGroup:
+def process_group(opts: Any) -> InnetProcessGroup | dist.ProcessGroupGloo:
     """The group torch asks for (`init_process_group`, then any `new_group`): the process's
-    place is read from its environment with its first group (whose ranks are the world's)."""
+    place is read from its environment with its first group (whose ranks are the world's).
+
+    With `INNET_NETWORK=gloo` (the gloo baseline of `innet run`) it is torch's own gloo group,
+    over TCP through the emulated WAN on the interface `GLOO_SOCKET_IFNAME` names: the script
+    runs as its users run it today, and innet carries none of its bytes."""
+    if os.environ.get("INNET_NETWORK") == NetworkMode.GLOO:
+        return dist.ProcessGroupGloo(opts.store, opts.group_rank, opts.group_size, opts.timeout)
     with _ENGINE_LOCK:
         known = _ENGINE.where if _ENGINE is not None else None
     where = known or RankSetup.from_env(opts.group_rank, opts.group_size)

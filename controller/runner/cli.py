@@ -306,6 +306,9 @@ def _run_script(
     where.script, where.folder = script, folder
     rows = script.execute()
     print(format_rows(rows))
+    warning = emulation.tcp_warning()
+    if warning:
+        print(warning)
     print(f"results: {folder}")
     failed = [row for row in rows if row.status != "ok"]
     for row in failed:

@@ -320,7 +320,7 @@ class Run:
             play.network,
             self.clocks_flag,
         )
-        with _access_shaped(up, self.emulation, play.network == NetworkMode.GLOO):
+        with access_shaped(up, self.emulation, play.network == NetworkMode.GLOO):
             self._rounds(ctx, point, play)
 
     def _rounds(self, ctx: RoundContext, point: MemoryPoint, play: Play) -> None:
@@ -346,7 +346,7 @@ class Run:
 
 
 @contextlib.contextmanager
-def _access_shaped(up: UpTestbed, em: Emulation, on: bool) -> Iterator[None]:
+def access_shaped(up: UpTestbed, em: Emulation, on: bool) -> Iterator[None]:
     """While `on`: every leader's uplink held to the access rate at emulation scale (gloo's
     TCP is not paced as innet's leaders are)."""
     if not on:

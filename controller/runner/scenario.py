@@ -256,13 +256,6 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
         why = f"{loss:g} is the share of frames each link loses: it must be below {MAX_LOSS:g}"
         raise doc.fail(top["wan_loss"], "wan_loss", why)
     networks = _networks(doc, top.get("networks"))
-    if script is not None and NetworkMode.GLOO in networks:
-        i = networks.index(NetworkMode.GLOO)
-        why = (
-            "a training script's ranks use innet's backend; gloo is not among its networks "
-            "(run the script with backend gloo yourself for that baseline)"
-        )
-        raise doc.fail(top["networks"].value[i], f"networks[{i}]", why)
     jitter = _jitter(doc, top.get("wan_jitter"))
     cluster = None if "cluster" not in top else doc.text(top["cluster"], "cluster")
     placement = _placement(doc, top.get("placement"), wan)

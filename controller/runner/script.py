@@ -70,7 +70,7 @@ from controller.runner.flags import RoundSeen, flag_round
 from controller.runner.leaders import local_lag, send_policy
 from controller.runner.play import START_MARGIN_S
 from controller.runner.results.writer import collect_versions, replace_text
-from controller.runner.run import OneMachine, Testbeds, UpTestbed
+from controller.runner.run import OneMachine, Testbeds, UpTestbed, access_shaped
 from controller.testbed import Testbed
 from innet.exceptions import InnetError
 from innet.packetformat import PacketFormat
@@ -89,6 +89,7 @@ from workers.control import (
     encode,
 )
 from workers.exceptions import ProtocolError
+from workers.gloo import IFNAME_VARIABLE
 from workers.group import SendPolicy
 
 log = logging.getLogger(__name__)
@@ -507,7 +508,8 @@ class ScriptRun:
         logs.mkdir(parents=True, exist_ok=True)
         first = len(self.records)
         began = self.clock()
-        with _control_socket() as (server, path):
+        gloo = play.network == NetworkMode.GLOO
+        with _control_socket() as (server, path), access_shaped(up, self.emulation, gloo):
             coordinator = Coordinator(
                 server,
                 testbed,
@@ -517,7 +519,7 @@ class ScriptRun:
             )
             ranks = self._start(up, play, path, logs)
             try:
-                status = self._serve(coordinator, ranks)
+                status = self._serve(coordinator, ranks, asks=not gloo)
             finally:
                 with held():
                     _stop(ranks)
@@ -550,7 +552,7 @@ class ScriptRun:
             LOCAL_WORLD_SIZE="1",
             MASTER_ADDR=host_ip(0, LEADER_HOST),
             MASTER_PORT=str(MASTER_PORT),
-            INNET_NETWORK=str(play.edges),
+            INNET_NETWORK=str(play.network if play.network == NetworkMode.GLOO else play.edges),
             INNET_PEERS=",".join(host_ip(u, LEADER_HOST) for u in range(n)),
             INNET_LANES=str(em.packet_format.lanes),
             INNET_JOB=str(JOB),
@@ -565,6 +567,7 @@ class ScriptRun:
             metrics = logs / f"rank-{u}.metrics.jsonl"
             rank_env = {**env, "RANK": str(u), "GROUP_RANK": str(u), "INNET_LOG": str(metrics)}
             host = up.up.net.hosts[u][LEADER_HOST - 1]
+            rank_env[IFNAME_VARIABLE] = host.defaultIntf().name  # gloo's sockets: the WAN side
             try:
                 proc = host.popen(argv, env=rank_env, stdout=out, stderr=subprocess.STDOUT)
             except OSError as err:
@@ -577,8 +580,9 @@ class ScriptRun:
         )
         return ranks
 
-    def _serve(self, coordinator: Coordinator, ranks: list[_Rank]) -> str:
-        """Grant the ranks' sums until every rank has ended; the play's status."""
+    def _serve(self, coordinator: Coordinator, ranks: list[_Rank], asks: bool = True) -> str:
+        """Grant the ranks' sums until every rank has ended; the play's status. With `asks`
+        (innet's backend, not gloo's), a rank that ends without asking has failed."""
         names = coordinator.names
         deadline = self.clock() + self.script.timeout_s
         failed: list[str] = []
@@ -593,7 +597,7 @@ class ScriptRun:
                 if status != 0:
                     why = f"rank {r.rank} ({names[r.rank]}) exited with status {status}"
                     why += f": {_last_line(r.log)}"
-                elif r.rank not in coordinator.ranks and len(ranks) > 1:
+                elif asks and r.rank not in coordinator.ranks and len(ranks) > 1:
                     why = (
                         f"rank {r.rank} ({names[r.rank]}) ended without asking for a collective: "
                         "it never made the innet process group"
@@ -740,10 +744,14 @@ def format_rows(rows: Sequence[PlayRow]) -> str:
         base = plain.get(r.schedule)
         gain = f"{base.time_s / r.time_s:.2f}x" if base is not None and r.time_s > 0 else "-"
         logged = ", ".join(f"{k}={_short(v)}" for k, v in r.metrics.items())
-        lines.append(
-            f"{r.label:<{width}} {r.collectives:>5} {r.time_s:>8.3f}s {r.predicted_s:>8.3f}s "
-            f"{r.flagged:>7} {r.wall_s:>7.1f}s {gain:>8}  {logged}"
-        )
+        if r.network == NetworkMode.GLOO:  # torch's own collectives: only the wall time
+            figures = f"{'-':>5} {'-':>9} {'-':>9} {'-':>7} {r.wall_s:>7.1f}s {'-':>8}"
+        else:
+            figures = (
+                f"{r.collectives:>5} {r.time_s:>8.3f}s {r.predicted_s:>8.3f}s {r.flagged:>7} "
+                f"{r.wall_s:>7.1f}s {gain:>8}"
+            )
+        lines.append(f"{r.label:<{width}} {figures}  {logged}")
         if r.status != "ok":
             lines.append(f"    {r.status}")
     return "\n".join(lines)

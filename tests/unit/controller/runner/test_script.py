@@ -127,10 +127,10 @@ def test_a_bad_script_section_is_refused_at_its_line(
         assert word in text
 
 
-def test_gloo_is_not_among_a_scripts_networks(folder: Path) -> None:
+def test_gloo_plays_the_script_over_torchs_own_collectives(folder: Path) -> None:
     text = scenario_text("training:\n  script: train.py\n", networks="[plain, gloo]")
-    with pytest.raises(ScenarioError, match=r"s.yaml:8: networks\[1\]: .*backend gloo"):
-        parse_scenario(text, folder / "s.yaml")
+    sc = parse_scenario(text, folder / "s.yaml")
+    assert [str(n) for n in sc.networks] == ["plain", "gloo"] and sc.script is not None
 
 
 # --- the channel ------------------------------------------------------------------------------
@@ -402,9 +402,11 @@ def test_the_summary_names_every_play_and_its_gain_over_plain(em: Emulation) -> 
     rows = [
         PlayRow("plain", 1_600_000_000, "all-to-all", "ok", 9.5, 8, 1.30, 1.29, 0, {"loss": 2.5}),
         PlayRow("inna", 1_600_000_000, "all-to-all", "failed: rank 1 gone", 8.8, 8, 1.0, 1.1, 1),
+        PlayRow("gloo", 1_600_000_000, "all-to-all", "ok", 12.5, 0, 0.0, 0.0, 0, {"loss": 2.6}),
     ]
-    table = format_rows(rows)
-    assert "plain all-to-all @ 1.6 GB" in table and "loss=2.5" in table
-    assert "1.30x" in table and "    failed: rank 1 gone" in table
+    table = format_rows(rows).splitlines()
+    assert table[1].startswith("plain all-to-all @ 1.6 GB") and "loss=2.5" in table[1]
+    assert "1.30x" in table[2] and table[3] == "    failed: rank 1 gone"
+    assert table[4].split()[5:10] == ["-", "-", "-", "-", "12.5s"]  # gloo: the wall time alone
     lines = summary_csv(rows).splitlines()
-    assert lines[0].startswith("network,memory,schedule,status") and len(lines) == 3
+    assert lines[0].startswith("network,memory,schedule,status") and len(lines) == 4
