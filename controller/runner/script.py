@@ -28,6 +28,8 @@ Results (besides scenario.yaml, versions.json and network.json):
     metrics.jsonl       every line the ranks logged (innet.torch.log), with the play
     summary.csv         one row per play: status, wall time, collectives, their time measured
                         and predicted, what rank 0 logged last
+    collectives.png     each collective's time against its price (results/script_plots.py)
+    metrics.png         what rank 0 logged against the play's seconds, one line per play
     logs/<play>/rank-<r>.log   each rank's stdout and stderr
 
 A rank that exits with an error, a rank that never asks for a collective (it never made the
@@ -69,12 +71,13 @@ from controller.runner.exceptions import ExperimentError
 from controller.runner.flags import RoundSeen, flag_round
 from controller.runner.leaders import local_lag, send_policy
 from controller.runner.play import START_MARGIN_S
-from controller.runner.results.writer import collect_versions, replace_text
+from controller.runner.results.script_plots import plot_collectives, plot_metrics
+from controller.runner.results.writer import collect_versions, replace_text, save_figure
 from controller.runner.run import OneMachine, Testbeds, UpTestbed, access_shaped
 from controller.testbed import Testbed
 from innet.exceptions import InnetError
 from innet.packetformat import PacketFormat
-from innet.stopping import held
+from innet.stopping import held, interrupted
 from innet.units import format_size
 from innet.vocabulary import Collective, NetworkMode
 from topo.siteplan import JOB, LEADER_HOST, host_ip
@@ -457,6 +460,7 @@ class ScriptRun:
         self.progress, self.clock = progress, clock
         self.rows: list[PlayRow] = []
         self.records: list[CollectiveRecord] = []
+        self.metrics: list[dict[str, Any]] = []  # every rank's logged lines, with the play
         self.phase = "start-up"  # what it does now, for the line an interrupted run ends with
         self._collectives: IO[str] | None = None
 
@@ -488,6 +492,10 @@ class ScriptRun:
             with held():
                 self._collectives.close()
                 replace_text(self.folder / "summary.csv", summary_csv(self.rows))
+                if not interrupted():  # (a stopped run ends within seconds: no plots)
+                    records = [r.to_json() for r in self.records]
+                    save_figure(plot_collectives(records), self.folder / "collectives.png")
+                    save_figure(plot_metrics(self.metrics), self.folder / "metrics.png")
         return self.rows
 
     def _record(self, rec: CollectiveRecord) -> None:
@@ -639,7 +647,9 @@ class ScriptRun:
         }
         with (self.folder / METRICS_FILE).open("a", encoding="utf-8") as out:
             for item in lines:
-                out.write(json.dumps({**tag, **item}) + "\n")
+                tagged = {**tag, **item}
+                out.write(json.dumps(tagged) + "\n")
+                self.metrics.append(tagged)
         return lines
 
 

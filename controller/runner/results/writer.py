@@ -112,12 +112,12 @@ class ResultsWriter:
         if not plots:
             return
         if gap is not None:
-            _save(
+            save_figure(
                 plot_accuracy_time(records, compute_s, overlap), self.folder / "accuracy-time.png"
             )
-        _save(plot_round_times(records), self.folder / "round-time.png")
-        _save(plot_loss(records, baseline), self.folder / "loss.png")
-        _save(plot_predicted_vs_measured(records), self.folder / "predicted-vs-measured.png")
+        save_figure(plot_round_times(records), self.folder / "round-time.png")
+        save_figure(plot_loss(records, baseline), self.folder / "loss.png")
+        save_figure(plot_predicted_vs_measured(records), self.folder / "predicted-vs-measured.png")
 
     def close(self) -> None:
         self._rounds.close()
@@ -175,7 +175,7 @@ def _git(*args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _save(fig: Figure, path: Path) -> None:
+def save_figure(fig: Figure, path: Path) -> None:
     _replace(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
 
 

@@ -410,3 +410,30 @@ def test_the_summary_names_every_play_and_its_gain_over_plain(em: Emulation) -> 
     assert table[4].split()[5:10] == ["-", "-", "-", "-", "12.5s"]  # gloo: the wall time alone
     lines = summary_csv(rows).splitlines()
     assert lines[0].startswith("network,memory,schedule,status") and len(lines) == 4
+
+
+def test_the_plots_show_the_collectives_and_the_metric_the_script_logs(tmp_path: Path) -> None:
+    from controller.runner.results.script_plots import (
+        chosen_metric,
+        plot_collectives,
+        plot_metrics,
+    )
+
+    lines = [
+        {"rank": 0, "time": 10.0 + r, "round": r, "inner_s": 0.1, "val_loss": 3.0 - r}
+        for r in range(3)
+    ]
+    assert chosen_metric(lines) == "val_loss"  # preferred over the first numeric (inner_s)
+    assert chosen_metric([{"rank": 0, "time": 1.0, "step": 3, "tokens": 12}]) == "tokens"
+    assert chosen_metric([{"rank": 0, "time": 1.0, "note": "text only"}]) is None
+    tagged = [{**line, "network": "inna", "schedule": "all-to-all", "memory": 1} for line in lines]
+    figure = plot_metrics(tagged)
+    (ax,) = figure.axes
+    ((xs, ys),) = [line.get_data() for line in ax.get_lines()]
+    assert list(xs) == [0.0, 1.0, 2.0] and list(ys) == [3.0, 2.0, 1.0]
+    assert ax.get_ylabel() == "val_loss"
+    record = {"status": "ok", "time_s": 0.11, "predicted_s": 0.1, "flags": {}, "network": "inna"}
+    flagged = {**record, "flags": {"timing": "late"}, "time_s": 0.3}
+    (ax,) = plot_collectives([record, flagged]).axes
+    assert ax.get_xlabel() == "planner's price (s)"
+    assert [c.get_label() for c in ax.collections[:2]] == ["inna", "inna flagged"]
