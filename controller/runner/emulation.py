@@ -190,6 +190,12 @@ class Emulation:
             f"scenario {sc.name}: {sc.wan.n} islands x {sc.hosts} hosts, scale {sc.scale:g}, "
             f"update {self.update_floats} values ({self.chunks} chunks) per island per round"
         ]
+        if sc.script is not None:
+            lines.append(
+                f"  training script {sc.script.path.name}, one rank per island: the schedules "
+                f"are chosen for an update of {format_size(self.update_bytes)} (update_size); "
+                "each of its collectives is priced for its own size as it is asked for"
+            )
         if self.compute is not None:
             c = self.round_compute_s
             lines.append(
