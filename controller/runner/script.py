@@ -535,7 +535,7 @@ class ScriptRun:
                     coordinator.close()
         wall = self.clock() - began
         mine = self.records[first:]
-        metrics = self._gather_metrics(ranks, play, point)
+        metrics = self._gather_metrics(ranks, play, point, began)
         last: dict[str, Any] = next((m for m in reversed(metrics) if m.get("rank") == 0), {})
         return PlayRow(
             network=str(play.network),
@@ -626,10 +626,11 @@ class ScriptRun:
         return "ok" if not failed else f"failed: {failed[0]}"
 
     def _gather_metrics(
-        self, ranks: Sequence[_Rank], play: Play, point: MemoryPoint
+        self, ranks: Sequence[_Rank], play: Play, point: MemoryPoint, began: float
     ) -> list[dict[str, Any]]:
-        """Every rank's logged lines, tagged with the play, appended to metrics.jsonl in time
-        order; lines that are not JSON objects are skipped (a rank killed mid-line)."""
+        """Every rank's logged lines, tagged with the play and the seconds since it began
+        (`play_s`), appended to metrics.jsonl in time order; lines that are not JSON objects
+        are skipped (a rank killed mid-line)."""
         lines: list[dict[str, Any]] = []
         for r in ranks:
             if not r.metrics.exists():
@@ -648,6 +649,8 @@ class ScriptRun:
         with (self.folder / METRICS_FILE).open("a", encoding="utf-8") as out:
             for item in lines:
                 tagged = {**tag, **item}
+                if isinstance(item.get("time"), int | float):
+                    tagged["play_s"] = item["time"] - began
                 out.write(json.dumps(tagged) + "\n")
                 self.metrics.append(tagged)
         return lines

@@ -70,6 +70,7 @@ def test_the_example_trains_the_same_model_over_every_network_on_the_planners_ti
     code, stdout, stderr = finish(proc, 600)
     assert code == 0, stderr
     print(stdout)
+    assert (out / "collectives.png").stat().st_size and (out / "metrics.png").stat().st_size
     rows = list(csv.DictReader((out / "summary.csv").open()))
     assert [(r["network"], r["schedule"], r["status"]) for r in rows] == [
         (n, s, "ok") for n in (*EXACT, "gloo") for s in ("all-to-all", "ring-pairs")

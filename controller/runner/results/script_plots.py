@@ -2,7 +2,7 @@
 
     collectives.png   each collective's measured time against the planner's price, per
                       network (hollow: flagged, not a measurement of the network)
-    metrics.png       what rank 0 logged against the play's seconds, one line per play: the
+    metrics.png       what rank 0 logged against its play's seconds, one line per play: the
                       first of `METRICS` the script logs (val_loss, loss, ...), else its first
                       numeric one
 
@@ -17,9 +17,11 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from innet.units import format_size
+
 BAND = 0.2  # the shaded +-20% around measured = predicted, as the round plots'
 METRICS = ("val_loss", "test_loss", "loss", "train_loss", "accuracy")  # preferred, in order
-NOT_METRICS = ("rank", "time", "round", "step", "network", "memory", "schedule")
+NOT_METRICS = ("rank", "time", "play_s", "round", "step", "network", "memory", "schedule")
 
 
 def plot_collectives(records: Sequence[Mapping[str, Any]]) -> Figure:
@@ -84,7 +86,7 @@ def chosen_metric(lines: Sequence[Mapping[str, Any]]) -> str | None:
 
 
 def plot_metrics(lines: Sequence[Mapping[str, Any]]) -> Figure:
-    """Rank 0's chosen metric against seconds since the play's first logged line, per play."""
+    """Rank 0's chosen metric against the seconds since its play began, one line per play."""
     fig = Figure(figsize=(7.0, 4.5))
     ax = fig.subplots()
     mine = [line for line in lines if line.get("rank") == 0]
@@ -96,14 +98,15 @@ def plot_metrics(lines: Sequence[Mapping[str, Any]]) -> Figure:
     for i, ((network, schedule, memory), points) in enumerate(plays.items()):
         if name is None:
             break
-        points = [p for p in points if isinstance(p.get(name), int | float)]
+        points = [p for p in points if isinstance(p.get(name), int | float) and "play_s" in p]
         if not points:
             continue
-        t0 = points[0]["time"]
         style = ("-", "--", "-.", ":")[memories.index(memory) % 4]
-        label = f"{network} {schedule}" + (f" @ {memory / 1e6:g} MB" if len(memories) > 1 else "")
+        label = f"{network} {schedule}"
+        if len(memories) > 1:
+            label += f" @ {format_size(memory)}"
         ax.plot(
-            [p["time"] - t0 for p in points],
+            [p["play_s"] for p in points],
             [p[name] for p in points],
             style,
             marker="o",
@@ -115,7 +118,7 @@ def plot_metrics(lines: Sequence[Mapping[str, Any]]) -> Figure:
         fig.text(0.5, 0.5, "the script logged no number", ha="center", va="center", color="grey")
     else:
         ax.legend(fontsize=7)
-    ax.set_xlabel("seconds since the play's first logged line (this machine's wall clock)")
+    ax.set_xlabel("seconds since the play began (this machine's wall clock)")
     ax.set_ylabel(name or "")
     ax.grid(True, alpha=0.3)
     fig.tight_layout()

@@ -420,7 +420,14 @@ def test_the_plots_show_the_collectives_and_the_metric_the_script_logs(tmp_path:
     )
 
     lines = [
-        {"rank": 0, "time": 10.0 + r, "round": r, "inner_s": 0.1, "val_loss": 3.0 - r}
+        {
+            "rank": 0,
+            "time": 10.0 + r,
+            "play_s": 2.0 + r,
+            "round": r,
+            "inner_s": 0.1,
+            "val_loss": 3.0 - r,
+        }
         for r in range(3)
     ]
     assert chosen_metric(lines) == "val_loss"  # preferred over the first numeric (inner_s)
@@ -430,7 +437,7 @@ def test_the_plots_show_the_collectives_and_the_metric_the_script_logs(tmp_path:
     figure = plot_metrics(tagged)
     (ax,) = figure.axes
     ((xs, ys),) = [line.get_data() for line in ax.get_lines()]
-    assert list(xs) == [0.0, 1.0, 2.0] and list(ys) == [3.0, 2.0, 1.0]
+    assert list(xs) == [2.0, 3.0, 4.0] and list(ys) == [3.0, 2.0, 1.0]
     assert ax.get_ylabel() == "val_loss"
     record = {"status": "ok", "time_s": 0.11, "predicted_s": 0.1, "flags": {}, "network": "inna"}
     flagged = {**record, "flags": {"timing": "late"}, "time_s": 0.3}
