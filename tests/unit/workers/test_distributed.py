@@ -174,6 +174,7 @@ def test_a_rank_that_died_fails_the_others_within_the_timeout_naming_it() -> Non
         ({"INNET_LANES": "33"}, "INNET_LANES=33"),
         ({"INNET_RATE": "fast"}, "INNET_RATE=fast"),
         ({"INNET_RATE": "0bps"}, "INNET_RATE=0bps"),
+        ({"INNET_NETWORK": "carrier-pigeon"}, "give plain, multicast, inna or gloo"),
     ],
 )
 def test_an_environment_that_cannot_work_is_refused_naming_the_variable(
@@ -181,6 +182,33 @@ def test_an_environment_that_cannot_work_is_refused_naming_the_variable(
 ) -> None:
     with pytest.raises(BackendSetupError, match=says.replace("(", r"\(").replace(")", r"\)")):
         RankSetup.from_env(0, 3, env)
+
+
+def test_under_innet_run_a_rank_asks_its_runner_for_multicast_and_inna() -> None:
+    """With the runner's socket named, the modes through the switches are the runner's to
+    grant (controller/runner/script.py); the rank keeps the socket's path."""
+    env = {"INNET_NETWORK": "inna", "INNET_CONTROL": "/run/x.sock"}
+    where = RankSetup.from_env(2, 3, env)
+    assert where.network == "inna" and where.control == "/run/x.sock"
+
+
+def test_log_writes_one_json_line_per_call_with_the_rank_and_refuses_what_is_not_a_metric(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from innet.exceptions import InputError
+    from innet.torch import log
+
+    path = tmp_path / "rank.jsonl"
+    monkeypatch.setenv("INNET_LOG", str(path))
+    monkeypatch.setenv("RANK", "2")
+    log(round=0, loss=2.5)
+    log(round=1, loss=float("nan"), note="diverged")
+    first, second = (json.loads(line) for line in path.read_text().splitlines())
+    assert first["rank"] == 2 and first["round"] == 0 and first["loss"] == 2.5
+    assert second["loss"] == "nan" and second["note"] == "diverged" and "time" in second
+    with pytest.raises(InputError, match=r"weights=.* is not a number or a text"):
+        log(weights=[1.0, 2.0])  # type: ignore[arg-type]
+    assert len(path.read_text().splitlines()) == 2  # nothing half-written
 
 
 def test_a_rank_is_placed_by_its_environment() -> None:
