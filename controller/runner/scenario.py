@@ -248,6 +248,12 @@ def parse_scenario(text: str, path: Path | str = "<string>") -> Scenario:
     else:
         training = parse_training(doc, top.get("training"))
     compute = parse_compute(doc, top.get("compute"))
+    if script is not None and compute is not None:
+        why = (
+            "a training script's compute is its own, on this machine (each play's wall time); "
+            "an emulated compute applies to innet's own training only"
+        )
+        raise doc.fail(top["compute"], "compute", why)
     one_dc = doc.boolean(top.get("one_dc"), "one_dc", default=compute is not None)
     deadline = doc.quantity(top.get("round_deadline"), "round_deadline", parse_duration, "60s")
     seed = doc.integer(top.get("seed"), "seed", 1, low=0)

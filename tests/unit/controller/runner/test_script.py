@@ -127,6 +127,12 @@ def test_a_bad_script_section_is_refused_at_its_line(
         assert word in text
 
 
+def test_an_emulated_compute_is_refused_beside_a_script(folder: Path) -> None:
+    text = scenario_text("training:\n  script: train.py\ncompute:\n  step_time: 1s\n")
+    with pytest.raises(ScenarioError, match=r"s.yaml:12: compute: a training script's compute"):
+        parse_scenario(text, folder / "s.yaml")
+
+
 def test_gloo_plays_the_script_over_torchs_own_collectives(folder: Path) -> None:
     text = scenario_text("training:\n  script: train.py\n", networks="[plain, gloo]")
     sc = parse_scenario(text, folder / "s.yaml")
