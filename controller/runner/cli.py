@@ -305,7 +305,7 @@ def _run_script(
     script = ScriptRun(emulation, folder, testbeds, progress=progress)
     where.script, where.folder = script, folder
     rows = script.execute()
-    print(format_rows(rows))
+    print(format_rows(rows, script.script.target))
     warning = emulation.tcp_warning()
     if warning:
         print(warning)

@@ -74,6 +74,7 @@ from controller.runner.play import START_MARGIN_S
 from controller.runner.results.script_plots import plot_collectives, plot_metrics
 from controller.runner.results.writer import collect_versions, replace_text, save_figure
 from controller.runner.run import OneMachine, Testbeds, UpTestbed, access_shaped
+from controller.runner.training_spec import MetricTarget
 from controller.testbed import Testbed
 from innet.exceptions import InnetError
 from innet.packetformat import PacketFormat
@@ -145,6 +146,10 @@ class PlayRow:
     predicted_s: float
     flagged: int = 0  # collectives that may not measure the network (CollectiveRecord.flags)
     metrics: dict[str, Any] = field(default_factory=dict)  # what rank 0 logged last
+    # with a target: the play's seconds until rank 0 first logged it reached (None: never),
+    # and the collectives' time before then
+    target_s: float | None = None
+    target_network_s: float | None = None
 
     @property
     def label(self) -> str:
@@ -537,6 +542,18 @@ class ScriptRun:
         mine = self.records[first:]
         metrics = self._gather_metrics(ranks, play, point, began)
         last: dict[str, Any] = next((m for m in reversed(metrics) if m.get("rank") == 0), {})
+        target_s = target_network_s = None
+        target = self.script.target
+        hit = (
+            None
+            if target is None
+            else next((m for m in metrics if m.get("rank") == 0 and target.reached(m)), None)
+        )
+        if hit is not None:
+            target_s = float(hit["time"]) - began
+            target_network_s = sum(
+                r.time_s or 0.0 for r in mine if r.started + (r.time_s or 0.0) <= hit["time"]
+            )
         return PlayRow(
             network=str(play.network),
             memory=point.memory_bytes,
@@ -547,6 +564,8 @@ class ScriptRun:
             time_s=sum(r.time_s or 0.0 for r in mine),
             predicted_s=sum(r.predicted_s for r in mine),
             flagged=sum(1 for r in mine if r.flags),
+            target_s=target_s,
+            target_network_s=target_network_s,
             metrics={k: v for k, v in last.items() if k not in ("rank", "time", "play")},
         )
 
@@ -716,6 +735,8 @@ SUMMARY_FIELDS = (
     "time_s",
     "predicted_s",
     "flagged",
+    "target_s",
+    "target_network_s",
     "metrics",
 )
 
@@ -736,21 +757,25 @@ def summary_csv(rows: Sequence[PlayRow]) -> str:
                 f"{row.time_s:.4f}",
                 f"{row.predicted_s:.4f}",
                 row.flagged,
+                "" if row.target_s is None else f"{row.target_s:.3f}",
+                "" if row.target_network_s is None else f"{row.target_network_s:.4f}",
                 json.dumps(row.metrics, sort_keys=True),
             ]
         )
     return out.getvalue()
 
 
-def format_rows(rows: Sequence[PlayRow]) -> str:
+def format_rows(rows: Sequence[PlayRow], target: MetricTarget | None = None) -> str:
     """The plays side by side: the collectives' time measured and predicted, how many are
     flagged, wall time, gain over plain (plain's collective time over this play's, the same
-    schedule), what rank 0 logged last."""
+    schedule), with a `target` the time to it (the play's and its collectives'), what rank 0
+    logged last."""
     plain = {r.schedule: r for r in rows if r.network == NetworkMode.PLAIN and r.status == "ok"}
     width = max([len(r.label) for r in rows] + [4])
+    reach = f" {'to ' + target.text:>24}" if target is not None else ""
     head = (
         f"{'play':<{width}} {'colls':>5} {'measured':>9} {'predicted':>9} {'flagged':>7} "
-        f"{'wall':>8} {'vs plain':>8}  last logged (rank 0)"
+        f"{'wall':>8} {'vs plain':>8}{reach}  last logged (rank 0)"
     )
     lines = [head]
     for r in rows:
@@ -764,6 +789,14 @@ def format_rows(rows: Sequence[PlayRow]) -> str:
                 f"{r.collectives:>5} {r.time_s:>8.3f}s {r.predicted_s:>8.3f}s {r.flagged:>7} "
                 f"{r.wall_s:>7.1f}s {gain:>8}"
             )
+        if target is not None:
+            reached = "never"
+            if r.target_s is not None:
+                network = (
+                    "" if r.network == NetworkMode.GLOO else f" ({r.target_network_s:.2f}s net)"
+                )
+                reached = f"{r.target_s:.1f}s{network}"
+            figures += f" {reached:>24}"
         lines.append(f"{r.label:<{width}} {figures}  {logged}")
         if r.status != "ok":
             lines.append(f"    {r.status}")

@@ -31,6 +31,7 @@ Or the training is the user's own script (controller/runner/script.py), and no o
       script: train.py          # beside the scenario, or an absolute path
       args: [--rounds, "4"]     # its command line
       timeout: 1800s            # each play's whole run, at most
+      target: {metric: val_loss, below: 3.3}   # when a play counts as trained (or above:)
 
 Without `compute` a run reports round times alone, as before; with it, every row of the summary
 also gives compute utilisation and the full-scale wall-clock (controller/planner/compute.py).
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,22 +115,59 @@ class ComputeSpec:
 
 
 @dataclass(frozen=True)
+class MetricTarget:
+    """A value of a metric the script logs (innet.torch.log) that counts as trained: at or
+    below `below`, or at or above `above` (one of the two).
+
+    >>> t = MetricTarget("val_loss", below=3.3)
+    >>> t.reached({"val_loss": 3.29}), t.reached({"val_loss": 3.4}), t.reached({"loss": 1.0})
+    (True, False, False)
+    >>> t.text
+    'val_loss <= 3.3'
+    """
+
+    metric: str
+    below: float | None = None
+    above: float | None = None
+
+    def reached(self, line: Mapping[str, Any]) -> bool:
+        value = line.get(self.metric)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if self.below is not None:
+            return value <= self.below
+        return self.above is not None and value >= self.above
+
+    @property
+    def text(self) -> str:
+        if self.below is not None:
+            return f"{self.metric} <= {self.below:g}"
+        return f"{self.metric} >= {self.above:g}"
+
+    def to_dict(self) -> JSONObject:
+        side = {"below": self.below} if self.below is not None else {"above": self.above}
+        return {"metric": self.metric, **side}
+
+
+@dataclass(frozen=True)
 class ScriptSpec:
     """A training script to run as the islands' ranks (controller/runner/script.py)."""
 
     path: Path  # absolute
     args: tuple[str, ...] = ()
     timeout_s: float = 1800.0
+    target: MetricTarget | None = None  # when a play counts as trained
 
     def to_dict(self) -> JSONObject:
         return {
             "script": str(self.path),
             "args": list(self.args),
             "timeout": f"{self.timeout_s:.15g}s",
+            "target": None if self.target is None else self.target.to_dict(),
         }
 
 
-SCRIPT_KEYS = ("script", "args", "timeout")
+SCRIPT_KEYS = ("script", "args", "timeout", "target")
 
 
 def names_script(node: yaml.Node | None) -> bool:
@@ -158,7 +197,22 @@ def parse_script(doc: YamlReader, node: yaml.Node, beside: Path) -> ScriptSpec:
     timeout = doc.quantity(items.get("timeout"), "training.timeout", parse_duration, "1800s")
     if not timeout > 0:
         raise doc.fail(items.get("timeout"), "training.timeout", "must be positive")
-    return ScriptSpec(path.resolve(), tuple(args), timeout)
+    target = None if "target" not in items else _target(doc, items["target"])
+    return ScriptSpec(path.resolve(), tuple(args), timeout, target)
+
+
+def _target(doc: YamlReader, node: yaml.Node) -> MetricTarget:
+    """`target: {metric: NAME, below: X}` (or `above: X`)."""
+    items = doc.options(node, "training.target", ("metric", "below", "above"))
+    if "metric" not in items:
+        raise doc.fail(node, "training.target.metric", "missing: name the metric the script logs")
+    metric = doc.text(items["metric"], "training.target.metric")
+    sides = [k for k in ("below", "above") if k in items]
+    if len(sides) != 1:
+        why = "give below (a loss) or above (an accuracy): one of the two"
+        raise doc.fail(node, "training.target", why)
+    value = doc.number(items[sides[0]], f"training.target.{sides[0]}", 0.0)
+    return MetricTarget(metric, **{sides[0]: value})
 
 
 def parse_training(doc: YamlReader, node: yaml.Node | None) -> Training:

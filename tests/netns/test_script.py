@@ -38,7 +38,9 @@ SMALL = ["--width", "64", "--layers", "1", "--context", "32", "--batch", "8", "-
 EXACT = ("plain", "multicast", "inna")
 
 
-def scenario(tmp_path: Path, script: Path, args: list[str], networks: list[str]) -> Path:
+def scenario(
+    tmp_path: Path, script: Path, args: list[str], networks: list[str], target: dict | None = None
+) -> Path:
     (tmp_path / "three.yaml").write_text(WAN)
     doc = {
         "name": "script",
@@ -50,7 +52,7 @@ def scenario(tmp_path: Path, script: Path, args: list[str], networks: list[str])
         "memory": ["1.6GB"],
         "schedules": ["all-to-all", "ring-pairs"],
         "networks": networks,
-        "training": {"script": str(script), "args": args, "timeout": "300s"},
+        "training": {"script": str(script), "args": args, "timeout": "300s", "target": target},
         "round_deadline": "20s",
     }
     path = tmp_path / "s.yaml"
@@ -66,7 +68,9 @@ def test_the_example_trains_the_same_model_over_every_network_on_the_planners_ti
     tmp_path: Path,
 ) -> None:
     args = ["--backend", "innet", "--rounds", "2", "--cliques", "schedule", *SMALL]
-    proc, out, _ = start_run(tmp_path, scenario(tmp_path, EXAMPLE, args, [*EXACT, "gloo"]))
+    target = {"metric": "val_loss", "below": 5.3}  # its second round's is 5.19
+    path = scenario(tmp_path, EXAMPLE, args, [*EXACT, "gloo"], target)
+    proc, out, _ = start_run(tmp_path, path)
     code, stdout, stderr = finish(proc, 600)
     assert code == 0, stderr
     print(stdout)
@@ -99,6 +103,7 @@ def test_the_example_trains_the_same_model_over_every_network_on_the_planners_ti
     assert all(c["status"] == "ok" for c in collectives) and not late, late
     flagged = [(c["network"], c["op"], c["flags"]) for c in collectives if c["flags"]]
     print("collectives flagged:", flagged)
+    assert all(float(r["target_s"]) > 0 for r in rows)  # every play reached its target
     for row in rows[:-2]:  # the row's figures are its collectives' (gloo's: the wall time)
         mine = [
             c

@@ -32,6 +32,7 @@ from controller.runner.script import (
     format_rows,
     summary_csv,
 )
+from controller.runner.training_spec import MetricTarget
 from innet.vocabulary import Collective
 from tests.unit.clock import FakeClock
 from workers.control import Denied, Finished, Grant, Hello, Want, decode, encode
@@ -81,6 +82,7 @@ def test_a_script_is_found_beside_the_scenario_with_its_arguments_as_texts(
     assert script is not None
     assert script.path == (folder / "train.py").resolve()
     assert script.args == ("--rounds", "3") and script.timeout_s == 1800.0
+    assert script.target is None
     again = parse_scenario(json.dumps(em.scenario.to_dict()), folder / "again.yaml")
     assert again.script == script  # the results' scenario.yaml runs the same script
 
@@ -104,6 +106,18 @@ BAD = [
         "training:\n  script: train.py\n  args: [{a: 1}]\n",
         "training.args[0]",
         ["a text or a number"],
+    ),
+    (
+        "target-both-sides",
+        "training:\n  script: train.py\n  target: {metric: loss, below: 1, above: 2}\n",
+        "training.target",
+        ["one of the two"],
+    ),
+    (
+        "target-no-metric",
+        "training:\n  script: train.py\n  target: {below: 1}\n",
+        "training.target.metric",
+        ["name the metric"],
     ),
     (
         "timeout-zero",
@@ -416,6 +430,11 @@ def test_the_summary_names_every_play_and_its_gain_over_plain(em: Emulation) -> 
     assert table[4].split()[5:10] == ["-", "-", "-", "-", "12.5s"]  # gloo: the wall time alone
     lines = summary_csv(rows).splitlines()
     assert lines[0].startswith("network,memory,schedule,status") and len(lines) == 4
+    rows[0].target_s, rows[0].target_network_s = 7.25, 1.5
+    with_target = format_rows(rows, MetricTarget("loss", below=2.5)).splitlines()
+    assert "to loss <= 2.5" in with_target[0]
+    assert "7.2s (1.50s net)" in with_target[1] and "never" in with_target[2]
+    assert summary_csv(rows).splitlines()[1].split(",")[9:11] == ["7.250", "1.5000"]
 
 
 def test_the_plots_show_the_collectives_and_the_metric_the_script_logs(tmp_path: Path) -> None:
