@@ -8,6 +8,7 @@ the group's round entries on the switches (controller/runner/script.py) and answ
 with a `Grant`: the round number and group id its packets carry, the collective the network
 mode plays (`inna`, `multicast`, `ring`, `direct`), the planner's send policy and a common
 start time. The member sums through its edge or its peers, and says `Finished` with its time.
+Over gloo (the baseline: torch's own collectives), a rank only says what it `Observed`.
 A `Denied` answer ends the operation with the runner's reason (a member of the group is gone,
 the run is stopped). One JSON object a line, each way:
 
@@ -24,6 +25,7 @@ import dataclasses
 import json
 import select
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,6 +83,19 @@ class Finished:
 
 
 @dataclass(frozen=True)
+class Observed:
+    """A collective a rank ran over torch's own gloo (the gloo baseline), as this rank saw it:
+    from its call (`began`) to its result (`ended`), Unix times. Nothing is granted."""
+
+    rank: int
+    op: str
+    members: tuple[int, ...]
+    values: int  # the input's bytes in int32 words, as innet's sums count them
+    began: float
+    ended: float
+
+
+@dataclass(frozen=True)
 class Denied:
     """The runner will not grant the `Want` with this `seq`, and why."""
 
@@ -88,12 +103,13 @@ class Denied:
     error: str
 
 
-Message: TypeAlias = Hello | Want | Grant | Finished | Denied
+Message: TypeAlias = Hello | Want | Grant | Finished | Observed | Denied
 _KINDS: dict[str, type[Message]] = {
     "hello": Hello,
     "want": Want,
     "grant": Grant,
     "finished": Finished,
+    "observed": Observed,
     "denied": Denied,
 }
 _NAMES = {kind: name for name, kind in _KINDS.items()}
@@ -111,7 +127,7 @@ def decode(line: str) -> Message:
         if kind is Grant:
             data["policy"] = SendPolicy(**data["policy"])
             data["order"] = tuple(data["order"])
-        if kind is Want:
+        if kind is Want or kind is Observed:
             data["members"] = tuple(data["members"])
         return kind(**data)
     except (ValueError, KeyError, TypeError, AttributeError) as err:
@@ -136,11 +152,13 @@ class ControlClient:
                 f"{CONTROL_VARIABLE}={path}: cannot reach the runner: {err}"
             ) from None
         self._buffer = b""
+        self._lock = threading.Lock()  # gloo's observations are sent from its threads
         self.send(Hello(rank))
 
     def send(self, message: Message) -> None:
         try:
-            self.sock.sendall((encode(message) + "\n").encode())
+            with self._lock:
+                self.sock.sendall((encode(message) + "\n").encode())
         except OSError as err:
             raise ControlError(f"the runner's channel is gone: {err}") from None
 

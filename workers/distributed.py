@@ -75,7 +75,14 @@ from innet.vocabulary import Collective, NetworkMode
 from topo.siteplan import MAX_ISLANDS, gateway_ip
 from workers.aggregate import Aggregator, sleep_until
 from workers.collectives import Exchange, exchange_for
-from workers.control import CONTROL_VARIABLE, ControlClient, Finished, Want
+from workers.control import (
+    CONTROL_VARIABLE,
+    ControlClient,
+    ControlError,
+    Finished,
+    Observed,
+    Want,
+)
 from workers.exceptions import AggregationError
 from workers.exchange import DirectExchange, HostCollective
 from workers.group import GroupSpec, SendPolicy
@@ -741,7 +748,97 @@ def _from_words(words: np.ndarray, into: torch.Tensor) -> None:
     into.copy_(got.view(into.dtype).view_as(into))
 
 
-def process_group(opts: Any) -> InnetProcessGroup | dist.ProcessGroupGloo:
+# torch's gloo operations a run records (its name in torch.distributed, the input's argument)
+OBSERVED = {
+    "allreduce": ("all_reduce", 0),
+    "broadcast": ("broadcast", 0),
+    "allgather": ("all_gather", 1),
+    "_allgather_base": ("all_gather_into_tensor", 1),
+    "reduce": ("reduce", 0),
+    "reduce_scatter": ("reduce_scatter", 1),
+    "_reduce_scatter_base": ("reduce_scatter_tensor", 1),
+    "alltoall_base": ("all_to_all_single", 1),
+    "gather": ("gather", 1),
+    "scatter": ("scatter", 1),
+    "barrier": ("barrier", None),
+}
+FORWARDED = ("allreduce_coalesced", "allgather_coalesced", "alltoall", "send", "recv")
+
+
+class ObservedGloo(dist.ProcessGroup):
+    """Torch's own gloo group under `innet run`'s gloo baseline, each collective's call and
+    result times told to the runner (workers/control.py `Observed`): it records gloo's
+    collectives beside the planner's plain-WAN prices as it records innet's."""
+
+    def __init__(self, opts: Any, gloo: Any, observer: ControlClient) -> None:
+        super().__init__(opts.group_rank, opts.group_size)  # type: ignore[call-arg]
+        self.gloo, self.observer = gloo, observer
+        ranks = list(opts.global_ranks_in_group) or list(range(opts.group_size))
+        self.members = tuple(ranks)
+        self.me = self.members[opts.group_rank]
+
+    def getBackendName(self) -> str:
+        return "gloo"
+
+    def _observed(self, name: str, args: tuple[Any, ...]) -> Any:
+        op, source = OBSERVED[name]
+        values = 0 if source is None else _bytes_of(args[source]) // 4
+        began = time.time()
+        work = getattr(self.gloo, name)(*args)
+
+        def seen(_done: Any) -> None:
+            seen_at = Observed(self.me, op, self.members, values, began, time.time())
+            try:
+                self.observer.send(seen_at)
+            except ControlError as err:  # the run is over: nothing to tell
+                log.debug("not observed: %s", err)
+
+        work.get_future().add_done_callback(seen)
+        return work
+
+
+def _observing(name: str) -> Callable[..., Any]:
+    def method(self: ObservedGloo, *args: Any) -> Any:
+        return self._observed(name, args)
+
+    return method
+
+
+def _forwarding(name: str) -> Callable[..., Any]:
+    def method(self: ObservedGloo, *args: Any) -> Any:
+        return getattr(self.gloo, name)(*args)
+
+    return method
+
+
+for _name in OBSERVED:
+    setattr(ObservedGloo, _name, _observing(_name))
+for _name in FORWARDED:
+    setattr(ObservedGloo, _name, _forwarding(_name))
+
+
+def _bytes_of(given: Any) -> int:
+    """The bytes of a tensor, or of the tensors in (nested) lists of them."""
+    if isinstance(given, torch.Tensor):
+        return given.numel() * given.element_size()
+    if isinstance(given, list | tuple):
+        return sum(_bytes_of(item) for item in given)
+    return 0
+
+
+_OBSERVER: ControlClient | None = None
+
+
+def _observer(path: str) -> ControlClient:
+    """The process's one channel to the runner (its rank is the world's)."""
+    global _OBSERVER
+    with _ENGINE_LOCK:
+        if _OBSERVER is None:
+            _OBSERVER = ControlClient(path, int(os.environ.get("RANK", "0")))
+        return _OBSERVER
+
+
+def process_group(opts: Any) -> InnetProcessGroup | ObservedGloo | dist.ProcessGroupGloo:
     """The group torch asks for (`init_process_group`, then any `new_group`): the process's
     place is read from its environment with its first group (whose ranks are the world's).
 
@@ -749,7 +846,9 @@ def process_group(opts: Any) -> InnetProcessGroup | dist.ProcessGroupGloo:
     over TCP through the emulated WAN on the interface `GLOO_SOCKET_IFNAME` names: the script
     runs as its users run it today, and innet carries none of its bytes."""
     if os.environ.get("INNET_NETWORK") == NetworkMode.GLOO:
-        return dist.ProcessGroupGloo(opts.store, opts.group_rank, opts.group_size, opts.timeout)
+        gloo = dist.ProcessGroupGloo(opts.store, opts.group_rank, opts.group_size, opts.timeout)
+        control = os.environ.get(CONTROL_VARIABLE)
+        return gloo if not control else ObservedGloo(opts, gloo, _observer(control))
     with _ENGINE_LOCK:
         known = _ENGINE.where if _ENGINE is not None else None
     where = known or RankSetup.from_env(opts.group_rank, opts.group_size)

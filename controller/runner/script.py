@@ -88,6 +88,7 @@ from workers.control import (
     Finished,
     Grant,
     Hello,
+    Observed,
     Want,
     decode,
     encode,
@@ -245,6 +246,7 @@ class Coordinator:
         self._pending: dict[tuple[tuple[int, ...], int], dict[int, Want]] = {}
         self._granted: dict[tuple[int, int], _Granted] = {}  # (rank, seq) -> its collective
         self._open: list[_Granted] = []  # granted, not finished by every member
+        self._seen: dict[tuple[tuple[int, ...], int], dict[int, Observed]] = {}  # gloo's
         self._installed: dict[int, float | None] = {}  # number -> when its collective ended
         self.count = 0
         self.gone: dict[int, str] = {}  # ranks gone, and why
@@ -290,6 +292,8 @@ class Coordinator:
             self._want(message)
         elif isinstance(message, Finished):
             self._finished(message)
+        elif isinstance(message, Observed):
+            self._observed(message)
 
     def _send(self, rank: int, message: Grant | Denied) -> None:
         sock = self.ranks.get(rank)
@@ -388,6 +392,46 @@ class Coordinator:
                 flags=flag_round(seen) if status == "ok" else {},
             )
         )
+
+    def _observed(self, seen: Observed) -> None:
+        """A gloo collective as one member saw it; recorded once every member has: from the
+        last member's call to the last member's result, beside the plain WAN's price."""
+        members = tuple(seen.members)
+        n = self._asks.get((seen.rank, members), 0)
+        self._asks[seen.rank, members] = n + 1
+        got = self._seen.setdefault((members, n), {})
+        got[seen.rank] = seen
+        if len(got) < len(members):
+            return
+        del self._seen[members, n]
+        began = max(o.began for o in got.values())
+        time_s = max(o.ended for o in got.values()) - began
+        values = max(o.values for o in got.values())
+        p = self.pricing
+        predicted = p.cost(members, max(1, values)).time_s if len(members) > 1 else 0.0
+        seen_as = RoundSeen(time_s, predicted, wan_loss=p.em.loss_of(p.point))
+        self.record(
+            CollectiveRecord(
+                network=str(p.play.network),
+                memory=p.point.memory_bytes,
+                schedule=p.play.plan.family,
+                index=self.count,
+                op=seen.op,
+                members=tuple(self.names[m] for m in members),
+                values=values,
+                bytes=values * PacketFormat.VALUE_BYTES,
+                collective=str(NetworkMode.GLOO),
+                number=-1,
+                started=began,
+                time_s=time_s,
+                predicted_s=predicted,
+                retransmissions=0,
+                lag_ms=0.0,
+                status="ok",
+                flags=flag_round(seen_as) if predicted > 0 else {},
+            )
+        )
+        self.count += 1
 
     def rank_gone(self, rank: int, why: str) -> None:
         """A rank ended: every ask waiting for it is denied with `why`, every collective it
@@ -532,7 +576,7 @@ class ScriptRun:
             )
             ranks = self._start(up, play, path, logs)
             try:
-                status = self._serve(coordinator, ranks, asks=not gloo)
+                status = self._serve(coordinator, ranks)
             finally:
                 with held():
                     _stop(ranks)
@@ -607,9 +651,9 @@ class ScriptRun:
         )
         return ranks
 
-    def _serve(self, coordinator: Coordinator, ranks: list[_Rank], asks: bool = True) -> str:
-        """Grant the ranks' sums until every rank has ended; the play's status. With `asks`
-        (innet's backend, not gloo's), a rank that ends without asking has failed."""
+    def _serve(self, coordinator: Coordinator, ranks: list[_Rank]) -> str:
+        """Grant the ranks' sums until every rank has ended; the play's status (a rank that
+        ends without having said hello never made the process group: it failed)."""
         names = coordinator.names
         deadline = self.clock() + self.script.timeout_s
         failed: list[str] = []
@@ -624,7 +668,7 @@ class ScriptRun:
                 if status != 0:
                     why = f"rank {r.rank} ({names[r.rank]}) exited with status {status}"
                     why += f": {_last_line(r.log)}"
-                elif asks and r.rank not in coordinator.ranks and len(ranks) > 1:
+                elif r.rank not in coordinator.ranks and len(ranks) > 1:
                     why = (
                         f"rank {r.rank} ({names[r.rank]}) ended without asking for a collective: "
                         "it never made the innet process group"
@@ -782,20 +826,14 @@ def format_rows(rows: Sequence[PlayRow], target: MetricTarget | None = None) -> 
         base = plain.get(r.schedule)
         gain = f"{base.time_s / r.time_s:.2f}x" if base is not None and r.time_s > 0 else "-"
         logged = ", ".join(f"{k}={_short(v)}" for k, v in r.metrics.items())
-        if r.network == NetworkMode.GLOO:  # torch's own collectives: only the wall time
-            figures = f"{'-':>5} {'-':>9} {'-':>9} {'-':>7} {r.wall_s:>7.1f}s {'-':>8}"
-        else:
-            figures = (
-                f"{r.collectives:>5} {r.time_s:>8.3f}s {r.predicted_s:>8.3f}s {r.flagged:>7} "
-                f"{r.wall_s:>7.1f}s {gain:>8}"
-            )
+        figures = (
+            f"{r.collectives:>5} {r.time_s:>8.3f}s {r.predicted_s:>8.3f}s {r.flagged:>7} "
+            f"{r.wall_s:>7.1f}s {gain:>8}"
+        )
         if target is not None:
             reached = "never"
             if r.target_s is not None:
-                network = (
-                    "" if r.network == NetworkMode.GLOO else f" ({r.target_network_s:.2f}s net)"
-                )
-                reached = f"{r.target_s:.1f}s{network}"
+                reached = f"{r.target_s:.1f}s ({r.target_network_s:.2f}s net)"
             figures += f" {reached:>24}"
         lines.append(f"{r.label:<{width}} {figures}  {logged}")
         if r.status != "ok":

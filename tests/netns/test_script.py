@@ -1,7 +1,7 @@
 """`innet run` of a user's training script (controller/runner/script.py) on three islands
 between namespaces: the DiLoCo example, written for gloo but for its backend's name, played
 over a plain WAN, with multicast and with in-line aggregation, each collective through the
-switches as the runner grants it.
+switches as the runner grants it, and over torch's own gloo, each collective as observed.
 
 What must hold: every network gives the same validation loss round by round (their sums are
 all exact int32 sums at the same shared scale, so the same model); the schedule's cliques reach
@@ -39,7 +39,12 @@ EXACT = ("plain", "multicast", "inna")
 
 
 def scenario(
-    tmp_path: Path, script: Path, args: list[str], networks: list[str], target: dict | None = None
+    tmp_path: Path,
+    script: Path,
+    args: list[str],
+    networks: list[str],
+    target: dict | None = None,
+    schedules: tuple[str, ...] = ("all-to-all", "ring-pairs"),
 ) -> Path:
     (tmp_path / "three.yaml").write_text(WAN)
     doc = {
@@ -50,7 +55,7 @@ def scenario(
         "lanes": 256,
         "bandwidth": "10Gbps",
         "memory": ["1.6GB"],
-        "schedules": ["all-to-all", "ring-pairs"],
+        "schedules": list(schedules),
         "networks": networks,
         "training": {"script": str(script), "args": args, "timeout": "300s", "target": target},
         "round_deadline": "20s",
@@ -96,7 +101,8 @@ def test_the_example_trains_the_same_model_over_every_network_on_the_planners_ti
         print(f"{schedule}: gloo's validation losses differ from innet's by {worst:.2e} at most")
         assert worst <= 1e-4
     collectives = jsonl(out / "collectives.jsonl")
-    assert not [c for c in collectives if c["network"] == "gloo"]  # torch's own: not granted
+    gloo = [c for c in collectives if c["network"] == "gloo"]  # torch's own, as observed
+    assert gloo and {c["collective"] for c in gloo} == {"gloo"}
     late = [
         c for c in collectives if not c["flags"] and abs(c["time_s"] / c["predicted_s"] - 1) > 0.2
     ]
@@ -104,13 +110,14 @@ def test_the_example_trains_the_same_model_over_every_network_on_the_planners_ti
     flagged = [(c["network"], c["op"], c["flags"]) for c in collectives if c["flags"]]
     print("collectives flagged:", flagged)
     assert all(float(r["target_s"]) > 0 for r in rows)  # every play reached its target
-    for row in rows[:-2]:  # the row's figures are its collectives' (gloo's: the wall time)
+    for row in rows:  # the row's figures are its collectives
         mine = [
             c
             for c in collectives
             if (c["network"], c["schedule"]) == (row["network"], row["schedule"])
         ]
-        assert int(row["collectives"]) == len(mine) == 8  # per round: vote and sum, twice
+        # per round two all_reduces: innet's each a vote and a sum, gloo's one collective
+        assert int(row["collectives"]) == len(mine) == (4 if row["network"] == "gloo" else 8)
         assert float(row["predicted_s"]) == pytest.approx(
             sum(c["predicted_s"] for c in mine), abs=1e-3
         )
@@ -158,3 +165,34 @@ def test_an_unsupported_operation_ends_the_play_naming_the_rank_and_the_operatio
     # the others were told by the runner why their next sum would not come
     other = (out / "logs" / "plain-all-to-all-1.6-GB" / "rank-0.log").read_text()
     assert "sum 3.0" in other and "rank 1 (Bb) exited with status 1" in other
+
+
+DIES = """\
+import os
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("innet")
+t = torch.ones(200_000)
+dist.all_reduce(t)
+work = dist.all_reduce(t, async_op=True)  # its second: rank 2 is gone while it runs
+if dist.get_rank() == 2:
+    os._exit(3)
+work.wait()
+"""
+
+
+def test_a_rank_that_dies_mid_collective_ends_the_play_naming_it_and_nothing_hangs(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "dies.py"
+    script.write_text(DIES)
+    path = scenario(tmp_path, script, [], ["inna"], schedules=("all-to-all",))
+    proc, out, _ = start_run(tmp_path, path)
+    code, _, stderr = finish(proc, 300)
+    assert code == 1, stderr
+    (row,) = csv.DictReader((out / "summary.csv").open())
+    assert row["status"].startswith("failed: rank 2 (Cc) exited with status 3"), row
+    first, *rest = jsonl(out / "collectives.jsonl")
+    assert first["status"] == "ok" and first["op"] == "all_reduce vote"
+    assert all(c["status"] == "ok" or "rank 2 (Cc)" in c["status"] for c in rest)

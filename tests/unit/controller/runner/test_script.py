@@ -35,7 +35,7 @@ from controller.runner.script import (
 from controller.runner.training_spec import MetricTarget
 from innet.vocabulary import Collective
 from tests.unit.clock import FakeClock
-from workers.control import Denied, Finished, Grant, Hello, Want, decode, encode
+from workers.control import Denied, Finished, Grant, Hello, Observed, Want, decode, encode
 
 WAN = """\
 name: three
@@ -185,7 +185,7 @@ class Rank:
         self.file = self.sock.makefile("r")
         self.say(Hello(rank))
 
-    def say(self, message: Want | Finished | Hello) -> None:
+    def say(self, message: Want | Finished | Hello | Observed) -> None:
         self.sock.sendall((encode(message) + "\n").encode())
 
     def want(self, seq: int, members: tuple[int, ...] = (0, 1, 2), values: int = 4096) -> None:
@@ -329,6 +329,25 @@ def test_a_rank_gone_denies_those_waiting_for_it_and_fails_what_it_was_in(
     assert isinstance(late, Denied) and "boom" in late.error
 
 
+def test_gloo_collectives_are_recorded_as_the_members_saw_them(em: Emulation) -> None:
+    """From the last member's call to the last member's result, beside the plain WAN's
+    price for the group; nothing is installed or granted."""
+    channel = Channel(em, 0, FakeClock(1000.0))
+    try:
+        for r, (began, ended) in zip(
+            channel.ranks, ((10.0, 12.0), (10.5, 12.25), (11.0, 12.5)), strict=True
+        ):
+            r.say(Observed(r.rank, "all_reduce", (0, 1, 2), 4096, began, ended))
+            channel.serve()
+        (rec,) = channel.records
+        assert rec.collective == "gloo" and rec.op == "all_reduce" and rec.number == -1
+        assert rec.started == 11.0 and rec.time_s == pytest.approx(1.5)
+        assert rec.predicted_s == channel.pricing.cost((0, 1, 2), 4096).time_s
+        assert channel.testbed.installed == {} and all(r.nothing_waiting() for r in channel.ranks)
+    finally:
+        channel.close()
+
+
 def test_finished_rounds_are_retired_after_their_linger_and_all_on_close(
     plain: tuple[Channel, FakeClock],
 ) -> None:
@@ -422,12 +441,12 @@ def test_the_summary_names_every_play_and_its_gain_over_plain(em: Emulation) -> 
     rows = [
         PlayRow("plain", 1_600_000_000, "all-to-all", "ok", 9.5, 8, 1.30, 1.29, 0, {"loss": 2.5}),
         PlayRow("inna", 1_600_000_000, "all-to-all", "failed: rank 1 gone", 8.8, 8, 1.0, 1.1, 1),
-        PlayRow("gloo", 1_600_000_000, "all-to-all", "ok", 12.5, 0, 0.0, 0.0, 0, {"loss": 2.6}),
+        PlayRow("gloo", 1_600_000_000, "all-to-all", "ok", 12.5, 8, 0.65, 1.29, 8, {"loss": 2.6}),
     ]
     table = format_rows(rows).splitlines()
     assert table[1].startswith("plain all-to-all @ 1.6 GB") and "loss=2.5" in table[1]
     assert "1.30x" in table[2] and table[3] == "    failed: rank 1 gone"
-    assert table[4].split()[5:10] == ["-", "-", "-", "-", "12.5s"]  # gloo: the wall time alone
+    assert table[4].split()[5:12] == ["8", "0.650s", "1.290s", "8", "12.5s", "2.00x", "loss=2.6"]
     lines = summary_csv(rows).splitlines()
     assert lines[0].startswith("network,memory,schedule,status") and len(lines) == 4
     rows[0].target_s, rows[0].target_network_s = 7.25, 1.5
