@@ -26,8 +26,9 @@ Results (besides scenario.yaml, versions.json and network.json):
                         members, values and bytes, the collective played, time, prediction,
                         retransmissions, status
     metrics.jsonl       every line the ranks logged (innet.torch.log), with the play
-    summary.csv         one row per play: status, wall time, collectives, their time measured
-                        and predicted, what rank 0 logged last
+    summary.csv         one row per play: status, wall time, collectives, the seconds they
+                        ran (concurrent ones once) measured and at their prices, what rank 0
+                        logged last
     collectives.png     each collective's time against its price (results/script_plots.py)
     metrics.png         what rank 0 logged against the play's seconds, one line per play
     logs/<play>/rank-<r>.log   each rank's stdout and stderr
@@ -57,7 +58,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -103,6 +104,7 @@ COLLECTIVES_FILE, METRICS_FILE = "collectives.jsonl", "metrics.jsonl"
 MASTER_PORT = 29500  # the script's TCP store, on rank 0's leader
 RETIRE_AFTER_S = 3.0  # a finished collective's entries stay this long (late NACKs), then go
 STOP_GRACE_S = 5.0  # ranks asked to stop (SIGTERM) end within this, else SIGKILL
+DEADLINE_PRICES = 3.0  # a collective gives up after round_deadline, or this many prices
 AFTER_FAILURE_S = 10.0  # once a rank failed, the others end within this (denied), or are stopped
 POLL_S = 0.05
 
@@ -143,8 +145,8 @@ class PlayRow:
     status: str
     wall_s: float
     collectives: int
-    time_s: float  # the collectives' measured time, summed
-    predicted_s: float
+    time_s: float  # the seconds at least one collective ran (busy_s): the network's share
+    predicted_s: float  # the same with each collective at its price
     flagged: int = 0  # collectives that may not measure the network (CollectiveRecord.flags)
     metrics: dict[str, Any] = field(default_factory=dict)  # what rank 0 logged last
     # with a target: the play's seconds until rank 0 first logged it reached (None: never),
@@ -197,7 +199,7 @@ class Pricing:
                 lag,
                 gc.span_s,
                 chunks,
-                em.scenario.round_deadline_s,
+                max(em.scenario.round_deadline_s, DEADLINE_PRICES * gc.time_s),
                 self.point.pool.slots_per_bank if inna else None,
             )
         return policies
@@ -595,8 +597,10 @@ class ScriptRun:
         )
         if hit is not None:
             target_s = float(hit["time"]) - began
-            target_network_s = sum(
-                r.time_s or 0.0 for r in mine if r.started + (r.time_s or 0.0) <= hit["time"]
+            target_network_s = busy_s(
+                (r.started, r.started + r.time_s)
+                for r in mine
+                if r.time_s is not None and r.started + r.time_s <= hit["time"]
             )
         return PlayRow(
             network=str(play.network),
@@ -605,8 +609,8 @@ class ScriptRun:
             status=status,
             wall_s=wall,
             collectives=len(mine),
-            time_s=sum(r.time_s or 0.0 for r in mine),
-            predicted_s=sum(r.predicted_s for r in mine),
+            time_s=busy_s((r.started, r.started + r.time_s) for r in mine if r.time_s is not None),
+            predicted_s=busy_s((r.started, r.started + r.predicted_s) for r in mine),
             flagged=sum(1 for r in mine if r.flags),
             target_s=target_s,
             target_network_s=target_network_s,
@@ -750,6 +754,21 @@ def _stop(ranks: Sequence[_Rank]) -> None:
         r.out.close()
 
 
+def busy_s(intervals: Iterable[tuple[float, float]]) -> float:
+    """The seconds covered by at least one of the intervals (start, end): the collectives of
+    one play's cliques run side by side, and count once.
+
+    >>> busy_s([(0.0, 2.0), (1.0, 3.0), (5.0, 6.0)])
+    4.0
+    """
+    total, reach = 0.0, -math.inf
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
 def _rounds(schedule: Schedule) -> list[list[list[int]]]:
     return [[list(g) for g in rnd.groups] for rnd in schedule.rounds]
 
@@ -824,7 +843,9 @@ def format_rows(rows: Sequence[PlayRow], target: MetricTarget | None = None) -> 
     lines = [head]
     for r in rows:
         base = plain.get(r.schedule)
-        gain = f"{base.time_s / r.time_s:.2f}x" if base is not None and r.time_s > 0 else "-"
+        gain = "-"
+        if base is not None and r.time_s > 0 and r.status == "ok":
+            gain = f"{base.time_s / r.time_s:.2f}x"
         logged = ", ".join(f"{k}={_short(v)}" for k, v in r.metrics.items())
         figures = (
             f"{r.collectives:>5} {r.time_s:>8.3f}s {r.predicted_s:>8.3f}s {r.flagged:>7} "

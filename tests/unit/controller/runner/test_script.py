@@ -445,7 +445,7 @@ def test_the_summary_names_every_play_and_its_gain_over_plain(em: Emulation) -> 
     ]
     table = format_rows(rows).splitlines()
     assert table[1].startswith("plain all-to-all @ 1.6 GB") and "loss=2.5" in table[1]
-    assert "1.30x" in table[2] and table[3] == "    failed: rank 1 gone"
+    assert "x " not in table[2] and table[3] == "    failed: rank 1 gone"  # no gain: it failed
     assert table[4].split()[5:12] == ["8", "0.650s", "1.290s", "8", "12.5s", "2.00x", "loss=2.6"]
     lines = summary_csv(rows).splitlines()
     assert lines[0].startswith("network,memory,schedule,status") and len(lines) == 4
@@ -488,3 +488,13 @@ def test_the_plots_show_the_collectives_and_the_metric_the_script_logs(tmp_path:
     (ax,) = plot_collectives([record, flagged]).axes
     assert ax.get_xlabel() == "planner's price (s)"
     assert [c.get_label() for c in ax.collections[:2]] == ["inna", "inna flagged"]
+
+
+def test_a_collectives_deadline_grows_with_its_price(em: Emulation) -> None:
+    """A sum priced beyond the scenario's round_deadline gets three prices to finish."""
+    point = em.points[0]
+    pricing = Pricing(em, point, point.plays[2])
+    small, huge = pricing.cost((0, 1, 2), 256), pricing.cost((0, 1, 2), 50_000_000)
+    assert huge.time_s * 3 > em.scenario.round_deadline_s > small.time_s * 3
+    assert pricing.policies(small, 256)[0].deadline_s == em.scenario.round_deadline_s
+    assert pricing.policies(huge, 50_000_000)[0].deadline_s == pytest.approx(3 * huge.time_s)
