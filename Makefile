@@ -8,6 +8,10 @@ SWEEP_ARGS ?= --memory 1MB..8GB --update-size 1GB --bandwidth 10Gbps
 SCENARIO ?= scenarios/nine-cities.yaml
 DEMO_OUT ?= results/demo
 PYTEST_ARGS ?=
+TORCHFT := build/torchft
+TORCHFT_STAMP := $(TORCHFT)/.installed
+TORCHFT_DEPS := opentelemetry-api==1.45.2 opentelemetry-sdk==1.45.2 \
+                opentelemetry-exporter-otlp-proto-http==1.45.2
 
 # p4c's BMv2 back end: P4C=... if given, else p4c-bm2-ss on PATH, else in P4_TOOL_DIRS (where
 # source builds install; topo/bmv2.py looks in the same places: EXTRA_TOOL_DIRS)
@@ -18,9 +22,9 @@ P4_BUILD := build/p4
 P4_SLOTS ?= 1024
 P4_GET   := get it with the VM (vagrant up, README) or the p4lang packages (p4lang-p4c), or name it: make p4 P4C=PATH
 
-.PHONY: setup system-packages demo test test-p4switch p4switch-alone test-bmv2 diff-bmv2 bench fuzz lint p4 clean
+.PHONY: setup system-packages torchft demo test test-p4switch p4switch-alone test-bmv2 diff-bmv2 bench fuzz lint p4 clean
 
-setup: system-packages $(STAMP)
+setup: system-packages $(STAMP) $(TORCHFT_STAMP)
 
 # Debian packages the emulation needs (namespaces, ping, offload control, the C preprocessor).
 # Installed only when missing; without root they are reported, not installed.
@@ -39,6 +43,15 @@ $(STAMP): pyproject.toml p4switch/pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e './p4switch[test]' -e '.[dev]'
 	touch $(STAMP)
+
+# torchft (examples/torchft_diloco.py) apart from innet's environment: its OpenTelemetry needs a
+# protobuf innet's P4Runtime cannot share, so it goes to build/torchft, on the example's path only
+torchft: $(TORCHFT_STAMP)
+$(TORCHFT_STAMP): $(STAMP)
+	rm -rf $(TORCHFT)
+	$(BIN)/python -m pip install -q --no-deps --target $(TORCHFT) torchft==0.2.0
+	$(BIN)/python -m pip install -q --no-warn-conflicts --target $(TORCHFT) $(TORCHFT_DEPS)
+	touch $(TORCHFT_STAMP)
 
 # The planner's memory sweep, then (as root) the default scenario through the emulated WAN:
 # nine cities on p4switch, every schedule trained at every memory point, a comparison table.
