@@ -37,7 +37,7 @@ from topo.siteplan import GRPC_BASE_PORT
 
 if TYPE_CHECKING:  # the runner itself is imported by `run` (it loads torch)
     from controller.runner.emulation import Emulation
-    from controller.runner.run import Run
+    from controller.runner.run import Run, Testbeds
     from controller.runner.script import ScriptRun
 
 # the machine check's modes (controller.runner.calibration.MODES, which loads torch)
@@ -253,8 +253,6 @@ def _run(args: argparse.Namespace, where: HowFar) -> int:
     if busy is not None:
         raise RunDirError(busy)
     print("\n".join(plan), flush=True)
-    if emulation.scenario.script is not None:
-        return _run_script(args, where, emulation, folder, run_dir)
     testbeds = built_testbeds(
         emulation,
         run_dir,
@@ -263,6 +261,8 @@ def _run(args: argparse.Namespace, where: HowFar) -> int:
         backend=args.backend,
         grpc_base_port=args.grpc_base_port,
     )
+    if emulation.scenario.script is not None:
+        return _run_script(where, emulation, folder, testbeds)
     progress = ProgressBar(args.no_progress)
     experiment = Run(
         emulation,
@@ -282,22 +282,10 @@ def _run(args: argparse.Namespace, where: HowFar) -> int:
     return _report(emulation, experiment, folder)
 
 
-def _run_script(
-    args: argparse.Namespace, where: HowFar, emulation: Emulation, folder: Path, run_dir: RunDir
-) -> int:
+def _run_script(where: HowFar, emulation: Emulation, folder: Path, testbeds: Testbeds) -> int:
     """The scenario's training script, one rank per island, every play (script.py); the
     plays side by side, 1 when one failed."""
-    from controller.runner.run import built_testbeds
     from controller.runner.script import ScriptRun, format_rows
-
-    testbeds = built_testbeds(
-        emulation,
-        run_dir,
-        shaping=args.shaping,
-        target=args.target,
-        backend=args.backend,
-        grpc_base_port=args.grpc_base_port,
-    )
 
     def progress(what: str) -> None:
         print(f"playing {what}", file=sys.stderr, flush=True)

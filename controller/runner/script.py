@@ -363,35 +363,58 @@ class Coordinator:
         self._installed[granted.number] = granted.done_at
         finished = granted.finished.values()
         time_s = max(f.done_at for f in finished) - granted.start_at if status == "ok" else None
-        p = self.pricing
-        retransmitted = sum(f.retransmitted for f in finished)
-        lag = max((f.lag_s for f in finished), default=0.0)
         seen = RoundSeen(
             time_s,
             granted.predicted_s,
-            retransmissions=retransmitted,
-            lag_s=lag,
-            wan_loss=p.em.loss_of(p.point),
+            retransmissions=sum(f.retransmitted for f in finished),
+            lag_s=max((f.lag_s for f in finished), default=0.0),
+            wan_loss=self.pricing.em.loss_of(self.pricing.point),
         )
+        self._write(
+            granted.index,
+            granted.op,
+            granted.members,
+            granted.values,
+            granted.collective,
+            granted.number,
+            granted.start_at,
+            seen,
+            status,
+        )
+
+    def _write(
+        self,
+        index: int,
+        op: str,
+        members: tuple[int, ...],
+        values: int,
+        collective: str,
+        number: int,
+        started: float,
+        seen: RoundSeen,
+        status: str,
+    ) -> None:
+        """Record one collective of the play, as `seen` (flagged when it finished)."""
+        p = self.pricing
         self.record(
             CollectiveRecord(
                 network=str(p.play.network),
                 memory=p.point.memory_bytes,
                 schedule=p.play.plan.family,
-                index=granted.index,
-                op=granted.op,
-                members=tuple(self.names[m] for m in granted.members),
-                values=granted.values,
-                bytes=granted.values * PacketFormat.VALUE_BYTES,
-                collective=granted.collective,
-                number=granted.number,
-                started=granted.start_at,
-                time_s=time_s,
-                predicted_s=granted.predicted_s,
-                retransmissions=retransmitted,
-                lag_ms=lag * 1e3,
+                index=index,
+                op=op,
+                members=tuple(self.names[m] for m in members),
+                values=values,
+                bytes=values * PacketFormat.VALUE_BYTES,
+                collective=collective,
+                number=number,
+                started=started,
+                time_s=seen.time_s,
+                predicted_s=seen.predicted_s,
+                retransmissions=seen.retransmissions,
+                lag_ms=seen.lag_s * 1e3,
                 status=status,
-                flags=flag_round(seen) if status == "ok" else {},
+                flags=flag_round(seen) if status == "ok" and seen.predicted_s > 0 else {},
             )
         )
 
@@ -412,26 +435,8 @@ class Coordinator:
         p = self.pricing
         predicted = p.cost(members, max(1, values)).time_s if len(members) > 1 else 0.0
         seen_as = RoundSeen(time_s, predicted, wan_loss=p.em.loss_of(p.point))
-        self.record(
-            CollectiveRecord(
-                network=str(p.play.network),
-                memory=p.point.memory_bytes,
-                schedule=p.play.plan.family,
-                index=self.count,
-                op=seen.op,
-                members=tuple(self.names[m] for m in members),
-                values=values,
-                bytes=values * PacketFormat.VALUE_BYTES,
-                collective=str(NetworkMode.GLOO),
-                number=-1,
-                started=began,
-                time_s=time_s,
-                predicted_s=predicted,
-                retransmissions=0,
-                lag_ms=0.0,
-                status="ok",
-                flags=flag_round(seen_as) if predicted > 0 else {},
-            )
+        self._write(
+            self.count, seen.op, members, values, str(NetworkMode.GLOO), -1, began, seen_as, "ok"
         )
         self.count += 1
 

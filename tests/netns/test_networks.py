@@ -21,6 +21,7 @@ import pytest
 
 from tests.netns.test_experiment import assert_on_time_or_flagged, finish, records, start_run
 from tests.netns.topology import why_no_mininet
+from tests.wans import TRIANGLE
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -28,21 +29,7 @@ _REASON = why_no_mininet(("ip", "tc", "ethtool", "nsenter"))
 if _REASON is not None:
     pytest.skip(f"network modes test skipped: {_REASON}", allow_module_level=True)
 
-# Three cities, the slow side A-C longer than the detour: A's tree to C and the ring's hop
-# between them are the direct link (70 ms against 75 ms through B).
-WAN = """\
-name: three
-sources:
-  test: a made-up triangle for the tests, not a measurement
-cities:
-  - {name: Aa, code: AAA, continent: X, lat: 0.0, lon: 0.0, source: test}
-  - {name: Bb, code: BBB, continent: X, lat: 0.0, lon: 10.0, source: test}
-  - {name: Cc, code: CCC, continent: X, lat: 0.0, lon: 20.0, source: test}
-links:
-  - {a: AAA, b: BBB, delay: 40ms, capacity: 100Gbps, source: test}
-  - {a: BBB, b: CCC, delay: 35ms, capacity: 100Gbps, source: test}
-  - {a: AAA, b: CCC, delay: 70ms, capacity: 100Gbps, source: test}
-"""
+WAN = TRIANGLE  # the slow side A-C is longer than the detour (tests/wans.py)
 EXACT = ("plain", "multicast", "inna")
 
 

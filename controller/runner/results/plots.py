@@ -138,29 +138,33 @@ def plot_predicted_vs_measured(records: list[RoundRecord]) -> Figure:
             else:
                 ax.scatter(xs, ys, color=colour, s=14, label=schedule)
     if pairs:
-        values = [p for _, p, _, _ in pairs] + [t for _, _, t, _ in pairs]
-        line = [min(values) / 1.5, max(values) * 1.5]
-        ax.plot(line, line, color="black", linewidth=1, label="measured = predicted")
-        ax.fill_between(
-            line,
-            [x * (1 - BAND) for x in line],
-            [x * (1 + BAND) for x in line],
-            color="grey",
-            alpha=0.2,
-            label=f"±{BAND:.0%}",
-        )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            axis.set_minor_formatter(NullFormatter())
+        identity_band(ax, [p for _, p, _, _ in pairs] + [t for _, _, t, _ in pairs])
         _legend(ax)
     ax.set_xlabel("predicted round time (s)")
     ax.set_ylabel("measured round time (s)")
     ax.grid(True, which="both", alpha=0.3)
     _finish(fig, empty=not pairs)
     return fig
+
+
+def identity_band(ax: Axes, values: list[float]) -> None:
+    """Log axes over `values` (times), the line measured = predicted and a +-BAND band."""
+    line = [min(values) / 1.5, max(values) * 1.5]
+    ax.plot(line, line, color="black", linewidth=1, label="measured = predicted")
+    ax.fill_between(
+        line,
+        [x * (1 - BAND) for x in line],
+        [x * (1 + BAND) for x in line],
+        color="grey",
+        alpha=0.2,
+        label=f"±{BAND:.0%}",
+    )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
 
 
 def _figure(panels: int, width: float = 4.5) -> tuple[Figure, list[Axes]]:

@@ -15,11 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from controller.runner.results.plots import identity_band
 from innet.units import format_size
 
-BAND = 0.2  # the shaded +-20% around measured = predicted, as the round plots'
 METRICS = ("val_loss", "test_loss", "loss", "train_loss", "accuracy")  # preferred, in order
 NOT_METRICS = ("rank", "time", "play_s", "round", "step", "network", "memory", "schedule")
 
@@ -44,23 +43,7 @@ def plot_collectives(records: Sequence[Mapping[str, Any]]) -> Figure:
             else:
                 ax.scatter(xs, ys, color=colour, s=14, label=network)
     if done:
-        values = [r["predicted_s"] for r in done] + [r["time_s"] for r in done]
-        line = [min(values) / 1.5, max(values) * 1.5]
-        ax.plot(line, line, color="black", linewidth=1, label="measured = predicted")
-        ax.fill_between(
-            line,
-            [x * (1 - BAND) for x in line],
-            [x * (1 + BAND) for x in line],
-            color="grey",
-            alpha=0.2,
-            label=f"±{BAND:.0%}",
-        )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            axis.set_minor_formatter(NullFormatter())
+        identity_band(ax, [r["predicted_s"] for r in done] + [r["time_s"] for r in done])
         ax.legend(fontsize=7)
     else:
         fig.text(0.5, 0.5, "no finished collectives", ha="center", va="center", color="grey")

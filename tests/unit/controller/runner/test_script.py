@@ -35,21 +35,10 @@ from controller.runner.script import (
 from controller.runner.training_spec import MetricTarget
 from innet.vocabulary import Collective
 from tests.unit.clock import FakeClock
+from tests.wans import TRIANGLE
 from workers.control import Denied, Finished, Grant, Hello, Observed, Want, decode, encode
 
-WAN = """\
-name: three
-sources:
-  test: a made-up triangle for the tests, not a measurement
-cities:
-  - {name: Aa, code: AAA, continent: X, lat: 0.0, lon: 0.0, source: test}
-  - {name: Bb, code: BBB, continent: X, lat: 0.0, lon: 10.0, source: test}
-  - {name: Cc, code: CCC, continent: X, lat: 0.0, lon: 20.0, source: test}
-links:
-  - {a: AAA, b: BBB, delay: 40ms, capacity: 100Gbps, source: test}
-  - {a: BBB, b: CCC, delay: 35ms, capacity: 100Gbps, source: test}
-  - {a: AAA, b: CCC, delay: 70ms, capacity: 100Gbps, source: test}
-"""
+WAN = TRIANGLE
 
 
 def scenario_text(training: str, networks: str = "[plain, multicast, inna]") -> str:
@@ -422,7 +411,8 @@ def test_a_rank_that_fails_ends_the_play_naming_it_and_its_error(
 def test_a_rank_that_never_made_the_process_group_ends_the_play_naming_it(
     em: Emulation, folder: Path
 ) -> None:
-    status, _ = serve(em, folder, ["pass", "pass", "pass"])
+    busy = "import time; time.sleep(60)"  # (stopped once the play has failed)
+    status, _ = serve(em, folder, ["pass", busy, busy])
     assert status.startswith("failed: rank 0 (Aa) ended without asking for a collective")
     assert "never made the innet process group" in status
 
