@@ -488,3 +488,36 @@ def test_a_collectives_deadline_grows_with_its_price(em: Emulation) -> None:
     assert huge.time_s * 3 > em.scenario.round_deadline_s > small.time_s * 3
     assert pricing.policies(small, 256)[0].deadline_s == em.scenario.round_deadline_s
     assert pricing.policies(huge, 50_000_000)[0].deadline_s == pytest.approx(3 * huge.time_s)
+
+
+def test_an_interrupted_script_run_says_how_far_it_got(em: Emulation, tmp_path: Path) -> None:
+    from controller.runner.cli import HowFar
+
+    where = HowFar()
+    run = ScriptRun(em, tmp_path / "out", None)  # type: ignore[arg-type]  # never executed
+    run.phase = "inna all-to-all @ 1.6 GB"
+    run.records.append(CollectiveRecord(**{**RECORD, "index": 0}))
+    where.script, where.folder = run, tmp_path / "out"
+    assert where.report() == (
+        f"during inna all-to-all @ 1.6 GB; 1 collective recorded; results so far in "
+        f"{tmp_path / 'out'}"
+    )
+
+
+RECORD = {
+    "network": "inna",
+    "memory": 1,
+    "schedule": "all-to-all",
+    "op": "all_reduce",
+    "members": ("Aa", "Bb"),
+    "values": 4,
+    "bytes": 16,
+    "collective": "inna",
+    "number": 0,
+    "started": 0.0,
+    "time_s": 0.1,
+    "predicted_s": 0.1,
+    "retransmissions": 0,
+    "lag_ms": 0.0,
+    "status": "ok",
+}
