@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Protocol, TypeVar
+from typing import IO, Any, Protocol, TypeVar
 
 from mininet.node import Host
 
@@ -33,6 +33,7 @@ from workers.protocol import Command, Event, Failed, Refused, Stop, decode_event
 log = logging.getLogger(__name__)
 
 E = TypeVar("E", bound=Event)
+P = TypeVar("P", bound="subprocess.Popen[Any]")  # a process, text or bytes
 POLL_S = 0.01  # polling interval of the leaders' event queues
 STOP_GRACE_S = 5.0  # the processes end on their own (leaders told to stop) within this
 KILL_AFTER_S = 2.0  # ... and after SIGTERM within this, else SIGKILL
@@ -245,11 +246,11 @@ class Islands(LeaderEvents):
                 if leader.proc.poll() is None:
                     with contextlib.suppress(ExperimentError):
                         leader.send(Stop())
-            _wait_all(self.processes, time.monotonic() + grace, interrupted)
+            wait_all(self.processes, time.monotonic() + grace, interrupted)
         left = [p for p in self.processes if p.poll() is None]
         for proc in left:
             proc.terminate()
-        left = _wait_all(left, time.monotonic() + KILL_AFTER_S, hurried)
+        left = wait_all(left, time.monotonic() + KILL_AFTER_S, hurried)
         for proc in left:
             proc.kill()
         for proc in left:
@@ -259,9 +260,7 @@ class Islands(LeaderEvents):
         self.leaders, self.others, self._files = [], [], []
 
 
-def _wait_all(
-    procs: Sequence[subprocess.Popen[str]], deadline: float, enough: Callable[[], bool]
-) -> list[subprocess.Popen[str]]:
+def wait_all(procs: Sequence[P], deadline: float, enough: Callable[[], bool]) -> list[P]:
     """Wait for every process until `deadline` (time.monotonic()) or until `enough()`; those
     still running."""
     left = [p for p in procs if p.poll() is None]

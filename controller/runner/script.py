@@ -51,7 +51,6 @@ import os
 import re
 import selectors
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -70,6 +69,7 @@ from controller.rundir import ProcessRecord
 from controller.runner.emulation import Emulation, MemoryPoint, Play
 from controller.runner.exceptions import ExperimentError
 from controller.runner.flags import RoundSeen, flag_round
+from controller.runner.islands import wait_all
 from controller.runner.leaders import local_lag, send_policy
 from controller.runner.play import START_MARGIN_S
 from controller.runner.results.script_plots import plot_collectives, plot_metrics
@@ -79,7 +79,7 @@ from controller.runner.training_spec import MetricTarget
 from controller.testbed import Testbed
 from innet.exceptions import InnetError
 from innet.packetformat import PacketFormat
-from innet.stopping import held, interrupted
+from innet.stopping import held, hurried, interrupted
 from innet.units import format_size
 from innet.vocabulary import Collective, NetworkMode
 from topo.siteplan import JOB, LEADER_HOST, host_ip
@@ -93,6 +93,7 @@ from workers.control import (
     Want,
     decode,
     encode,
+    read_lines,
 )
 from workers.exceptions import ProtocolError
 from workers.gloo import IFNAME_VARIABLE
@@ -219,7 +220,6 @@ class _Granted:
     start_at: float
     predicted_s: float
     finished: dict[int, Finished] = field(default_factory=dict)
-    done_at: float | None = None  # when the last member finished (this clock)
 
 
 class Coordinator:
@@ -272,10 +272,9 @@ class Coordinator:
             if not data:
                 self._drop(sock)
                 continue
-            *lines, self._buffers[sock] = (self._buffers[sock] + data).split(b"\n")
+            lines, self._buffers[sock] = read_lines(self._buffers[sock], data)
             for line in lines:
-                if line.strip():
-                    self._handle(sock, line.decode(errors="replace"))
+                self._handle(sock, line)
 
     def _drop(self, sock: socket.socket) -> None:
         self.selector.unregister(sock)
@@ -359,8 +358,7 @@ class Coordinator:
 
     def _close(self, granted: _Granted, status: str) -> None:
         self._open.remove(granted)
-        granted.done_at = self.clock()
-        self._installed[granted.number] = granted.done_at
+        self._installed[granted.number] = self.clock()
         finished = granted.finished.values()
         time_s = max(f.done_at for f in finished) - granted.start_at if status == "ok" else None
         seen = RoundSeen(
@@ -619,7 +617,7 @@ class ScriptRun:
             flagged=sum(1 for r in mine if r.flags),
             target_s=target_s,
             target_network_s=target_network_s,
-            metrics={k: v for k, v in last.items() if k not in ("rank", "time", "play")},
+            metrics={k: v for k, v in last.items() if k not in ("rank", "time")},
         )
 
     def _start(self, up: OneMachine, play: Play, control: str, logs: Path) -> list[_Rank]:
@@ -744,18 +742,15 @@ def _control_socket() -> Iterator[tuple[socket.socket, str]]:
 
 
 def _stop(ranks: Sequence[_Rank]) -> None:
-    """SIGTERM to every rank still running, SIGKILL to those left after STOP_GRACE_S."""
+    """SIGTERM to every rank still running, SIGKILL to those left after STOP_GRACE_S (or at a
+    second stop signal), as the island processes are stopped."""
+    procs = [r.proc for r in ranks if r.proc.poll() is None]
+    for proc in procs:
+        proc.terminate()
+    for proc in wait_all(procs, time.monotonic() + STOP_GRACE_S, hurried):
+        proc.kill()
+        proc.wait()
     for r in ranks:
-        if r.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                r.proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + STOP_GRACE_S
-    for r in ranks:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            r.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        if r.proc.poll() is None:
-            r.proc.kill()
-            r.proc.wait()
         r.out.close()
 
 
