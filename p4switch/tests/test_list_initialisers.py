@@ -116,3 +116,29 @@ def test_a_tuple_index_must_be_in_range(tmp_path: Path) -> None:
     with pytest.raises(P4CompileError) as err:
         compile_file(path)
     assert "index 2 is outside tuple<bit<8>, bit<16>>" in err.value.what
+
+
+ARGUMENTS = PROGRAM.replace(
+    "control I(",
+    """\
+bit<8> sum(in pair_t p) { return p.x + p.y; }
+control I(""",
+).replace(
+    "        h.tag = {n.p.x + n.p.y, 8w9};\n",
+    """\
+        h.tag = {sum({n.p.x, 8w10}), 8w9};
+        h.tag.b = h.tag.a == 13 ? sum({x = 1, y = 2}) : 8w0;
+""",
+)
+
+
+def test_list_initialisers_as_values_of_structs_and_headers(tmp_path: Path, backend: str) -> None:
+    """As p4c's gauntlet_list_as_in_argument-bmv2.p4: `{...}` where a struct or header value
+    is expected (an argument, also by name, in a branch of `?:`) is that value."""
+    assert "sum({x = 1" in ARGUMENTS
+    path = tmp_path / "lists.p4"
+    path.write_text(ARGUMENTS)
+    program = compile_file(path)
+    pipe = program.pipeline(program.new_state())
+    ((_, out),) = pipe.process(0, bytes(12) + b"\x08\x00" + b"data")
+    assert out[14:16] == bytes([13, 3])  # sum({3, 10}), then sum({1, 2})

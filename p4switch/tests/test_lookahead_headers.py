@@ -146,3 +146,33 @@ def test_what_lookahead_refuses(tmp_path: Path) -> None:
     with pytest.raises(P4CompileError) as err:
         compiled(tmp_path, text)
     assert "lookahead of headers is not supported" in err.value.what and err.value.line > 0
+
+
+PEEK_ONLY = """\
+#include <core.p4>
+#include <v1model.p4>
+struct eight_t { bit<64> bits; }
+struct headers { }
+struct meta { }
+parser P(packet_in p, out headers h, inout meta m, inout standard_metadata_t s) {
+    state start { p.lookahead<eight_t>(); transition accept; }
+}
+control V(inout headers h, inout meta m) { apply { } }
+control I(inout headers h, inout meta m, inout standard_metadata_t s) {
+    apply { if (s.parser_error != error.NoError) { mark_to_drop(s); } }
+}
+control E(inout headers h, inout meta m, inout standard_metadata_t s) { apply { } }
+control C(inout headers h, inout meta m) { apply { } }
+control D(packet_out p, in headers h) { apply { } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_a_lookahead_whose_value_is_dropped_checks_the_length(tmp_path: Path, backend: str) -> None:
+    """As p4c's issue1768-bmv2.p4: `p.lookahead<T>();` as a statement consumes nothing, but
+    a packet shorter than T is PacketTooShort."""
+    program = compiled(tmp_path, PEEK_ONLY)
+    pipe = program.pipeline(program.new_state())
+    assert list(pipe.process(0, bytes(7))) == []
+    assert pipe.counts.get("parser_error.PacketTooShort") == 1
+    assert list(pipe.process(0, bytes(range(8)))) == [(0, bytes(range(8)))]

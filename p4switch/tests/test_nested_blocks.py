@@ -115,6 +115,48 @@ def test_what_nested_controls_refuse(tmp_path: Path, old: str, new: str, words: 
     assert words in err.value.what and err.value.line > 0, err.value
 
 
+INSTANCE_ARGS = (
+    NESTED_CONTROLS.replace(
+        "control I(",
+        """\
+control step_t(in bit<16> t, inout bit<8> n);
+control Twice(in bit<16> t, inout bit<8> n)(step_t step) {
+    apply { step.apply(t, n); step.apply(t, n); }
+}
+control Once(in bit<16> t, inout bit<8> n)(Count step) {
+    apply { step.apply(t, n); }
+}
+control I(""",
+    )
+    .replace(
+        "    Count() counter;\n",
+        "    Count() counter;\n    Twice(counter) twice;\n    Once(counter) once;\n",
+    )
+    .replace(
+        "counter.apply(h.eth.eth_type, seen);\n        counter.apply(h.eth.eth_type, seen);",
+        "twice.apply(h.eth.eth_type, seen);\n        once.apply(h.eth.eth_type, seen);",
+    )
+)
+
+
+def test_a_control_instance_as_a_constructor_argument(tmp_path: Path, backend: str) -> None:
+    """As p4c's issue1566-bmv2.p4: `Twice(counter) twice;` gives Twice the instance itself,
+    which it applies (a parameter of a control type, or of the control's own type)."""
+    assert "Twice(counter) twice;" in INSTANCE_ARGS and "once.apply" in INSTANCE_ARGS
+    program = compiled(tmp_path, INSTANCE_ARGS)
+    pipe = program.pipeline(program.new_state())
+    ((_, out),) = list(pipe.process(0, bytes(6) + SRC + b"\x08\x00"))
+    assert out[5] == 3  # counter applied three times, into `seen`
+    for old, new, words in [
+        ("Once(counter) once;", "Once(1) once;", "expected an instance of control type Count"),
+        ("Once(counter) once;", "Once(acl_v6) once;", "Acl's parameters are not those of Count"),
+        ("step_t(in bit<16> t,", "step_t(in bit<8> t,", "Count's parameters are not those"),
+    ]:
+        with pytest.raises(P4CompileError) as err:
+            compiled(tmp_path, INSTANCE_ARGS.replace(old, new))
+        assert words in err.value.what and err.value.line > 0, err.value
+
+
 SUB_PARSERS = """\
 #include <core.p4>
 #include <v1model.p4>

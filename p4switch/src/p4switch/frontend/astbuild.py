@@ -161,9 +161,9 @@ class CodeBuilder(Transformer[Token, Any]):
         if isinstance(head, s.CallExpr):
             if init is not None:
                 raise P4CompileError.at(init.loc, "an instantiation takes no initializer")
-            type_ = _type_of(head.callee)
+            type_ = type_of_head(head.callee)
             return s.Instantiation(loc, type_, head.args, str(name), annos)
-        return s.VarDecl(loc, _type_of(head), str(name), init, annos)
+        return s.VarDecl(loc, type_of_head(head), str(name), init, annos)
 
     def local_typed_var(self, meta: Any, c: list[Any]) -> s.VarDecl:
         annos, type_, name, init = c
@@ -204,7 +204,7 @@ class CodeBuilder(Transformer[Token, Any]):
 
     def for_in_named_stmt(self, meta: Any, c: list[Any]) -> s.ForInStmt:
         head, name, over, body = c
-        return s.ForInStmt(self._loc(meta), _type_of(head), str(name), over, body)
+        return s.ForInStmt(self._loc(meta), type_of_head(head), str(name), over, body)
 
     def break_stmt(self, meta: Any, c: list[Any]) -> s.BreakStmt:
         return s.BreakStmt(self._loc(meta))
@@ -351,12 +351,12 @@ class CodeBuilder(Transformer[Token, Any]):
         raise P4CompileError.at(self._loc(meta), f"unsupported construct ({data})")
 
 
-def _type_of(expr: s.ExprSyntax) -> s.TypeRef:
+def type_of_head(expr: s.ExprSyntax) -> s.TypeRef:
     """The type named by the head of `T x;` or `T(args) x;` (parsed as an expression)."""
     if isinstance(expr, s.Name) and not expr.top_level:
         return s.NamedTypeRef(expr.loc, expr.name)
     if isinstance(expr, s.IndexExpr):  # `H[2] hs;`: a header stack
-        return s.StackTypeRef(expr.loc, _type_of(expr.base), expr.index)
+        return s.StackTypeRef(expr.loc, type_of_head(expr.base), expr.index)
     raise P4CompileError.at(expr.loc, "expected a type name here")
 
 

@@ -9,7 +9,7 @@ from lark import v_args
 
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
-from p4switch.frontend.astbuild import CodeBuilder
+from p4switch.frontend.astbuild import CodeBuilder, type_of_head
 from p4switch.ir import Annotation
 
 
@@ -121,6 +121,12 @@ class DeclBuilder(CodeBuilder):
         return s.FunctionDecl(
             self._tok(name), str(name), type_, params, body, annos, tuple(tparams or ())
         )
+
+    def named_function_decl(self, meta: Any, c: list[Any]) -> s.FunctionDecl:
+        """A function returning a named type (a header or struct): parsed as an expression,
+        as a declaration's type is, so that it does not clash with an instantiation."""
+        annos, head, *rest = c
+        return self.function_decl(meta, [annos, type_of_head(head), *rest])
 
     def _block_type(self, kind: str, c: list[Any]) -> s.BlockTypeDecl:
         annos, name, tparams, params = c

@@ -101,17 +101,55 @@ class BlockInliner:
 
     def _ctor_args(
         self, decl: s.ControlDecl | s.ParserDecl, st: s.Instantiation, scope: Scope
-    ) -> dict[str, ir.Const]:
-        """A block's constructor arguments: compile-time constants, by parameter name."""
+    ) -> dict[str, ir.Const | BlockInstanceEntity]:
+        """A block's constructor arguments, by parameter name: compile-time constants, or
+        instances of parsers or controls declared before (`C2(c1) c2;`, C2 applying its
+        parameter applies c1: one instance, wherever it is applied)."""
         what = f"{decl.name}'s constructor"
         call = s.CallExpr(st.loc, s.Name(st.loc, decl.name), st.args)
-        out = {}
+        out: dict[str, ir.Const | BlockInstanceEntity] = {}
         for p, a in zip(decl.ctor_params, positional(call, decl.ctor_params, what), strict=True):
+            instance = self._instance_arg(p, a, scope)
+            if instance is not None:
+                out[p.name] = instance
+                continue
             value = self.x.expr(a, scope, self.env.resolve(p.type))
             if not isinstance(value, ir.Const):
                 raise P4CompileError.at(a.loc, "a constructor argument must be a constant")
             out[p.name] = value
         return out
+
+    def _instance_arg(
+        self, p: s.ParamDecl, a: s.ExprSyntax, scope: Scope
+    ) -> BlockInstanceEntity | None:
+        """The instance passed for constructor parameter `p` when `p`'s type is a parser or
+        control type (None when it is not); the instance's type must be of that kind and
+        have the same parameters' types."""
+        expected = self._block_type(p.type)
+        if expected is None:
+            return None
+        kind, name, params = expected
+        found = scope.lookup(a.name) if isinstance(a, s.Name) else None
+        if not isinstance(found, BlockInstanceEntity) or found.kind != kind:
+            raise P4CompileError.at(a.loc, f"expected an instance of {kind} type {name} here")
+        given = [(q.direction, self.env.resolve(q.type)) for q in found.decl.params]
+        if given != [(q.direction, self.env.resolve(q.type)) for q in params]:
+            what = f"{found.decl.name}'s parameters are not those of {name}"
+            raise P4CompileError.at(a.loc, what)
+        return found
+
+    def _block_type(self, t: s.TypeRef) -> tuple[str, str, tuple[s.ParamDecl, ...]] | None:
+        """The kind ("parser" or "control"), name and parameters of the parser or control
+        type `t` names (declared as a type, or a parser or control itself), if it names one."""
+        if not isinstance(t, s.NamedTypeRef) or t.args:
+            return None
+        declared = self.program.block_types.get(t.name)
+        if declared is not None and declared.kind in ("parser", "control"):
+            return declared.kind, declared.name, declared.params
+        block = self.program.blocks.get(t.name)
+        if block is None:
+            return None
+        return "parser" if isinstance(block, s.ParserDecl) else "control", block.name, block.params
 
     # --- applies --------------------------------------------------------------------------------
 

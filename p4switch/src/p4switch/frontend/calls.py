@@ -252,10 +252,8 @@ class CallLowering:
             )
             assert header is not None
             need_header(header, call.loc, "extract")
-            if varbit:
-                bits = self.x.expr(call.args[1], scope, U32)
-                return [ir.Extract(header, bits), *union_siblings_invalid(header)]
-            extract = [ir.Extract(header), *union_siblings_invalid(header)]
+            bits = self.x.expr(call.args[1], scope, U32) if varbit else None
+            extract = [ir.Extract(header, bits), *union_siblings_invalid(header)]
             element = header.base if isinstance(header, ir.Member) else header  # of a union?
             if isinstance(element, ir.StackIndex) and element.kind == "next":
                 return [*extract, next_index_plus(element.stack, 1)]

@@ -301,7 +301,7 @@ class DeclarationChecker:
         if self.top.lookup(d.name) is not None or name in program.actions:
             raise P4CompileError.at(d.loc, f"{d.name!r} is already declared")
         returns = self.env.resolve(d.return_type)
-        if not isinstance(returns, ir.BitT | ir.BoolT | ir.VoidT):
+        if not isinstance(returns, ir.BitT | ir.BoolT | ir.VoidT | ir.StructT):
             raise P4CompileError.at(d.loc, f"functions returning {returns} are not supported")
         inner = self.top.child()
         params = []

@@ -54,7 +54,7 @@ class BlockInstanceEntity:
     kind: str  # "control" or "parser"
     name: str  # control-plane prefix of its tables and actions: `Outer.inst`
     decl: s.ControlDecl | s.ParserDecl
-    ctor: dict[str, ir.Const]  # constructor arguments by parameter name
+    ctor: dict[str, ir.Const | BlockInstanceEntity]  # constructor arguments by parameter name
     loc: ir.Loc
     locals_: list[ir.Var]  # where its own variables go (the enclosing block's)
     own: dict[str, ir.Var] = field(default_factory=dict)  # its `in` parameters' copies

@@ -4,7 +4,8 @@
 - two headers are equal when both are invalid, or both are valid with equal fields;
 - two header unions when the same member is valid (or none is) and those members are equal;
 - two structs, stacks or tuples when their fields, elements or items are pairwise equal (a
-  stack's next index is not compared: it is no element).
+  stack's next index is not compared: it is no element);
+- two varbit values when they are as long and hold the same bits.
 """
 
 from __future__ import annotations
@@ -61,8 +62,11 @@ def _equal(a: ir.Expr, b: ir.Expr, loc: ir.Loc) -> ir.Expr:
         return _and([_pair(a, b, str(i), t.element, loc) for i in range(t.size)])
     if isinstance(t, ir.TupleT):
         return _and([_pair(a, b, str(i), e, loc) for i, e in enumerate(t.elements)])
-    if isinstance(t, ir.VarbitT):
-        raise P4CompileError.at(loc, "comparing varbit fields is not supported by p4switch")
+    if isinstance(t, ir.VarbitT):  # as long, with the same bits
+        length = ir.BitT(32)
+        a_len, b_len = ir.Member(a, ir.VARBIT_LEN, length), ir.Member(b, ir.VARBIT_LEN, length)
+        same_length = ir.Binary("==", a_len, b_len, BOOL)
+        return ir.Binary("&&", same_length, ir.Binary("==", a, b, BOOL), BOOL)
     if isinstance(t, ir.BitT | ir.BoolT | ir.EnumT | ir.ErrorT):
         return ir.Binary("==", a, b, BOOL)
     raise P4CompileError.at(loc, f"comparing values of type {t} is not supported")

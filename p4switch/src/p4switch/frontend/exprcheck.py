@@ -19,6 +19,7 @@ from p4switch.frontend.callargs import lookahead_field, positional
 from p4switch.frontend.env import FunctionEntity, PacketEntity, Scope, TableEntity, TypeEnv
 from p4switch.frontend.equality import aggregate_equal
 from p4switch.frontend.fold import fold_binary, fold_cast, fold_unary, wrap
+from p4switch.frontend.lowerings import field_items
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ class ExprChecker:
 
     def expr(self, e: s.ExprSyntax, scope: Scope, expected: ir.Type | None = None) -> ir.Expr:
         """Check `e`; with `expected`, convert it to that type (literals) or insist on it."""
+        if isinstance(e, s.ListLit) and isinstance(expected, ir.StructT) and not expected.is_union:
+            return self.struct_list(e, expected, scope)
         out = self._expr(e, scope)
         return self.coerce(out, expected, e.loc) if expected is not None else out
 
@@ -120,6 +123,14 @@ class ExprChecker:
     def _list(self, e: s.ListLit, scope: Scope) -> ir.Expr:
         items = tuple(self.expr(i, scope) for i in e.items)
         return ir.ListExpr(items, ir.TupleT(tuple(i.type for i in items)))
+
+    def struct_list(self, e: s.ListLit, t: ir.StructT, scope: Scope) -> ir.Expr:
+        """`{...}` where a value of struct or header type `t` is expected (an argument, a
+        returned value): its fields' values in field order, set into a temporary before the
+        statement (`stmtcheck.StatementChecker.lower`)."""
+        items = field_items(e, t)
+        values = tuple(self.expr(i, scope, f.type) for f, i in zip(t.fields, items, strict=True))
+        return ir.ListExpr(values, t)
 
     def _name(self, e: s.Name, scope: Scope) -> ir.Expr:
         found = scope.lookup(e.name)
@@ -293,7 +304,8 @@ class ExprChecker:
             result = ir.BitT(a.type.width + b.type.width, a.type.signed)
         else:
             a, b, result = self._unify(a, b, e.loc, op)
-            if op in ("==", "!=") and isinstance(result, ir.StructT | ir.TupleT | ir.StackT):
+            aggregate = ir.StructT | ir.TupleT | ir.StackT | ir.VarbitT
+            if op in ("==", "!=") and isinstance(result, aggregate):
                 return aggregate_equal(a, b, op == "!=", e.loc)  # compared scalar by scalar
             self._check_operands(e, result)
             if op in ("==", "!=", *ORDER):

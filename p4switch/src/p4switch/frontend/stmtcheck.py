@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from p4switch import ir
@@ -44,7 +45,7 @@ class StmtChecker:
         """`stmts` with a header or struct read by `lookahead` assigned field by field, and
         their run-time header-stack accesses lowered (`frontend/stacks.py`)."""
         out: list[ir.Stmt] = []
-        for st in _lookahead_fields(self._hoist_calls(stmts, ctx)):
+        for st in _lookahead_fields(self._struct_lists(self._hoist_calls(stmts, ctx))):
             if stacks.dynamic(st) is None:
                 out.append(st)
                 continue
@@ -58,8 +59,13 @@ class StmtChecker:
         (operands left to right, inner calls first)."""
         out: list[ir.Stmt] = []
         for st in stmts:
-            _refuse_conditional_calls(st)
             while (call := _first_call(st)) is not None:
+                branch = _conditional_around(st, call)
+                if branch is not None:  # evaluated as if/else, into a temporary
+                    tmp = self._temp(branch.type)
+                    out += [ir.Declare(tmp, None), *self._branches(branch, tmp, ctx, call.loc)]
+                    st = rewrite.replace(st, _swap(branch, ir.VarRef(tmp)))
+                    continue
                 ctx.called_actions.add(call.function)
                 if isinstance(st, ir.Declare) and st.init is call:  # straight into the variable
                     out.append(ir.Declare(st.var, None))
@@ -69,6 +75,54 @@ class StmtChecker:
                 out += [ir.Declare(tmp, None)]
                 out += [ir.CallAction(call.function, (*call.args, ir.VarRef(tmp)))]
                 st = rewrite.replace(st, _swap(call, ir.VarRef(tmp)))
+            out.append(st)
+        return out
+
+    def _call(self, st: s.CallStmt, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        if not isinstance(st.call, s.CallExpr):
+            raise P4CompileError.at(st.loc, "this expression is not a statement")
+        if _is_member_call(st.call, "lookahead"):  # its value dropped: a length check
+            value = self.x.expr(st.call, scope)
+            return [ir.Declare(self._temp(value.type), value)]
+        if _extracts_to_dont_care(st.call):
+            return self._extract_skipped(st.call, scope, ctx)
+        return self.calls.lower(st.call, scope, ctx)
+
+    def _extract_skipped(self, call: s.CallExpr, scope: Scope, ctx: BlockContext) -> list[ir.Stmt]:
+        """`p.extract<H>(_)`: an H extracted into a temporary no one reads (the packet moves
+        on past it, and rejects if it is too short)."""
+        tmp = self._temp(self.x.env.resolve(call.type_args[0]))
+        inner = scope.child()
+        inner.declare(tmp.name, tmp, call.loc)
+        named = dataclasses.replace(call, args=(s.Name(call.loc, tmp.name), *call.args[1:]))
+        return [ir.Declare(tmp, None), *self.calls.lower(named, inner, ctx)]
+
+    def _branches(
+        self, e: ir.Mux | ir.Binary, tmp: ir.Var, ctx: BlockContext, loc: ir.Loc
+    ) -> list[ir.Stmt]:
+        """`tmp = e` for a `?:`, `&&` or `||` whose second or third operand calls a function
+        with out or inout parameters: an if/else, so that the call runs only when P4 says
+        the operand is evaluated."""
+        target = ir.VarRef(tmp)
+        if isinstance(e, ir.Mux):
+            yes = self.lower([ir.Assign(target, e.yes)], ctx, loc)
+            no = self.lower([ir.Assign(target, e.no)], ctx, loc)
+            return self._hoist_calls([ir.If(e.cond, tuple(yes), tuple(no))], ctx)
+        first = self._hoist_calls([ir.Assign(target, e.left)], ctx)
+        test: ir.Expr = target if e.op == "&&" else ir.Unary("!", target, ir.BoolT())
+        second = self.lower([ir.Assign(target, e.right)], ctx, loc)
+        return [*first, ir.If(test, tuple(second))]
+
+    def _struct_lists(self, stmts: Sequence[ir.Stmt]) -> list[ir.Stmt]:
+        """Each `{...}` standing for a struct or header value (`ExprChecker.struct_list`) is
+        set into a temporary just before the statement holding it, field by field (a header
+        made valid), and the statement reads the temporary."""
+        out: list[ir.Stmt] = []
+        for st in stmts:
+            while (value := _first_struct_list(st)) is not None:
+                tmp = self._temp(value.type)
+                out += [ir.Declare(tmp, None), *_fill(ir.VarRef(tmp), value)]
+                st = rewrite.replace(st, _swap(value, ir.VarRef(tmp)))
             out.append(st)
         return out
 
@@ -92,9 +146,7 @@ class StmtChecker:
         if isinstance(st, s.AssignStmt):
             return self._assign(st, scope, ctx)
         if isinstance(st, s.CallStmt):
-            if not isinstance(st.call, s.CallExpr):
-                raise P4CompileError.at(st.loc, "this expression is not a statement")
-            return self.calls.lower(st.call, scope, ctx)
+            return self._call(st, scope, ctx)
         if isinstance(st, s.VarDecl):
             return self._var(st, scope, ctx)
         if isinstance(st, s.ConstDecl):
@@ -343,15 +395,60 @@ def _first_call(st: ir.Stmt) -> ir.FunctionCall | None:
     return None
 
 
-def _refuse_conditional_calls(st: ir.Stmt) -> None:
+def _extracts_to_dont_care(call: s.CallExpr) -> bool:
+    return (
+        _is_member_call(call, "extract")
+        and len(call.type_args) == 1
+        and bool(call.args)
+        and isinstance(call.args[0], s.DontCare)
+    )
+
+
+def _is_member_call(call: s.CallExpr, method: str) -> bool:
+    return isinstance(call.callee, s.MemberExpr) and call.callee.name == method
+
+
+def _first_struct_list(st: ir.Stmt) -> ir.ListExpr | None:
+    """The outermost `{...}` of struct or header type in `st`'s own expressions, if any."""
     for e in rewrite.own_exprs(st):
-        for c, maybe in rewrite.postorder(e):
-            if isinstance(c, ir.FunctionCall) and maybe and not c.pure:
-                what = (
-                    "a function with out or inout parameters cannot be called where it might"
-                    " not be evaluated (after && or ||, or in a branch of ?:)"
-                )
-                raise P4CompileError.at(c.loc, what)
+        for x in ir.walk(e):
+            if isinstance(x, ir.ListExpr) and isinstance(x.type, ir.StructT):
+                return x
+    return None
+
+
+def _fill(target: ir.Expr, value: ir.ListExpr) -> list[ir.Stmt]:
+    """`target = value` for a `{...}` of `target`'s struct or header type, field by field."""
+    t = value.type
+    assert isinstance(t, ir.StructT)
+    out: list[ir.Stmt] = []
+    for f, item in zip(t.fields, value.items, strict=True):
+        member = ir.Member(target, f.name, f.type)
+        if isinstance(item, ir.ListExpr) and isinstance(item.type, ir.StructT):
+            out += _fill(member, item)
+        else:
+            out.append(ir.Assign(member, item))
+    if t.is_header:
+        out.append(ir.SetValid(target, True))
+    return out
+
+
+def _conditional_around(st: ir.Stmt, call: ir.FunctionCall) -> ir.Mux | ir.Binary | None:
+    """The outermost `?:`, `&&` or `||` in `st` that might not evaluate `call`, if `call` has
+    out or inout parameters (a pure call may run whether or not its value is used)."""
+    if call.pure:
+        return None
+    for e in rewrite.own_exprs(st):
+        for x in ir.walk(e):
+            maybe: tuple[ir.Expr, ...] = ()
+            if isinstance(x, ir.Mux):
+                maybe = (x.yes, x.no)
+            elif isinstance(x, ir.Binary) and x.op in ("&&", "||"):
+                maybe = (x.right,)
+            if any(c is call for m in maybe for c in ir.walk(m)):
+                assert isinstance(x, ir.Mux | ir.Binary)
+                return x
+    return None
 
 
 def _swap(old: ir.Expr, new: ir.Expr) -> Callable[[ir.Expr], ir.Expr | None]:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
+from p4switch.frontend.context import BlockContext, CalledActions
 from p4switch.frontend.env import ActionEntity, InstanceEntity, Scope
 from p4switch.frontend.exprcheck import ExprChecker
 from p4switch.frontend.profiles import Profiles
@@ -29,8 +30,9 @@ class TableChecker:
         self.direct_meters: dict[str, str] = {}  # direct meter -> its table
         self.profiles = Profiles(self.x)
         self._bound = 0  # actions made for `a(x)` in action lists, so far
-        # set by the program checker: takes in such an action (and marks it and a used)
-        self.add_action: Callable[[ir.Action], None] | None = None
+        # set by the program checker: takes in such an action (and marks it, a and the
+        # functions its arguments call used)
+        self.add_action: Callable[[ir.Action, CalledActions], None] | None = None
 
     def check(self, decl: s.TableDecl, name: str, scope: Scope) -> ir.Table:
         props: dict[str, s.TableProperty] = {}
@@ -184,11 +186,14 @@ class TableChecker:
         for p in action.params[n:]:
             var = ir.Var(p.var.name, p.type, in_slots=False)
             params.append(ir.Param(p.name, p.type, "", var, p.annotations))
-        body = (ir.CallAction(action.name, (*args, *(ir.VarRef(p.var) for p in params))),)
+        call_a = ir.CallAction(action.name, (*args, *(ir.VarRef(p.var) for p in params)))
         self._bound += 1
         name = f"{action.name}$bound{self._bound}"
+        ctx = BlockContext("action", name)  # a function an argument calls runs first
+        body = tuple(self.stmts.lower([call_a], ctx, ref.loc))
         assert self.add_action is not None
-        self.add_action(ir.Action(name, tuple(params), body, (), ref.loc, function=True))
+        action_made = ir.Action(name, tuple(params), body, (), ref.loc, function=True)
+        self.add_action(action_made, ctx.called_actions)
         return name
 
     def _call(

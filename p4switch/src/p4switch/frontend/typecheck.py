@@ -15,7 +15,7 @@ from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.blocks import BlockInliner, splice_sub_parsers
 from p4switch.frontend.calls import CallLowering
-from p4switch.frontend.context import BlockContext
+from p4switch.frontend.context import BlockContext, CalledActions
 from p4switch.frontend.declcheck import DeclarationChecker
 from p4switch.frontend.env import ActionEntity, InstanceEntity, Scope, TypeEnv
 from p4switch.frontend.exprcheck import ExprChecker
@@ -75,9 +75,10 @@ class ProgramChecker:
         controls = {b: self._control(blocks[b], hdr, meta, sm, b) for b in BLOCKS if b != "parser"}
         return self._program(parser, controls, hdr, meta, sm)
 
-    def _add_bound_action(self, action: ir.Action) -> None:
+    def _add_bound_action(self, action: ir.Action, calls: CalledActions) -> None:
         self.actions[action.name] = action
         self.ctx.called_actions.add(action.name)
+        self.ctx.called_actions.update(calls)
         for st in action.body:
             if isinstance(st, ir.CallAction):
                 self.ctx.called_actions.add(st.action)
