@@ -1,17 +1,30 @@
-"""The p4switch command line: what it refuses before binding any port (no root needed)."""
+"""The p4switch command line: what it refuses before binding any port, and a switch started
+without ports (no root needed)."""
 
 from __future__ import annotations
 
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from google.rpc import code_pb2
+from p4.v1 import p4runtime_pb2
 
-from p4switch import EXAMPLES
+from p4switch import EXAMPLES, native, nativeio
 from p4switch.cli import main
+from p4switch.control import control_request
 from p4switch.p4info import read_p4info
 from p4switch.program import main as program_main
+from tests.backends import BACKENDS
+from tests.p4rt.fixtures.p4rt_client import WAIT, Client, wait_until
 
 PROGRAMS = Path(__file__).parent / "programs"
+SIMPLE_P4 = Path(__file__).parent / "p4rt" / "fixtures" / "simple.p4"  # CPU port 64
 
 
 def test_check_compiles_and_writes_the_p4info(tmp_path: Path, capsys) -> None:
@@ -91,3 +104,70 @@ def test_a_program_given_on_the_command_line_keeps_ordinary_includes(tmp_path: P
     program = tmp_path / "main.p4"
     program.write_text(f'#include "{elsewhere / "l2_body.p4"}"\n')
     assert main(["--p4", str(program), "--check"]) == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_switch_without_ports_serves_p4runtime(tmp_path: Path, backend: str) -> None:
+    """Started without -i, the process runs for P4Runtime alone: a packet-out to the CPU port
+    comes back as a packet-in, one to a port it lacks is counted as dropped."""
+    if backend == "native" and (reason := native.available() or nativeio.available()):
+        pytest.skip(f"native back end: {reason}")
+    control = tmp_path / "control.sock"
+    argv = [sys.executable, "-m", "p4switch", "--p4", str(SIMPLE_P4), "--cpu-port", "64"]
+    argv += ["--grpc-addr", "127.0.0.1:0", "--control", str(control)]
+    argv += ["--backend", backend, "--io", backend]
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_read_lines, args=(process, lines), daemon=True).start()
+    try:
+        port = int(_line_with(lines, "listening on port").rsplit(" ", 1)[1])
+        _line_with(lines, "p4switch ready: ports {}")
+        client = Client(port, election_id=10)
+        try:
+            assert client.arbitrate().status.code == code_pb2.OK
+            # simple.p4 passes a packet-out on unchanged, so the two bytes before the frame
+            # come back as the packet_in header (ingress_port 64: 64 << 7)
+            frame = b"\xff" * 12 + b"\x08\x06" + b"hello"
+            for egress_port in (64, 5):
+                out = p4runtime_pb2.PacketOut(payload=(64 << 7).to_bytes(2, "big") + frame)
+                out.metadata.add(metadata_id=1, value=egress_port.to_bytes(2, "big"))
+                client.send(p4runtime_pb2.StreamMessageRequest(packet=out))
+            packet_in = client.next("packet").packet
+            assert packet_in.payload == frame
+            assert packet_in.metadata[0].value == bytes([64])  # canonical: no leading zeros
+            wait_until(
+                lambda: (
+                    control_request(control, {"cmd": "stats"})["stats"]["cpu"]["drops"][
+                        "no_such_port"
+                    ]
+                    == 1
+                )
+            )
+        finally:
+            client.close()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=WAIT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _read_lines(process: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+    for line in process.stderr or ():
+        lines.put(line)
+    lines.put(None)  # the process closed its stderr: it has ended
+
+
+def _line_with(lines: queue.Queue[str | None], text: str) -> str:
+    """The next line of the switch's log that holds `text`."""
+    deadline = time.monotonic() + WAIT * 3  # the native back end compiles C first
+    seen: list[str] = []
+    while (left := deadline - time.monotonic()) > 0:
+        line = lines.get(timeout=left)
+        if line is None:
+            raise AssertionError(f"the switch ended before logging {text!r}: {''.join(seen)}")
+        if text in line:
+            return line.strip()
+        seen.append(line)
+    raise AssertionError(f"the switch never logged {text!r}")

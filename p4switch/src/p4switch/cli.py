@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PORT@IFACE",
-        help="bind switch port PORT to interface IFACE",
+        help="bind switch port PORT to interface IFACE (once per port; without any, the switch "
+        "has no ports and serves P4Runtime alone)",
     )
     p.add_argument(
         "--grpc-addr",

@@ -95,8 +95,6 @@ class Switch:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        if not ports:
-            raise ValueError("a switch needs at least one port")
         for number in ports:
             if isinstance(number, bool) or not isinstance(number, int) or number < 0:
                 raise ValueError(f"port numbers must be integers >= 0, got {number!r}")

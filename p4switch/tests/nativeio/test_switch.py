@@ -309,8 +309,6 @@ def test_bad_arguments_are_refused(wires, tiny, tmp_path: Path):
     (blocked / "1-in.pcap").mkdir(parents=True)  # a directory where a capture file should go
     with pytest.raises(NativeIOError, match="cannot write the captures of port 1"):
         NativeSwitch(ports, tiny, pcap_dir=blocked)
-    with pytest.raises(ValueError, match="at least one port"):
-        NativeSwitch({}, tiny)
     with pytest.raises(ValueError, match="also a front-panel port"):
         NativeSwitch(ports, tiny, cpu_port=1)
     with pytest.raises(UnknownPortError, match=r"\[3\]"):

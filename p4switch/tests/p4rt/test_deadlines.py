@@ -283,7 +283,9 @@ class Recorder:
     def is_primary(self, election_id: object) -> bool:
         return True
 
-    def write(self, request: object, deadline: float | None = None) -> list[None]:
+    def write(
+        self, request: object, deadline: float | None = None, check_report: object = None
+    ) -> list[None]:
         self.deadlines.append(deadline)
         return []
 

@@ -18,6 +18,7 @@ from p4.v1 import p4runtime_pb2
 from p4switch import EXAMPLES
 from p4switch.p4rt import LoadedProgram, P4RuntimeServer
 from p4switch.p4rt.compiling import CompileLimits, SourceLoader
+from p4switch.p4rt.report import STATUS_MESSAGE_BYTES
 from p4switch.program import Pipeline, compile_file
 from tests.p4rt.fixtures.p4rt_client import Client
 
@@ -194,3 +195,29 @@ def test_a_compile_over_the_time_bound_is_refused_and_the_old_pipeline_forwards(
 def test_a_compile_error_names_the_pushed_program(switch: Switch) -> None:
     details = refused(switch, L2.read_text().replace("dmac.apply();", "dmac.aply();"))
     assert details.startswith("device_config:") and "aply" in details
+
+
+def test_a_compile_error_quoting_a_long_line_reaches_the_client(switch: Switch) -> None:
+    """The message of a refused request is cut to fit gRPC's metadata limit; whole, this one
+    (a 20,000-character #error line) made the client see RESOURCE_EXHAUSTED instead."""
+    err = push(switch, "#error " + "é" * 20000 + "\n")
+    assert err is not None and err.code() == grpc.StatusCode.INVALID_ARGUMENT, err
+    details = err.details() or ""
+    assert details.startswith("device_config:") and details.endswith("...")
+    sent = sum(1 if 0x20 <= b <= 0x7E and b != 0x25 else 3 for b in details.encode())
+    assert sent <= STATUS_MESSAGE_BYTES  # as gRPC sends it, percent-encoded
+
+
+def test_a_p4info_refused_for_a_long_name_reaches_the_client(switch: Switch) -> None:
+    p4info = compile_file(L2).p4info
+    p4info.tables[0].preamble.name = "é" * 9000
+    request = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+        device_id=1, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT
+    )
+    request.election_id.low = 10
+    request.config.p4info.CopyFrom(p4info)
+    request.config.p4_device_config = L2.read_bytes()
+    with pytest.raises(grpc.RpcError) as caught:
+        switch.client.stub.SetForwardingPipelineConfig(request, timeout=RPC_TIMEOUT)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
+    assert "é" * 100 in (caught.value.details() or "")

@@ -140,7 +140,7 @@ nio_switch *nio_create(unsigned nports, const int *fds, const uint32_t *numbers,
     sw->wake_fd = wake_fd;
     sw->has_cpu = has_cpu;
     sw->cpu_port = cpu_port;
-    sw->ports = calloc(nports, sizeof *sw->ports);
+    sw->ports = calloc(nports ? nports : 1, sizeof *sw->ports); /* none: P4Runtime only */
     sw->out = malloc(sizeof *sw->out);
     sw->rxbuf = malloc((size_t)NIO_BATCH * (NIO_HEAD + NIO_RX_BYTES));
     sw->pfds = calloc(nports + 1, sizeof *sw->pfds);

@@ -95,8 +95,6 @@ class NativeSwitch:
         on_cpu_packet: Callable[[bytes], None] | None = None,
         rx_ring: bool = True,
     ) -> None:
-        if not ports:
-            raise NativeSwitchArgumentError("a switch needs at least one port")
         for number in ports:
             if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number < 2**32:
                 raise NativeSwitchArgumentError(

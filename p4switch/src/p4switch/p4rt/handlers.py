@@ -19,6 +19,8 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 from p4.v1 import p4runtime_pb2
 
+from p4switch.p4rt.report import status_message
+
 SERVICE = "p4.v1.P4Runtime"
 
 
@@ -45,7 +47,7 @@ def _refusing(method: Callable[[Any, grpc.ServicerContext], Any]) -> Callable[..
         if isinstance(request, Undecodable):
             context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,
-                f"the request is not a valid {request.type_name}: {request.reason}"[:500],
+                status_message(f"the request is not a valid {request.type_name}: {request.reason}"),
             )
         return method(request, context)
 

@@ -44,7 +44,7 @@ from p4switch.p4rt.read import read_entity
 from p4switch.p4rt.reconcile import carry_over
 from p4switch.p4rt.schema import P4InfoIndex
 from p4switch.p4rt.service import P4RuntimeService
-from p4switch.p4rt.write import apply_batch
+from p4switch.p4rt.write import ReportCheck, apply_batch
 
 log = logging.getLogger(__name__)
 
@@ -300,8 +300,13 @@ class P4RuntimeServer:
     # --- writes, reads, streams -----------------------------------------------------------
 
     def write(
-        self, request: p4runtime_pb2.WriteRequest, deadline: float | None = None
+        self,
+        request: p4runtime_pb2.WriteRequest,
+        deadline: float | None = None,
+        check_report: ReportCheck | None = None,
     ) -> list[P4RTError | None]:
+        """Apply a Write's updates under the state lock; one result per update (None: applied).
+        A batch whose results `check_report` refuses is undone whole and the refusal raised."""
         atomicity = request.atomicity
         if atomicity not in p4runtime_pb2.WriteRequest.Atomicity.values():
             raise P4RTError(code_pb2.INVALID_ARGUMENT, f"unknown atomicity {atomicity}")
@@ -313,7 +318,9 @@ class P4RuntimeServer:
             with acquired(
                 installed.pipeline.state.lock, deadline, "waiting for the state", self._clock
             ):
-                return apply_batch(installed.pipeline, request.updates, atomic=atomic)
+                return apply_batch(
+                    installed.pipeline, request.updates, atomic=atomic, check_report=check_report
+                )
 
     def read(
         self, request: p4runtime_pb2.ReadRequest, deadline: float | None = None

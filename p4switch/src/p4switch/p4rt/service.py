@@ -5,8 +5,9 @@
 specification orders them, hands the device the client's deadline (as an instant on the
 service's clock, `time.monotonic` unless given another), then turns the device's `P4RTError`s
 into gRPC statuses; per-item failures of Write and Read become UNKNOWN with p4.v1.Error details
-in the `grpc-status-details-bin` trailer, kept under gRPC's metadata limit by
-`p4switch.p4rt.report`.
+in the `grpc-status-details-bin` trailer, one per item, within gRPC's metadata limit
+(`p4switch.p4rt.report`); a batch whose report cannot fit is refused whole with
+RESOURCE_EXHAUSTED.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4switch.exceptions import ArbitrationRefusedError, P4RTError
 from p4switch.p4rt.arbitration import CLOSE, Arbiter, Session, election_id
 from p4switch.p4rt.deadline import Clock
-from p4switch.p4rt.report import batch_status
+from p4switch.p4rt.report import batch_status, status_message, unreportable
+from p4switch.p4rt.write import ReportCheck
 
 API_VERSION = "1.4.1"  # the P4Runtime version implemented
 _READ_CHUNK = 512  # entities per ReadResponse message
@@ -53,7 +55,10 @@ class Device(Protocol):
     ) -> p4runtime_pb2.GetForwardingPipelineConfigResponse: ...
 
     def write(
-        self, request: p4runtime_pb2.WriteRequest, deadline: float | None = None
+        self,
+        request: p4runtime_pb2.WriteRequest,
+        deadline: float | None = None,
+        check_report: ReportCheck | None = None,
     ) -> list[P4RTError | None]: ...
 
     def read(
@@ -74,7 +79,7 @@ def _grpc_code(code: int) -> grpc.StatusCode:
 
 
 def _abort(context: grpc.ServicerContext, err: P4RTError) -> NoReturn:
-    context.abort(_grpc_code(err.code), err.message)
+    context.abort(_grpc_code(err.code), status_message(err.message))
     raise AssertionError("unreachable")  # context.abort raises
 
 
@@ -87,7 +92,7 @@ def _deadline(context: grpc.ServicerContext, clock: Clock) -> float | None:
 
 
 def _fail_batch(context: grpc.ServicerContext, errors: list[P4RTError | None], what: str) -> None:
-    """Report per-item failures: UNKNOWN, with p4.v1.Error details within the metadata limit."""
+    """Report per-item failures: UNKNOWN, one p4.v1.Error per item (`errors` are reportable)."""
     status = batch_status(errors, what)
     context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
     context.set_code(grpc.StatusCode.UNKNOWN)
@@ -156,7 +161,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[mi
             context, request.election_id if request.HasField("election_id") else None
         )
         try:
-            results = self._server.write(request, _deadline(context, self._clock))
+            results = self._server.write(
+                request, _deadline(context, self._clock), lambda r: unreportable(r, "Write")
+            )
         except P4RTError as err:
             _abort(context, err)
         if any(r is not None for r in results):
@@ -171,6 +178,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[mi
             entities, errors = self._server.read(request, _deadline(context, self._clock))
         except P4RTError as err:
             _abort(context, err)
+        refusal = unreportable(errors, "Read")
+        if refusal is not None:
+            _abort(context, refusal)
         for start in range(0, len(entities), _READ_CHUNK):
             yield p4runtime_pb2.ReadResponse(entities=entities[start : start + _READ_CHUNK])
         if any(e is not None for e in errors):
@@ -194,7 +204,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):  # type: ignore[mi
                 if item is CLOSE:
                     return
                 if isinstance(item, ArbitrationRefusedError):
-                    context.abort(_grpc_code(item.code), item.message)
+                    context.abort(_grpc_code(item.code), status_message(item.message))
                 if isinstance(item, p4runtime_pb2.StreamMessageResponse):
                     yield item
         finally:

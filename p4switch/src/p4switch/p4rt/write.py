@@ -61,13 +61,22 @@ def _noop() -> None:
     return None
 
 
+ReportCheck = Callable[[Sequence[P4RTError | None]], P4RTError | None]
+
+
 def apply_batch(
-    pipeline: InstalledPipeline, updates: Sequence[p4runtime_pb2.Update], *, atomic: bool
+    pipeline: InstalledPipeline,
+    updates: Sequence[p4runtime_pb2.Update],
+    *,
+    atomic: bool,
+    check_report: ReportCheck | None = None,
 ) -> list[P4RTError | None]:
     """Apply `updates` in order; one result per update (None: applied).
 
     With `atomic`, the first failure undoes the updates already applied and the others are
-    reported ABORTED.
+    reported ABORTED. `check_report` sees the results first: when it returns an error (they
+    cannot be reported), every update applied is undone and that error raised, so that the
+    batch is refused whole.
     """
     results: list[P4RTError | None] = []
     undos: list[Undo] = []
@@ -84,8 +93,19 @@ def apply_batch(
                     code_pb2.ABORTED, f"not applied: update {i} failed, the batch was rolled back"
                 )
                 done: list[P4RTError | None] = [aborted if r is None else r for r in results]
-                return done + [aborted] * (len(updates) - len(done))
-    return results
+                return _checked(done + [aborted] * (len(updates) - len(done)), [], check_report)
+    return _checked(results, undos, check_report)
+
+
+def _checked(
+    results: list[P4RTError | None], undos: list[Undo], check_report: ReportCheck | None
+) -> list[P4RTError | None]:
+    refusal = check_report(results) if check_report is not None else None
+    if refusal is None:
+        return results
+    for undo in reversed(undos):
+        undo()
+    raise refusal
 
 
 def apply_update(pipeline: InstalledPipeline, update: p4runtime_pb2.Update) -> Undo:
