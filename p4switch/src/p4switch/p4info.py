@@ -258,6 +258,8 @@ def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
     if t.direct_meter is not None:
         msg.direct_resource_ids.append(ids.id(PREFIX.DIRECT_METER, t.direct_meter))
     msg.size = t.size
+    if t.support_timeout:
+        msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
     if t.const_entries:
         msg.is_const_table = True
     elif t.entries is not None:  # `entries`: the control plane may change them, as p4c says

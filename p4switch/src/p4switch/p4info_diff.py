@@ -3,12 +3,12 @@
     python -m p4switch.p4info_diff build/p4/innet.p4info.txtpb build/p4/innet.p4switch.p4info.txtpb
 
 `make p4` runs this after compiling p4src/ with p4c-bm2-ss. What must agree, by name: every
-table (its match fields' names, widths and kinds, and the names of its actions), every action
-(its parameters' names and widths), every register (cell width and size) and every counter
-(unit and size). A difference is printed one line each and the exit status is 1. Ids that differ
-for the same name are reported as well (controllers that go by name do not care; ones that
-cache p4c's ids would). Both files are protobuf text format, whatever their suffix (`.txtpb`, as
-p4c names it now, or `.txt`).
+table (its match fields' names, widths and kinds, the names of its actions, its idle timeout
+behavior), every action (its parameters' names and widths), every register (cell width and size)
+and every counter (unit and size). A difference is printed one line each and the exit status is
+1. Ids that differ for the same name are reported as well (controllers that go by name do not
+care; ones that cache p4c's ids would). Both files are protobuf text format, whatever their
+suffix (`.txtpb`, as p4c names it now, or `.txt`).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ def summary(info: p4info_pb2.P4Info) -> dict[str, dict[str, Any]]:
                 else "initial"
                 if t.has_initial_entries
                 else "none",
+                "idle_timeout": p4info_pb2.Table.IdleTimeoutBehavior.Name(t.idle_timeout_behavior),
             }
             for t in info.tables
         },

@@ -194,6 +194,7 @@ def _table_spec(t: ir.Table, meters: tuple[ir.DirectMeter, ...] = ()) -> runtime
         ),
         const_entries=t.const_entries,
         implementation=t.implementation,
+        support_timeout=t.support_timeout,
     )
 
 

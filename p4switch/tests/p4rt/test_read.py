@@ -185,3 +185,16 @@ def test_a_group_id_no_mcast_grp_can_name_is_refused_and_nothing_is_written(swit
     assert [e.packet_replication_engine_entry for e in client.read(E.entity(E.group(0)))] == [
         E.group(65535, 1)
     ]
+
+
+def test_time_since_last_hit_of_a_table_that_does_not_age_is_refused(switch) -> None:
+    """As PI: only tables with support_timeout give it, a read of every table included; the
+    tables of simple.p4 have none."""
+    _, client = switch
+    for table_id in (E.L2, 0):
+        query = TableEntry(table_id=table_id)
+        query.time_since_last_hit.SetInParent()
+        with pytest.raises(grpc.RpcError) as caught:
+            client.read(E.entity(query))
+        assert code_names(write_errors(caught.value)) == ["INVALID_ARGUMENT"]
+    assert len(client.read(E.entity(TableEntry(table_id=E.L2)))) == 1

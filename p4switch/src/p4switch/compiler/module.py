@@ -233,6 +233,9 @@ class _Builder:
                     self.src.line(f"call, entry = {g}.default, None")
                 if t.implementation is not None:
                     self._indirect(t)
+                if t.support_timeout:  # only ageing tables pay for recording hits
+                    with self.src.block("if entry is not None:"):
+                        self.src.line("entry.last_hit = CLOCK()")
                 if counter is not None:
                     with self.src.block("if entry is not None:"):
                         self._direct_count("entry.packets", "entry.bytes", counter.unit, plen)

@@ -17,8 +17,16 @@ from p4switch.frontend.stmtcheck import StmtChecker
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 PRIORITY_KINDS = ("ternary", "range", "optional")  # entries may overlap: ordered by priority
 SYMBOL_WIDTH = 32  # how wide the codes of an error or enum key are (ir.key_mask)
-UNSUPPORTED_PROPERTIES = ("support_timeout", "idle_timeout")
-KNOWN_PROPERTIES = ("key", "actions", "default_action", "size", "entries", "counters", "meters")
+KNOWN_PROPERTIES = (
+    "key",
+    "actions",
+    "default_action",
+    "size",
+    "entries",
+    "counters",
+    "meters",
+    "support_timeout",
+)
 
 
 class TableChecker:
@@ -39,8 +47,6 @@ class TableChecker:
         for p in decl.properties:
             if p.name in props:
                 raise P4CompileError.at(p.loc, f"table property {p.name!r} is given twice")
-            if p.name in UNSUPPORTED_PROPERTIES:
-                raise P4CompileError.at(p.loc, f"table property {p.name!r} is not supported")
             if p.name not in (*KNOWN_PROPERTIES, "implementation"):
                 raise P4CompileError.at(p.loc, f"unknown table property {p.name!r}")
             props[p.name] = p
@@ -72,6 +78,7 @@ class TableChecker:
         counter = self._direct(props.get("counters"), name, scope, "direct_counter")
         meter = self._direct(props.get("meters"), name, scope, "direct_meter")
         entries = self._entries(props.get("entries"), keys, refs, scope)
+        support_timeout = self._support_timeout(props.get("support_timeout"), scope)
         return ir.Table(
             name=name,
             keys=tuple(keys),
@@ -88,7 +95,19 @@ class TableChecker:
             direct_meter=meter,
             implementation=profile,
             selector_keys=tuple(k.expr for k in selector_keys),
+            support_timeout=support_timeout,
         )
+
+    def _support_timeout(self, prop: s.TableProperty | None, scope: Scope) -> bool:
+        """v1model's `support_timeout = true;`: the entries age (P4Runtime idle timeouts)."""
+        if prop is None:
+            return False
+        if not isinstance(prop.value, s.ExprSyntax):
+            raise P4CompileError.at(prop.loc, "support_timeout takes true or false")
+        value = self.x.expr(prop.value, scope)
+        if not (isinstance(value, ir.Const) and isinstance(value.type, ir.BoolT)):
+            raise P4CompileError.at(prop.loc, "support_timeout takes true or false")
+        return bool(value.value)
 
     def _keys(self, prop: s.TableProperty | None, scope: Scope) -> list[ir.MatchKey]:
         if prop is None:

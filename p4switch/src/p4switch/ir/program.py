@@ -95,6 +95,7 @@ class Table:
     direct_meter: str | None = None
     implementation: str | None = None  # the action profile or selector it takes actions from
     selector_keys: tuple[Expr, ...] = ()  # `selector` keys: the selector's hash inputs
+    support_timeout: bool = False  # `support_timeout = true`: its entries age (idle timeouts)
 
 
 @dataclass(frozen=True)

@@ -275,6 +275,11 @@ class _UnitBuilder:
             self.src.line("(void)a;")
             if counter is not None:
                 self._direct_count(counter.unit, plen, i)
+            if t.support_timeout:  # only ageing tables pay for recording hits
+                with self.src.block("if (e >= 0)"):
+                    self.src.line("t->hit[e] = 1;")
+                    if counter is None:  # a direct counter's update tells the hit already
+                        self.src.line(f"p4s_touch(c, {i}, e, S[{plen}]);")
             self.src.line("if (hit) *hit = e >= 0;")
             with self.src.block("switch (act)"):
                 for ref in t.actions:

@@ -144,7 +144,8 @@ class NativePipeline:
         self._clock = None if clock is time.monotonic_ns else clock
         self._start = clock()
         self._local = threading.local()  # output buffers: one per thread calling process
-        self._direct = any(u is not None for u in module.code.direct_units)
+        # direct counters and ageing hits come back per frame
+        self._direct = any(self._sync.direct) or any(self._sync.ageing)
 
     def _bind(self, state: runtime.SwitchState) -> list[ctypes.Array[ctypes.c_uint64]]:
         """Make the registers' and counters' cells C memory (ctypes arrays) the C code uses."""

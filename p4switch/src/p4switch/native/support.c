@@ -138,6 +138,7 @@ typedef struct {
     uint32_t *action;
     uint64_t *args;          /* n * nargs */
     uint64_t *packets, *bytes;
+    uint8_t *hit;            /* tables with support_timeout: set when the entry is hit */
     uint32_t *index, index_size;  /* exact tables: open addressing, entry + 1 (0: free) */
     uint32_t default_action;
     uint64_t default_args[P4G_MAX_ARGS + 1];
@@ -175,8 +176,9 @@ P4S_FN int64_t p4s_lookup(const p4s_table *t, const uint64_t *k) {
 
 P4S_FN void p4s_table_free(p4s_table *t) {
     free(t->keys); free(t->masks); free(t->action); free(t->args);
-    free(t->packets); free(t->bytes); free(t->index);
+    free(t->packets); free(t->bytes); free(t->hit); free(t->index);
     t->keys = t->masks = t->args = t->packets = t->bytes = NULL;
+    t->hit = NULL;
     t->action = t->index = NULL;
     t->n = t->index_size = 0;
 }
@@ -230,7 +232,7 @@ typedef struct {
     uint64_t clock_us;
     int drop_rejected;
     int exiting;  /* `exit` ran inside an action: leave the control */
-    uint32_t touched_n;  /* direct counter updates of the current frame, for the Python side */
+    uint32_t touched_n;  /* direct counter updates and ageing hits of the current frame */
     int64_t touched[P4S_TOUCH_MAX][3];
 } p4s_ctx;
 

@@ -3,7 +3,10 @@
 Registers and counters need no copy: their cells are C memory (`ctypes` arrays the C code reads
 and writes in place). Tables and the packet replication engine are copied into C whenever they
 change (each `TableState` and the `PacketReplication` count their changes in `version`), and the
-direct counters, which only C increments, are read back into the `TableEntry` objects.
+direct counters, which only C increments, are read back into the `TableEntry` objects; so are
+the hits of tables with support_timeout (C flags the entries hit, the Python side stamps them
+with the state's clock: at once for frames run through `NativePipeline.process`, when the lock
+is next taken for frames a native I/O loop ran).
 
 `StateLock` replaces `SwitchState.lock`: holding it also holds the mutex the C packet path
 takes per frame, so the control plane and the data plane exclude each other as before. Taking it
@@ -32,6 +35,10 @@ def _u64(values: list[int]) -> ctypes.Array[ctypes.c_uint64]:
     return (U64 * max(1, len(values)))(*values)
 
 
+def _u8(n: int) -> ctypes.Array[ctypes.c_uint8]:
+    return (ctypes.c_uint8 * max(1, n))()
+
+
 def _u32(values: list[int]) -> ctypes.Array[ctypes.c_uint32]:
     return (U32 * max(1, len(values)))(*values)
 
@@ -52,6 +59,7 @@ class StateSync:
         self.actions = {name: i for i, name in enumerate(code.actions)}
         self.units = code.direct_units
         self.direct = [u is not None for u in self.units]
+        self.ageing = [t.spec.support_timeout for t in self.tables]
         self.nargs = [
             max((len(state.actions[a].params) for a in t.spec.actions), default=0)
             for t in self.tables
@@ -79,14 +87,37 @@ class StateSync:
                 e.packets, e.bytes = p, b
             t.default_packets, t.default_bytes = packets[len(entries)], nbytes[len(entries)]
 
+    def pull_hits(self) -> None:
+        """Stamp the entries C flagged as hit (tables with support_timeout) with the time now."""
+        for i, t in enumerate(self.tables):
+            if not self.ageing[i]:
+                continue
+            entries = self.pushed[i]
+            hits = _u8(len(entries))
+            self.lib.p4s_table_hits(self.ctx, i, hits)
+            flags = bytes(hits)[: len(entries)]
+            at = flags.find(1)
+            if at < 0:
+                continue
+            now = t.clock()
+            while at >= 0:
+                entries[at].last_hit = now
+                at = flags.find(1, at + 1)
+
     def count_touched(self, touched: ctypes.Array[ctypes.c_int64], n: int) -> None:
-        """Apply the last frame's direct counter updates (`p4s_touched`: table, entry or -1 for
-        the default, packet length) to the Python entries, as C applied them to its own."""
+        """Apply the last frame's direct counter updates and ageing hits (`p4s_touched`: table,
+        entry or -1 for the default, packet length) to the Python entries, as C applied them to
+        its own."""
         if n * 3 > len(touched):
             self.pull_counts()
+            self.pull_hits()
             return
         for k in range(n):
             i, e, length = touched[3 * k], touched[3 * k + 1], touched[3 * k + 2]
+            if self.ageing[i] and e >= 0:
+                self.pushed[i][e].last_hit = self.tables[i].clock()
+            if not self.direct[i]:
+                continue
             unit = self.units[i]
             packets, nbytes = int(unit != "bytes"), length if unit != "packets" else 0
             if e < 0:
@@ -224,6 +255,7 @@ class StateLock:
             for m in list(self._members):
                 m.lib.p4s_lock(m.ctx)
                 m.sync.pull_counts()
+                m.sync.pull_hits()
                 if m.sync.current() != m.sync.stamp:
                     m.sync.push()
         return True

@@ -76,6 +76,7 @@ def load(path: Path) -> ctypes.CDLL:
         "p4s_table_set": (i32, [p, u32, u32, pu64, pu64, pu32, pu64, pu64, pu64]),
         "p4s_table_default": (None, [p, u32, u32, pu64, u64, u64]),
         "p4s_table_counts": (None, [p, u32, pu64, pu64]),
+        "p4s_table_hits": (None, [p, u32, ctypes.POINTER(ctypes.c_uint8)]),
         "p4s_table_set_counts": (None, [p, u32, pu64, pu64]),
         "p4s_pre_set": (i32, [p, i32, u32, pu64, pu32, pu32, pu64, u32, pu64, pu64]),
         "p4s_counts": (None, [p, pu64, pu64]),

@@ -233,7 +233,8 @@ int p4s_table_set(void *ctx, uint32_t i, uint32_t n, const uint64_t *keys, const
     t->args = p4s_copy(args, na);
     t->packets = p4s_copy(packets, (size_t)n * 8);
     t->bytes = p4s_copy(bytes, (size_t)n * 8);
-    if (!t->keys || !t->masks || !t->action || !t->args || !t->packets || !t->bytes) {
+    t->hit = calloc(n ? n : 1, 1);
+    if (!t->keys || !t->masks || !t->action || !t->args || !t->packets || !t->bytes || !t->hit) {
         p4s_table_free(t);
         return -1;
     }
@@ -274,6 +275,13 @@ void p4s_table_counts(void *ctx, uint32_t i, uint64_t *packets, uint64_t *bytes)
     bytes[t->n] = t->default_bytes;
 }
 
+/* The hit flags of table `i`'s entries (tables with support_timeout), cleared as they are read. */
+void p4s_table_hits(void *ctx, uint32_t i, uint8_t *hits) {
+    p4s_table *t = &((p4s_ctx *)ctx)->tables[i];
+    memcpy(hits, t->hit, t->n);
+    memset(t->hit, 0, t->n);
+}
+
 void p4s_table_set_counts(void *ctx, uint32_t i, const uint64_t *packets, const uint64_t *bytes) {
     p4s_table *t = &((p4s_ctx *)ctx)->tables[i];
     memcpy(t->packets, packets, t->n * sizeof(uint64_t));
@@ -312,12 +320,18 @@ void p4s_counts(void *ctx, uint64_t *drops, uint64_t *parser_errors) {
     memcpy(parser_errors, c->parser_errors, sizeof c->parser_errors);
 }
 
-/* The direct counter updates of the last frame as (table, entry or -1 for the default, packet
-   length) triples (room for P4S_TOUCH_MAX); their number, above P4S_TOUCH_MAX if some were lost. */
+/* The direct counter updates and ageing hits of the last frame as (table, entry or -1 for the
+   default, packet length) triples (room for P4S_TOUCH_MAX); their number, above P4S_TOUCH_MAX
+   if some were lost. The hit flags of the entries given are cleared: the caller records them. */
 uint32_t p4s_touched(void *ctx, int64_t *triples) {
     p4s_ctx *c = ctx;
     uint32_t kept = c->touched_n < P4S_TOUCH_MAX ? c->touched_n : P4S_TOUCH_MAX;
     memcpy(triples, c->touched, kept * 3 * sizeof(int64_t));
+    for (uint32_t k = 0; k < kept; k++) {
+        p4s_table *t = &c->tables[c->touched[k][0]];
+        int64_t e = c->touched[k][1];
+        if (e >= 0 && (uint64_t)e < t->n) t->hit[e] = 0;
+    }
     return c->touched_n;
 }
 

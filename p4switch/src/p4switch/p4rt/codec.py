@@ -232,15 +232,25 @@ def counter_data(packets: int, nbytes: int, unit: str) -> p4runtime_pb2.CounterD
 
 
 def entry_to_proto(
-    schema: P4InfoIndex, table: TableInfo, entry: TableEntry, *, counters: bool
+    schema: P4InfoIndex,
+    table: TableInfo,
+    entry: TableEntry,
+    *,
+    counters: bool,
+    now: int | None = None,
 ) -> p4runtime_pb2.TableEntry:
+    """The entry as P4Runtime says it; with `now` (the state's clock, nanoseconds), its
+    time_since_last_hit too (an entry of a table with support_timeout)."""
     msg = p4runtime_pb2.TableEntry(
         table_id=table.id,
         priority=entry.priority,
         metadata=entry.metadata,
         controller_metadata=entry.controller_metadata,
         is_const=table.is_const,
+        idle_timeout_ns=entry.idle_timeout_ns,
     )
+    if now is not None and entry.last_hit is not None:
+        msg.time_since_last_hit.elapsed_ns = max(0, now - entry.last_hit)
     msg.match.extend(encode_match(table, entry.match))
     if isinstance(entry.action, ProfileRef):  # a table with an action profile
         field = "action_profile_group_id" if entry.action.group else "action_profile_member_id"

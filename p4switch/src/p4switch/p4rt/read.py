@@ -69,6 +69,8 @@ def read_entity(pipeline: InstalledPipeline, query: p4runtime_pb2.Entity) -> Ent
 
 def _tables(pipeline: InstalledPipeline, q: p4runtime_pb2.TableEntry) -> Entities:
     counters = q.HasField("counter_data")
+    # time_since_last_hit asked for: only of tables with support_timeout, as PI allows it
+    now = pipeline.state.clock() if q.HasField("time_since_last_hit") else None
     if q.table_id == 0:
         if q.match or q.HasField("action") or q.priority or q.controller_metadata or q.metadata:
             raise invalid("reading every table (table_id 0) allows no other filter")
@@ -76,10 +78,14 @@ def _tables(pipeline: InstalledPipeline, q: p4runtime_pb2.TableEntry) -> Entitie
             raise invalid("reading every table (table_id 0) allows no other filter")
         out: Entities = []
         for info in pipeline.schema.tables.values():
-            out += _entities(pipeline, info, pipeline.state.table(info.name).entries(), counters)
+            _check_ageing(info, now)
+            entries = pipeline.state.table(info.name).entries()
+            out += _entities(pipeline, info, entries, counters, now)
         return out
     info, table = table_of(pipeline, q.table_id)
     if q.is_default_action:
+        if now is not None:
+            raise invalid(f"{info.name}: the default entry does not age: no time_since_last_hit")
         if q.match or q.priority:
             raise invalid(f"{info.name}: the default entry has no match and priority 0")
         entry = default_entry_to_proto(pipeline.schema, info, table, counters=counters)
@@ -97,15 +103,26 @@ def _tables(pipeline: InstalledPipeline, q: p4runtime_pb2.TableEntry) -> Entitie
         selected = [e for e in selected if e.controller_metadata == q.controller_metadata]
     if q.metadata:
         selected = [e for e in selected if e.metadata == q.metadata]
-    return _entities(pipeline, info, selected, counters)
+    _check_ageing(info, now)
+    return _entities(pipeline, info, selected, counters, now)
+
+
+def _check_ageing(info: TableInfo, now: int | None) -> None:
+    if now is not None and not info.idle_timeout:
+        what = "does not support idle timeouts: do not ask for time_since_last_hit"
+        raise invalid(f"{info.name} {what} (nor in a read of every table)")
 
 
 def _entities(
-    pipeline: InstalledPipeline, info: TableInfo, entries: Iterable[TableEntry], counters: bool
+    pipeline: InstalledPipeline,
+    info: TableInfo,
+    entries: Iterable[TableEntry],
+    counters: bool,
+    now: int | None = None,
 ) -> Entities:
     return [
         p4runtime_pb2.Entity(
-            table_entry=entry_to_proto(pipeline.schema, info, e, counters=counters)
+            table_entry=entry_to_proto(pipeline.schema, info, e, counters=counters, now=now)
         )
         for e in entries
     ]

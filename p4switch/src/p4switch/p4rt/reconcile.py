@@ -77,6 +77,13 @@ def _carry_table(table: TableState, target: TableState | None, problems: list[st
         copy = TableEntry(
             e.match, e.action, e.priority, e.packets, e.bytes, e.metadata, e.controller_metadata
         )
+        if target.spec.support_timeout:  # it ages on: idle since the same instant
+            copy.idle_timeout_ns, copy.last_hit = e.idle_timeout_ns, e.last_hit
+        elif e.idle_timeout_ns:
+            problems.append(
+                f"table {name}: has an entry with an idle timeout, the new one ages none"
+            )
+            continue
         try:
             target.insert(copy)
         except StateError as err:

@@ -70,7 +70,7 @@ class TableInfo:
     direct_counter_id: int  # 0: none
     direct_meter_id: int  # 0: none
     is_const: bool  # `const entries`: only the default entry may be changed
-    idle_timeout: bool  # the program asks for idle-timeout notifications (not supported)
+    idle_timeout: bool  # NOTIFY_CONTROL: entries take an idle_timeout_ns (support_timeout)
     profile_id: int  # the action profile or selector implementing it; 0: a direct table
 
     def field(self, field_id: int) -> FieldInfo | None:
@@ -291,6 +291,9 @@ def _bind_table(
                 f"table {name}: {len(t.match_fields)} key fields, the program has {len(spec.keys)}"
             )
         _check_table_actions(t, spec, action_names, problems)
+        notify = t.idle_timeout_behavior == p4info_pb2.Table.NOTIFY_CONTROL
+        if notify != spec.support_timeout:
+            problems.append(f"table {name}: idle_timeout_behavior differs from the program's")
     direct = [i for i in t.direct_resource_ids if i >> 24 == p4info_pb2.P4Ids.DIRECT_COUNTER]
     metered = [i for i in t.direct_resource_ids if i >> 24 == p4info_pb2.P4Ids.DIRECT_METER]
     return TableInfo(

@@ -38,6 +38,7 @@ from p4switch.p4rt.codec import InstalledPipeline
 from p4switch.p4rt.deadline import Clock, acquired, check_deadline
 from p4switch.p4rt.digests import DigestChannel
 from p4switch.p4rt.handlers import add_to_server
+from p4switch.p4rt.idle import SWEEP_INTERVAL_S, IdleChannel
 from p4switch.p4rt.packetio import packet_in_message, packet_out_frame
 from p4switch.p4rt.program import Installed, LoadedProgram, Loader
 from p4switch.p4rt.read import read_entity
@@ -63,7 +64,9 @@ class P4RuntimeServer:
     not activated again; its P4Info must describe its state, or P4InfoMismatchError is raised).
     `cpu_port` is the data-plane port that replicas sent to SDN port 0xfffffffd go to.
     `clock` is what request deadlines are instants of (a test passes a simulated one, to decide
-    exactly when a deadline has passed).
+    exactly when a deadline has passed). Entries of tables with support_timeout are swept for
+    idleness every `idle_sweep_interval` seconds (None: only when `sweep_idle` is called);
+    their idle time counts on the state's clock, the one the data plane stamps hits with.
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class P4RuntimeServer:
         initial: LoadedProgram | None = None,
         cpu_port: int | None = None,
         clock: Clock = time.monotonic,
+        idle_sweep_interval: float | None = SWEEP_INTERVAL_S,
     ) -> None:
         self.device_id = device_id
         self._clock = clock
@@ -93,6 +97,7 @@ class P4RuntimeServer:
             )
         self.arbiter = Arbiter(device_id)
         self.digests = DigestChannel(self.arbiter)  # the running pipeline's digest lists
+        self.idle = IdleChannel(self.arbiter, idle_sweep_interval)  # its idle timeouts
         self._sessions: set[Session] = set()
         self._sessions_lock = threading.Lock()
         self._grpc: grpc.Server | None = None
@@ -127,6 +132,7 @@ class P4RuntimeServer:
         server.start()
         self._grpc = server
         self.digests.run(self._committed.pipeline if self._committed is not None else None)
+        self.idle.run(self._committed.pipeline if self._committed is not None else None)
         log.info("P4Runtime server for device %d listening on port %d", self.device_id, port)
         return port
 
@@ -136,6 +142,7 @@ class P4RuntimeServer:
         if server is None:
             return
         self.digests.stop()
+        self.idle.stop()
         with self._sessions_lock:
             sessions = list(self._sessions)
         for session in sessions:
@@ -159,6 +166,11 @@ class P4RuntimeServer:
             return
         if not primary.send_packet_in(p4runtime_pb2.StreamMessageResponse(packet=msg)):
             self.packet_ins_dropped += 1
+
+    def sweep_idle(self) -> int:
+        """Sweep the running pipeline for idle entries now, as the sweeping thread does, and
+        notify the primary client; the number of entries reported."""
+        return self.idle.sweep()
 
     @property
     def pipeline(self) -> InstalledPipeline | None:
@@ -275,6 +287,7 @@ class P4RuntimeServer:
         self._committed, self._saved = installed, None
         if self._grpc is not None:
             self.digests.run(installed.pipeline)
+            self.idle.run(installed.pipeline)
         log.info("forwarding pipeline committed (%d tables)", len(installed.pipeline.schema.tables))
 
     def get_pipeline(

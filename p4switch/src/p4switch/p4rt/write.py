@@ -159,11 +159,13 @@ def _table_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.Tab
     if old is None:
         raise P4RTError(code_pb2.NOT_FOUND, f"{info.name}: no entry with this key to modify")
     saved = (old.action, old.metadata, old.controller_metadata, old.packets, old.bytes, old.meter)
+    saved_timeout = old.idle_timeout_ns
     counts = _counts(msg.counter_data, info.name) if msg.HasField("counter_data") else None
     meter = meter_cell(msg.meter_config, info.name) if msg.HasField("meter_config") else None
     if which is not None:
         table.modify(TableEntry(match, entry_action(pipeline, info, msg.action), msg.priority))
     old.metadata, old.controller_metadata = msg.metadata, msg.controller_metadata
+    old.idle_timeout_ns = msg.idle_timeout_ns  # as PI: a MODIFY sets it (0: no longer ages)
     if counts is not None:
         old.packets, old.bytes = counts
     if meter is not None:
@@ -173,6 +175,7 @@ def _table_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.Tab
         (old.action, old.metadata, old.controller_metadata, old.packets, old.bytes, old.meter) = (
             saved
         )
+        old.idle_timeout_ns = saved_timeout
 
     return undo
 
@@ -190,6 +193,7 @@ def _insert(
         msg.priority,
         metadata=msg.metadata,
         controller_metadata=msg.controller_metadata,
+        idle_timeout_ns=msg.idle_timeout_ns,
     )
     if msg.HasField("counter_data"):
         entry.packets, entry.bytes = _counts(msg.counter_data, info.name)
@@ -202,10 +206,15 @@ def _insert(
 def _check_entry_fields(info: TableInfo, msg: p4runtime_pb2.TableEntry) -> None:
     if msg.is_const:
         raise invalid(f"{info.name}: is_const must be false in a write")
-    if msg.idle_timeout_ns or msg.HasField("time_since_last_hit"):
-        if info.idle_timeout:
-            raise P4RTError(code_pb2.UNIMPLEMENTED, "p4switch does not support idle timeouts")
-        raise invalid(f"{info.name} does not support idle timeouts")
+    if msg.HasField("time_since_last_hit"):  # as PI says: a read gives it, a write does not
+        raise invalid(f"{info.name}: time_since_last_hit must not be set in a write")
+    if msg.idle_timeout_ns < 0:
+        raise invalid(f"{info.name}: idle_timeout_ns cannot be negative")
+    if msg.idle_timeout_ns and not info.idle_timeout:
+        what = "does not support idle timeouts (no support_timeout): idle_timeout_ns must be 0"
+        raise invalid(f"{info.name} {what}")
+    if msg.idle_timeout_ns and msg.is_default_action:
+        raise invalid(f"{info.name}: the default entry does not age (idle_timeout_ns must be 0)")
     if msg.HasField("meter_counter_data"):
         raise P4RTError(code_pb2.UNIMPLEMENTED, "p4switch keeps no meter counters")
     if msg.HasField("meter_config") and not info.direct_meter_id:

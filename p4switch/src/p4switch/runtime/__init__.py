@@ -15,9 +15,11 @@ place (`cells[:] = ...`), never replace them.
 `specs` holds what a program declares (and the values entries are made of), `tables` the
 tables and their entries, `replication` multicast groups and clone sessions, `meters` meters,
 `digests` digest lists, `profiles` action profiles and selectors (members and groups),
-`state` registers, counters and `SwitchState`. Every name is exported here.
+`state` registers, counters and `SwitchState`, `ageing` idle timeouts. Every name is exported
+here.
 """
 
+from p4switch.runtime.ageing import AgeingMonitor, IdleEntries
 from p4switch.runtime.digests import (
     DigestConfig,
     DigestCounts,
@@ -69,6 +71,7 @@ __all__ = [
     "YELLOW",
     "ActionCall",
     "ActionSpec",
+    "AgeingMonitor",
     "CloneSession",
     "CounterSpec",
     "CounterState",
@@ -79,6 +82,7 @@ __all__ = [
     "DigestSpec",
     "FieldMatch",
     "Group",
+    "IdleEntries",
     "KeySpec",
     "MeterCell",
     "MeterConfig",

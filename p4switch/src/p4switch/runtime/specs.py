@@ -89,6 +89,7 @@ class TableSpec:
     direct_meter: str | None = None  # name of the direct meter attached, if any
     direct_meter_unit: str = "packets"  # its unit: "packets" or "bytes"
     implementation: str | None = None  # its action profile: entries run a ProfileRef
+    support_timeout: bool = False  # its entries record hits and may time out when idle
 
     @property
     def needs_priority(self) -> bool:

@@ -131,7 +131,7 @@ class SwitchState:
         self.value_sets = {v.name: ValueSetState(v) for v in value_sets}
         self.digests = DigestEngine(digests, clock)
         self.actions = {a.name: a for a in actions}
-        self.tables = {t.name: TableState(t, self.actions) for t in tables}
+        self.tables = {t.name: TableState(t, self.actions, clock) for t in tables}
         self.registers = {r.name: RegisterState(r) for r in registers}
         self.counters = {c.name: CounterState(c) for c in counters}
         self.pre = PacketReplication()

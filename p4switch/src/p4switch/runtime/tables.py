@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,8 @@ class TableEntry:
     metadata: builtins.bytes = b""  # opaque to the switch: the controller's cookie, read back
     controller_metadata: int = 0
     meter: MeterCell | None = None  # direct meter: this entry's cell, None: unconfigured
+    idle_timeout_ns: int = 0  # a table with support_timeout: idle this long, it is reported
+    last_hit: int | None = None  # such a table: when last hit (or inserted), on the state's clock
 
     @property
     def key(self) -> tuple[tuple[FieldMatch, ...], int]:
@@ -60,8 +63,16 @@ def prefix_len(m: FieldMatch) -> int:
 class TableState:
     """The entries of one table, with a lookup suited to its match kinds."""
 
-    def __init__(self, spec: TableSpec, actions: Mapping[str, ActionSpec]) -> None:
+    def __init__(
+        self,
+        spec: TableSpec,
+        actions: Mapping[str, ActionSpec],
+        clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        """`clock` (nanoseconds) stamps the entries of a table with support_timeout when they
+        are inserted; the data plane stamps them on the same clock when it hits them."""
         self.spec = spec
+        self.clock = clock
         self._actions = actions
         self.profile: ProfileState | None = None  # spec.implementation's (set by SwitchState)
         self.default = spec.default_action
@@ -115,6 +126,8 @@ class TableState:
             raise AlreadyExists(f"{self.spec.name}: an entry with this key is already installed")
         if len(self._entries) >= self.spec.size:
             raise ResourceExhausted(f"{self.spec.name}: table full ({self.spec.size} entries)")
+        if self.spec.support_timeout and entry.last_hit is None:
+            entry.last_hit = self.clock()
         self._entries[entry.key] = entry
         self._reorder()
 
