@@ -36,3 +36,33 @@ def test_compound_assignment(tmp_path: Path, backend: str, op: str) -> None:
     for x in (0, 5, 0x1234, 0xFFFB):
         ((_, out),) = pipe.process(0, bytes(12) + x.to_bytes(2, "big") + b"payload")
         assert int.from_bytes(out[12:14], "big") == CASES[op](x), (op, x)
+
+
+B = 0xFF
+ON_A_BYTE = {  # the same operators on 8 bits, with 3
+    "+=": lambda x: (x + 3) & B,
+    "-=": lambda x: (x - 3) & B,
+    "*=": lambda x: (x * 3) & B,
+    "/=": lambda x: x // 3,
+    "%=": lambda x: x % 3,
+    "&=": lambda x: x & 3,
+    "|=": lambda x: x | 3,
+    "^=": lambda x: x ^ 3,
+    "<<=": lambda x: (x << 3) & B,
+    ">>=": lambda x: x >> 3,
+    "|+|=": lambda x: min(x + 3, B),
+    "|-|=": lambda x: max(x - 3, 0),
+}
+
+
+@pytest.mark.parametrize("op", sorted(ON_A_BYTE))
+def test_compound_assignment_to_a_slice(tmp_path: Path, backend: str, op: str) -> None:
+    """`x[11:4] op= e`: the slice's 8 bits computed at their width, the other bits kept."""
+    path = tmp_path / "compound.p4"
+    path.write_text(eth_program(f"    apply {{ s.egress_spec = 1; h.eth.eth_type[11:4] {op} 3; }}"))
+    program = compile_file(path)
+    pipe = program.pipeline(program.new_state())
+    for x in (0, 0x0050, 0x1234, 0xFFFB):
+        ((_, out),) = pipe.process(0, bytes(12) + x.to_bytes(2, "big") + b"payload")
+        middle = ON_A_BYTE[op]((x >> 4) & B)
+        assert int.from_bytes(out[12:14], "big") == (x & 0xF00F) | (middle << 4), (op, x)

@@ -216,11 +216,12 @@ class CodeBuilder(Transformer[Token, Any]):
         return s.AssignStmt(self._loc(meta), c[0], c[1])
 
     def compound_stmt(self, meta: Any, c: list[Any]) -> s.AssignStmt:
-        """`x op= e`: `x = x op e` (the left side is a plain reference: evaluating it twice is
-        evaluating it once)."""
+        """`x op= e`: `x = x op e`, marked compound: the checker evaluates `x` once (a call in
+        its index is made once)."""
         target, op, value = c
         loc = self._loc(meta)
-        return s.AssignStmt(loc, target, s.BinaryExpr(loc, str(op)[:-1], target, value))
+        value = s.BinaryExpr(loc, str(op)[:-1], target, value)
+        return s.AssignStmt(loc, target, value, compound=True)
 
     def call_stmt(self, meta: Any, c: list[Any]) -> s.CallStmt:
         return s.CallStmt(self._loc(meta), c[0])

@@ -250,8 +250,8 @@ class DeclBuilder(CodeBuilder):
         return s.ActionRefSyntax(c[1].loc, c[1], c[0])
 
     def entry(self, meta: Any, c: list[Any]) -> s.EntrySyntax:
-        priority, keyset, action, _annos = c
-        return s.EntrySyntax(self._loc(meta), keyset, action, priority)
+        priority, keyset, action, annos = c
+        return s.EntrySyntax(self._loc(meta), keyset, action, priority, annos)
 
 
 def _local(decl: Any) -> Any:

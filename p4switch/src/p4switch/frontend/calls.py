@@ -107,7 +107,7 @@ class CallLowering:
         if ctx.kind in ("parser", "function"):
             raise P4CompileError.at(call.loc, f"actions cannot be called from a {ctx.kind}")
         what = f"action {action.decl.name}"
-        args = self.x.call_args(call, action.params, action.decl.params, scope, what)
+        args = self.x.call_args(call, action.params, action.decl.params, scope, what, action.name)
         ctx.called_actions.add(action.name)
         called = ctx.called_actions
         (called.in_actions if ctx.kind == "action" else called.elsewhere).add(action.name)
@@ -120,7 +120,7 @@ class CallLowering:
         ctx.called_actions.add(fn.name)
         if isinstance(fn.returns, ir.VoidT):
             what = f"function {fn.decl.name}"
-            args = self.x.call_args(call, fn.params, fn.decl.params, scope, what)
+            args = self.x.call_args(call, fn.params, fn.decl.params, scope, what, fn.name)
             return [ir.CallAction(fn.name, args)]
         value = self.x.function_call(call, fn, scope)
         return [ir.Declare(ir.Var("dropped", fn.returns, in_slots=False), value)]

@@ -35,6 +35,9 @@ def is_numeric(t: ir.Type) -> bool:
 class ExprChecker:
     def __init__(self, env: TypeEnv) -> None:
         self.env = env
+        # per action or function called so far, which parameters are out or inout: the
+        # arguments it writes, places rather than values (for ordering calls, `StmtChecker`)
+        self.writes: dict[str, tuple[bool, ...]] = {}
 
     # --- entry points ---------------------------------------------------------------------------
 
@@ -351,11 +354,15 @@ class ExprChecker:
         decls: Sequence[s.ParamDecl],
         scope: Scope,
         what: str,
+        callee: str | None = None,
     ) -> tuple[ir.Expr, ...]:
         """The arguments of a call of an action or a function, one per parameter (`decls`
         as declared, named and default arguments in place): l-values of the parameter's type
-        for out and inout, values converted to it for the others."""
+        for out and inout, values converted to it for the others. `callee`: the action's
+        name, whose written parameters `writes` then records."""
         out = []
+        if callee is not None:
+            self.writes[callee] = tuple(p.direction in ("out", "inout") for p in params)
         for p, a in zip(params, positional(call, decls, what), strict=True):
             if p.direction in ("out", "inout"):
                 arg = self.lvalue(a, scope)
@@ -409,7 +416,9 @@ class ExprChecker:
         """A function's call in an expression: its value (see `ir.FunctionCall`)."""
         if isinstance(fn.returns, ir.VoidT):
             raise P4CompileError.at(e.loc, f"function {fn.decl.name} returns no value")
-        args = self.call_args(e, fn.params, fn.decl.params, scope, f"function {fn.decl.name}")
+        args = self.call_args(
+            e, fn.params, fn.decl.params, scope, f"function {fn.decl.name}", fn.name
+        )
         pure = all(p.direction in ("", "in") for p in fn.params)
         return ir.FunctionCall(fn.name, args, fn.returns, pure, e.loc)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from p4switch import ir
 from p4switch.exceptions import P4CompileError
@@ -67,6 +69,9 @@ class StmtChecker:
                     st = rewrite.replace(st, _swap(branch, ir.VarRef(tmp)))
                     continue
                 ctx.called_actions.add(call.function)
+                if not call.pure:  # what it may write is read first where P4 reads it first
+                    st, early = self._read_before(st, call)
+                    out += early
                 if isinstance(st, ir.Declare) and st.init is call:  # straight into the variable
                     out.append(ir.Declare(st.var, None))
                     st = ir.CallAction(call.function, (*call.args, ir.VarRef(st.var)))
@@ -138,6 +143,22 @@ class StmtChecker:
             return self.loops.unroll_for_in(st, scope, ctx)
         return jump(st, ctx)
 
+    def _read_before(self, st: ir.Stmt, call: ir.FunctionCall) -> tuple[ir.Stmt, list[ir.Stmt]]:
+        """`st` reading temporaries for what P4 evaluates before `call`, and the statements
+        setting them (`_evaluated_before`)."""
+        saved: list[ir.Stmt] = []
+        save = functools.partial(self._save, saved=saved)
+        return _evaluated_before(st, call, save, self.x.writes), saved
+
+    def _save(self, e: ir.Expr, saved: list[ir.Stmt]) -> ir.Expr:
+        """`e` read into a new temporary (its declaration added to `saved`), which stands for
+        it; `e` itself where no temporary can hold it."""
+        if isinstance(e, ir.Const) or not isinstance(e.type, ir.BitT | ir.BoolT):
+            return e
+        tmp = self._temp(e.type)
+        saved.append(ir.Declare(tmp, e))
+        return ir.VarRef(tmp)
+
     def _temp(self, t: ir.Type) -> ir.Var:
         self._temps += 1
         return ir.Var(f"tmp{self._temps}", t, in_slots=False)
@@ -181,7 +202,10 @@ class StmtChecker:
             raise P4CompileError.at(st.loc, "extern instances cannot be assigned")
         if isinstance(st.value, s.ListLit) and isinstance(target.type, ir.StructT | ir.TupleT):
             return self._assign_list(st, target, scope, ctx)
-        assign = ir.Assign(target, self.x.expr(st.value, scope, target.type))
+        value = self.x.expr(st.value, scope, target.type)
+        if st.compound:  # the target's calls, checked twice, are one call made once
+            value = rewrite.replace(value, _same_calls(target))
+        assign = ir.Assign(target, value)
         others = union_siblings_invalid(target)
         if others:  # a header of a union assigned a valid header: the others become invalid
             return [assign, ir.If(ir.IsValid(target), tuple(others))]
@@ -393,6 +417,113 @@ def _first_call(st: ir.Stmt) -> ir.FunctionCall | None:
             if isinstance(c, ir.FunctionCall):
                 return c
     return None
+
+
+# statement fields that are places written (or headers), not values read
+PLACES = ("target", "dest", "checksum", "header")
+
+
+def _evaluated_before(
+    st: ir.Stmt,
+    call: ir.FunctionCall,
+    save: Callable[[ir.Expr], ir.Expr],
+    writes: Mapping[str, tuple[bool, ...]],
+) -> ir.Stmt:
+    """`st`, with what P4 evaluates before `call` (which may write through its out and inout
+    arguments) evaluated first, by `save`: the statement's operands to the left of the call's
+    (an assignment's target before its value, arguments left to right), the operands to the
+    left of each operation holding the call, and the run-time stack indices of the places
+    among them, as p4c orders these side effects.
+
+    Places (an assignment's target, out and inout arguments, as `writes` gives them per action
+    and function) are not read: only their stack indices are saved; the bases of members,
+    slices and stack elements stay as they are."""
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(st):  # type: ignore[arg-type]  # statements are dataclasses
+        if f.name in rewrite.BODIES:
+            continue
+        value = getattr(st, f.name)
+        items = value if isinstance(value, tuple) else (value,)
+        written = writes.get(st.action, ()) if isinstance(st, ir.CallAction) else ()
+        places = [f.name in PLACES or (k < len(written) and written[k]) for k in range(len(items))]
+        new, found = _before(items, places, call, save, writes)
+        if any(a is not b for a, b in zip(new, items, strict=True)):
+            changes[f.name] = new if isinstance(value, tuple) else new[0]
+        if found:
+            break
+    return dataclasses.replace(st, **changes)  # type: ignore[type-var]
+
+
+def _before(
+    items: tuple[Any, ...],
+    places: list[bool],
+    call: ir.FunctionCall,
+    save: Callable[[ir.Expr], ir.Expr],
+    writes: Mapping[str, tuple[bool, ...]],
+) -> tuple[tuple[Any, ...], bool]:
+    """`items` (operands in the order evaluated) up to the one holding `call` saved, that one
+    with its own operands before the call saved; and whether it was among them."""
+    out: list[Any] = []
+    for k, item in enumerate(items):
+        if not isinstance(item, ir.Expr):
+            out.append(item)
+        elif _holds(item, call):
+            return (*out, _operands_before(item, call, save, writes), *items[k + 1 :]), True
+        elif places[k]:
+            out.append(rewrite.replace(item, _indices_saved(save)))
+        else:
+            out.append(save(item))
+    return tuple(out), False
+
+
+def _operands_before(
+    e: ir.Expr,
+    call: ir.FunctionCall,
+    save: Callable[[ir.Expr], ir.Expr],
+    writes: Mapping[str, tuple[bool, ...]],
+) -> ir.Expr:
+    """`e`, which holds `call`, with what is evaluated before the call saved (see
+    `_evaluated_before`)."""
+    if e is call:
+        return e
+    fixed = isinstance(e, ir.Member | ir.Slice | ir.StackIndex | ir.IsValid)  # a place's base
+    written = writes.get(e.function, ()) if isinstance(e, ir.FunctionCall) else ()
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(e):  # type: ignore[arg-type]  # every Expr is a dataclass
+        value = getattr(e, f.name)
+        items = value if isinstance(value, tuple) else (value,)
+        if fixed and not any(_holds(i, call) for i in items):
+            continue
+        places = [k < len(written) and written[k] for k in range(len(items))]
+        new, found = _before(items, places, call, save, writes)
+        if any(a is not b for a, b in zip(new, items, strict=True)):
+            changes[f.name] = new if isinstance(value, tuple) else new[0]
+        if found:
+            return dataclasses.replace(e, **changes)  # type: ignore[type-var]
+    raise AssertionError("the call is not in this expression")
+
+
+def _indices_saved(save: Callable[[ir.Expr], ir.Expr]) -> Callable[[ir.Expr], ir.Expr | None]:
+    """For a place evaluated before a call: its run-time stack indices saved."""
+
+    def pick(e: ir.Expr) -> ir.Expr | None:
+        if isinstance(e, ir.StackIndex):
+            stack = rewrite.replace(e.stack, pick)
+            return dataclasses.replace(e, stack=stack, index=save(e.index))
+        return None
+
+    return pick
+
+
+def _holds(e: object, call: ir.FunctionCall) -> bool:
+    return isinstance(e, ir.Expr) and any(c is call for c in ir.walk(e))
+
+
+def _same_calls(target: ir.Expr) -> Callable[[ir.Expr], ir.Expr | None]:
+    """For `x op= e`: a call in the value equal to one of the target `x` (the same call of the
+    same source, checked twice) is that one, so it is made once."""
+    calls = [c for c in ir.walk(target) if isinstance(c, ir.FunctionCall)]
+    return lambda e: next((c for c in calls if c == e), None)
 
 
 def _extracts_to_dont_care(call: s.CallExpr) -> bool:

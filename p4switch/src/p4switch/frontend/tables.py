@@ -286,6 +286,7 @@ class TableChecker:
             raise P4CompileError.at(
                 prop.loc, "const entries take no priorities: list them in order, or use entries"
             )
+        ranks = _bmv2_ranks(items) if ordered else []
         for i, entry in enumerate(items):
             assert isinstance(entry, s.EntrySyntax)
             match = self.stmts.keyset(entry.keyset, [k.expr for k in keys], scope)
@@ -295,7 +296,7 @@ class TableChecker:
             action, args, ref = self._call(entry.action, refs, scope)
             if ref.scope == "DEFAULT_ONLY":
                 raise P4CompileError.at(entry.loc, f"{action.decl.name} is @defaultonly")
-            priority = len(items) - i if ordered else 0  # the first entry listed wins
+            priority = ranks[i] if ordered else 0  # by default the first entry listed wins
             if entry.priority is not None:
                 if not ordered:
                     what = "entries of a table with only exact and lpm keys take no priority"
@@ -305,6 +306,41 @@ class TableChecker:
                     raise P4CompileError.at(entry.priority.loc, "a priority must be 1 or more")
             entries.append(ir.ConstEntry(tuple(fields), action.name, args, priority))
         return tuple(entries)
+
+
+def _bmv2_ranks(items: tuple[object, ...]) -> list[int]:
+    """The priority of each entry, larger winning (as in P4Runtime), from the order BMv2 gives
+    them: p4c's BMv2 back end writes an entry's `@priority(n)` as its priority, and its
+    position (1, 2, ...) for an entry without one, and the smaller priority wins, the first
+    listed among equals. With no `@priority`, that is the order listed."""
+    bmv2 = []
+    for i, entry in enumerate(items):
+        assert isinstance(entry, s.EntrySyntax)
+        given = _priority_annotation(entry)
+        bmv2.append(i + 1 if given is None else given)
+    order = sorted(range(len(items)), key=lambda i: (bmv2[i], i))
+    ranks = [0] * len(items)
+    for place, i in enumerate(order):
+        ranks[i] = len(items) - place
+    return ranks
+
+
+def _priority_annotation(entry: s.EntrySyntax) -> int | None:
+    """The n of an entry's `@priority(n)`, if it has one."""
+    found = ir.find_annotation(entry.annotations, "priority")
+    if found is None:
+        return None
+    if entry.priority is not None:
+        raise P4CompileError.at(
+            entry.loc, "give an entry `priority = n:` or @priority(n), not both"
+        )
+    try:
+        value = int(found.text.replace("_", ""), 0)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise P4CompileError.at(entry.loc, f"@priority({found.text}) needs a number, 0 or more")
+    return value
 
 
 def _field(

@@ -141,6 +141,7 @@ class EntrySyntax:
     keyset: ExprSyntax
     action: ExprSyntax
     priority: ExprSyntax | None = None  # `priority = 10: ...`
+    annotations: tuple[Annotation, ...] = ()  # `@priority(n)` among them
 
 
 @dataclass(frozen=True)

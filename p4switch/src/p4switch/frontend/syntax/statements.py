@@ -17,6 +17,7 @@ class AssignStmt(StmtSyntax):
     loc: Loc
     target: ExprSyntax
     value: ExprSyntax
+    compound: bool = False  # `x op= e`, written `x = x op e`: x is evaluated once
 
 
 @dataclass(frozen=True)
