@@ -126,10 +126,11 @@ bench: setup
 
 # The fuzzers (docs/scapy.md) with twenty times the examples the tests run, new ones each run:
 # innet.p4's parser and accounting against random and crafted frames and the scapy layer against
-# the worker codec; then p4switch's: its P4Runtime write path against random batches and its
-# front end against mutated programs (3,000 a run: each compiles or is refused at a line).
+# the worker codec; then p4switch's: its P4Runtime write path against random batches, its
+# front end against mutated programs (3,000 a run: each compiles or is refused at a line) and
+# its compiler and both back ends against generated programs (500 a run, each sent a frame).
 FUZZ_TESTS := tests/unit/dataplane/test_fuzz_frames.py tests/unit/test_scapy_layer.py
-P4SWITCH_FUZZ_TESTS := tests/p4rt/test_write_fuzz.py tests/test_frontend_fuzz.py
+P4SWITCH_FUZZ_TESTS := tests/p4rt/test_write_fuzz.py tests/test_frontend_fuzz.py tests/test_program_fuzz.py
 fuzz: setup
 	INNET_FUZZ=long $(BIN)/python -m pytest -q --durations=0 $(FUZZ_TESTS)
 	cd p4switch && P4SWITCH_FUZZ=long ../$(BIN)/python -m pytest -q --durations=0 $(P4SWITCH_FUZZ_TESTS)

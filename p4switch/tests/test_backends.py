@@ -84,3 +84,23 @@ def test_the_choice_is_logged_in_one_line(caplog: pytest.LogCaptureFixture) -> N
         "program p.p4: native",
     ]
     assert caplog.records[0].levelno == logging.WARNING
+
+
+def test_a_native_code_generator_failure_runs_the_program_on_python_saying_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from p4switch import EXAMPLES, native
+    from p4switch.native import pipeline
+    from p4switch.program import compile_file
+
+    if native.available() is not None:
+        pytest.skip(f"native back end: {native.available()}")
+
+    def broken(program: object) -> None:
+        raise KeyError("a test stand-in")
+
+    monkeypatch.setattr(pipeline, "generate_c", broken)
+    program = compile_file(EXAMPLES / "l2.p4")
+    built = build_pipeline(program, program.new_state(), None, cpu_port=None, parser_reject="drop")
+    assert built.choice.name == "python" and built.pipeline.process(1, bytes(64)) == []
+    assert built.choice.reason.startswith("internal error in the p4switch compiler: KeyError")

@@ -171,3 +171,25 @@ def _line_with(lines: queue.Queue[str | None], text: str) -> str:
             return line.strip()
         seen.append(line)
     raise AssertionError(f"the switch never logged {text!r}")
+
+
+def broken_expression(self: object, e: object) -> str:
+    raise AssertionError("not a reference: a test stand-in")
+
+
+@pytest.mark.parametrize("command", ["p4switch", "p4switch.program"])
+def test_an_unexpected_compiler_failure_is_one_line_and_status_3(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from p4switch.compiler.exprs import ExprCompiler
+
+    monkeypatch.setattr(ExprCompiler, "expr", broken_expression)
+    program = EXAMPLES / "l2.p4"
+    status = main(["--p4", str(program), "--check"]) if command == "p4switch" else None
+    if status is None:
+        status = program_main([str(program)])
+    err = capsys.readouterr().err
+    assert status == 3 and err.count("\n") == 1 and "Traceback" not in err
+    assert str(program) in err and "internal error" in err
+    assert "AssertionError: not a reference: a test stand-in" in err
+    assert "(at p4switch/tests/test_cli.py:" in err  # where it was raised: here, the stand-in

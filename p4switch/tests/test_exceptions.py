@@ -48,7 +48,8 @@ def test_every_class_is_a_p4switch_error() -> None:
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
 def test_exit_status_follows_the_kind(cls: type[P4SwitchError]) -> None:
     assert issubclass(cls, InputError) == (cls.__name__ in INPUT)
-    assert cls.exit_status == (2 if cls.__name__ in INPUT else 1)
+    bug = cls.__name__ == "CompilerBug"  # p4switch's own failure: apart from both
+    assert cls.exit_status == (2 if cls.__name__ in INPUT else 3 if bug else 1)
 
 
 @pytest.mark.parametrize(("name", "base"), sorted(BUILTIN_BASES.items()))

@@ -264,3 +264,17 @@ def test_a_compiler_bug_is_one_line_not_a_traceback(
     assert program.main([str(EXAMPLES / "l2.p4")]) == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error" in err and "please report it" in err
+
+
+def test_a_package_of_its_own_named_v1switch_is_refused_at_main(tmp_path: Path) -> None:
+    # the shape of p4c's issue793.p4 and newtype2.p4: no v1model.p4, a one-block V1Switch
+    path = tmp_path / "own_package.p4"
+    path.write_text(
+        "#include <core.p4>\n"
+        "control Ingress(inout bit<8> x);\n"
+        "package V1Switch(Ingress ig);\n"
+        "control I(inout bit<8> x) { apply { x = 1; } }\n"
+        "V1Switch(I()) main;\n"
+    )
+    err = refused(path)
+    assert err.line == 5 and "a package of 1 blocks; p4switch runs v1model.p4's, of 6" in err.what

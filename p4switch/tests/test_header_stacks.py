@@ -310,3 +310,50 @@ def test_a_signed_index_names_no_element_when_negative(tmp_path: Path, backend: 
     frame = bytes(5) + b"\xff" + bytes(6) + b"\x55\x55" + b"\x01" + rec(0x11, 1)
     ((_, out),) = list(pipe.process(5, frame))
     assert out[11] == 0 and out[15:] == rec(0x77, 5) + rec(0x11, 1)  # -1: nothing read or written
+
+
+# A stack indexed, in a control, by a value read from the same stack at a run-time index
+# (the shape of p4c's control-hs-index-test3.p4 and runtime-index-2-bmv2.p4): both as the
+# condition of an if and on either side of an assignment.
+NESTED_INDEX = """\
+#include <core.p4>
+#include <v1model.p4>
+header pick_t { bit<8> i; bit<8> j; }
+header v_t { bit<8> e; }
+struct headers { pick_t pick; v_t[4] v; }
+struct meta { }
+parser P(packet_in p, out headers h, inout meta m, inout standard_metadata_t s) {
+    state start {
+        p.extract(h.pick);
+        p.extract(h.v[0]); p.extract(h.v[1]); p.extract(h.v[2]); p.extract(h.v[3]);
+        transition accept;
+    }
+}
+control V(inout headers h, inout meta m) { apply { } }
+control I(inout headers h, inout meta m, inout standard_metadata_t s) {
+    apply {
+        s.egress_spec = 1;
+        if (h.v[h.v[h.pick.i].e & 3].isValid()) {
+            h.v[h.v[h.pick.i].e & 3].e = h.pick.j;
+        }
+        h.pick.j = h.v[(h.v[h.pick.i & 3].e + 1) & 3].e;
+    }
+}
+control E(inout headers h, inout meta m, inout standard_metadata_t s) { apply { } }
+control C(inout headers h, inout meta m) { apply { } }
+control D(packet_out p, in headers h) { apply { p.emit(h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_an_index_read_from_the_stack_itself_at_run_time(tmp_path: Path, backend: str) -> None:
+    program = compiled(tmp_path, NESTED_INDEX)
+    pipe = program.pipeline(program.new_state())
+    # pick.i = 1: v[1].e = 6, 6 & 3 = 2, so v[2].e = pick.j = 0xAA; then v[1].e + 1 = 7,
+    # 7 & 3 = 3, so pick.j = v[3].e = 0x33
+    ((port, out),) = list(pipe.process(0, bytes([1, 0xAA, 0x10, 6, 0x22, 0x33])))
+    assert port == 1 and out == bytes([1, 0x33, 0x10, 6, 0xAA, 0x33])
+    # pick.i = 3: v[3].e = 0x31, 0x31 & 3 = 1, so v[1].e = 0xAA; then v[3].e + 1 = 0x32,
+    # & 3 = 2, so pick.j = v[2].e = 0x22
+    ((_, out),) = list(pipe.process(0, bytes([3, 0xAA, 0x10, 6, 0x22, 0x31])))
+    assert out == bytes([3, 0x22, 0x10, 0xAA, 0x22, 0x31])

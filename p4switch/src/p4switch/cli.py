@@ -7,7 +7,8 @@
 
 The program is compiled once at start (or when a controller sends a new one with
 SetForwardingPipelineConfig); ports are bound with AF_PACKET; SIGTERM or SIGINT shuts it down
-cleanly. Compile errors print `file:line:col: error: ...` and exit with status 2.
+cleanly. Compile errors print `file:line:col: error: ...` and exit with status 2; a failure of
+the compiler itself (a p4switch bug) prints one line saying "internal error" and exits with 3.
 
 `--backend` chooses what runs the program: `native` (C built with the system compiler) or
 `python`; by default native, and python with one line saying why where native cannot run
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from p4switch.commandline import OneLineParser, make_folder
 from p4switch.exceptions import (
+    CompilerBug,
     ControlError,
     P4CompileError,
     P4SwitchError,
@@ -225,6 +227,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_p4info(program.p4info, args.p4info_out)
     except P4CompileError as err:  # file:line:column and the line itself, as compilers print
         print(err, file=sys.stderr)
+        return err.exit_status
+    except CompilerBug as err:  # p4switch's fault, not the program's: one line, exit 3
+        print(f"p4switch: {args.p4}: {one_line(err)}", file=sys.stderr)
         return err.exit_status
     except P4SwitchError as err:
         print(f"p4switch: error: {one_line(err)}", file=sys.stderr)

@@ -3,8 +3,9 @@
 `InputError`s are mistakes in what p4switch was given: a P4 program it refuses, a command-line
 value, a shaping spec, a capture or P4Info file, a P4Info that does not describe the program, a
 port number the switch does not have; a command exits 2 on one. The others are failures of
-something asked for correctly; a command exits 1. A class that had a builtin base (`ValueError`,
-`LookupError`, `RuntimeError`) keeps it, so `except ValueError` and the like still catch it.
+something asked for correctly; a command exits 1, or 3 on a `CompilerBug` (a p4switch bug). A
+class that had a builtin base (`ValueError`, `LookupError`, `RuntimeError`) keeps it, so
+`except ValueError` and the like still catch it.
 
 The control-flow signals of the generated pipeline code (`compiler.support.ParserReject` and
 `ControlExit`) are not errors and are not here.
@@ -57,10 +58,34 @@ class P4CompileError(InputError):
 
 
 class CompilerBug(P4SwitchError, RuntimeError):
-    """The code generator met IR the type checker should have refused: a p4switch bug."""
+    """The compiler failed on a program in a way it should not (the code generator met IR the
+    type checker should have refused, or an unexpected exception): a p4switch bug. Commands
+    exit 3 on one, apart from the 1 of other failures and the 2 of a refused program."""
+
+    exit_status: ClassVar[int] = 3
 
     def __init__(self, what: str) -> None:
         super().__init__(f"internal error in the p4switch compiler: {what}; please report it")
+
+    @classmethod
+    def of(cls, exc: BaseException) -> CompilerBug:
+        """`exc`, an unexpected exception raised while compiling, as one bounded line: the
+        exception and the place in p4switch it was raised."""
+        import traceback
+
+        detail = one_line(exc)
+        if len(detail) > _DETAIL_CHARS:
+            detail = detail[:_DETAIL_CHARS] + "..."
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = ""
+        if frames:
+            _, inside, tail = frames[-1].filename.rpartition("/p4switch/")
+            where = f" (at {'p4switch/' + tail if inside else frames[-1].filename}"
+            where += f":{frames[-1].lineno})"
+        return cls(f"{type(exc).__name__}: {detail}{where}")
+
+
+_DETAIL_CHARS = 200  # an exception's message kept in a CompilerBug (an IR dump can run long)
 
 
 class NativeBuildError(P4SwitchError, RuntimeError):

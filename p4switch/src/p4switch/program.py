@@ -25,9 +25,9 @@ from p4.config.v1 import p4info_pb2
 
 from p4switch import ir, runtime
 from p4switch.compiler import CompiledCode, Pipeline, generate
-from p4switch.exceptions import CompilerBug, P4CompileError
+from p4switch.exceptions import CompilerBug, P4CompileError, P4SwitchError, one_line
 from p4switch.frontend.parser import parse
-from p4switch.frontend.preprocess import preprocess
+from p4switch.frontend.preprocess import Preprocessed, preprocess
 from p4switch.frontend.typecheck import check_program
 from p4switch.native import NativePipeline
 from p4switch.native.pipeline import PipelineArgumentError
@@ -108,10 +108,20 @@ def compile_file(
     confined: bool = False,
 ) -> CompiledProgram:
     """Preprocess (with these -D defines), parse, check and compile `path`; P4CompileError when
-    it is refused. `confined`: `#include` only from p4switch's include directory, the program's
-    directory and `include_dirs`, regular files only (for programs sent over P4Runtime)."""
+    it is refused, CompilerBug when the compiler fails otherwise (a p4switch bug; it says where).
+    `confined`: `#include` only from p4switch's include directory, the program's directory and
+    `include_dirs`, regular files only (for programs sent over P4Runtime)."""
     path = Path(path)
     pre = preprocess(path, include_dirs, defines, confined=confined)
+    try:
+        return _compile(pre, path)
+    except (P4SwitchError, MemoryError):
+        raise
+    except Exception as exc:  # a p4switch bug, not the program's: say so, and where
+        raise CompilerBug.of(exc) from exc
+
+
+def _compile(pre: Preprocessed, path: Path) -> CompiledProgram:
     program = check_program(parse(pre), str(path))
     try:
         p4info = build_p4info(program)
@@ -229,8 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     except CompilerBug as exc:  # a p4switch bug, not the program's: one line, no traceback
-        print(f"{args.source}: {exc}", file=sys.stderr)
-        return 3
+        print(f"{args.source}: {one_line(exc)}", file=sys.stderr)
+        return exc.exit_status
     if args.p4info:
         write_p4info(compiled.p4info, args.p4info)
     if args.python:

@@ -221,3 +221,35 @@ def test_a_p4info_refused_for_a_long_name_reaches_the_client(switch: Switch) -> 
         switch.client.stub.SetForwardingPipelineConfig(request, timeout=RPC_TIMEOUT)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
     assert "é" * 100 in (caught.value.details() or "")
+
+
+# Loaded by the compiler's child process (a sitecustomize on its PYTHONPATH): a compiler
+# function that fails as a p4switch bug would, with an exception that is no P4CompileError.
+BROKEN_COMPILER = """\
+from p4switch.compiler.exprs import ExprCompiler
+
+def expr(self, e):
+    raise AssertionError("not a reference: a test stand-in")
+
+ExprCompiler.expr = expr
+"""
+
+
+def test_a_compiler_failure_answers_internal_and_the_switch_keeps_serving(
+    switch: Switch, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(BROKEN_COMPILER)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hook), os.environ.get("PYTHONPATH", "")]))
+    err = push(switch, L2.read_text())
+    assert err is not None and err.code() == grpc.StatusCode.INTERNAL
+    details = err.details() or ""
+    assert "internal error in the p4switch compiler" in details
+    assert "AssertionError: not a reference: a test stand-in" in details
+    assert "the running pipeline is unchanged" in details and "Traceback" not in details
+    assert switch.dataplane.forward(FRAME) == [2] and len(switch.dataplane.pipelines) == 1
+    switch.client.write(dmac_entry(compile_file(L2).p4info, mac=0xBB, port=3))  # still serving
+    assert switch.dataplane.forward(bytes.fromhex("0000000000bb") + FRAME[6:]) == [3]
+    monkeypatch.undo()  # the compiler whole again: the same push now goes in
+    assert push(switch, L2.read_text()) is None and len(switch.dataplane.pipelines) == 2

@@ -34,6 +34,9 @@ class PackageBinder:
         pkg = self.block_types[type_name(main.type)]
         if pkg.name != "V1Switch":
             raise P4CompileError.at(main.loc, f"p4switch runs V1Switch programs, not {pkg.name}")
+        if len(pkg.params) != len(BLOCKS):  # a package of the program's own, named V1Switch
+            what = f"this V1Switch is a package of {len(pkg.params)} blocks; p4switch runs "
+            raise P4CompileError.at(main.loc, what + f"v1model.p4's, of {len(BLOCKS)}")
         if len(main.args) != len(pkg.params):
             raise P4CompileError.at(main.loc, f"V1Switch takes {len(pkg.params)} blocks")
         bound: dict[str, ir.Type] = {}

@@ -4,7 +4,8 @@ The back ends address every value by a fixed slot, so a statement that touches `
 index known only at run time becomes an if-else chain with one branch per element, in which the
 element is a constant one: `if (i == 0) <st with hs[0]> else if (i == 1) ... else <out of
 range>`. Stacks are small (`MAX_STACK`), so the chain is short; the index is read once per
-branch tried and may not apply a table (checked where it is typed).
+branch tried and may not apply a table (checked where it is typed). An index that itself reads
+a stack element at run time (`hs[hs[i].f]`) is read first, into a temporary.
 
 Out of range (P4_16 8.18 and 8.25, following BMv2 where the spec leaves room): in a parser,
 `hs.next` past the end and `hs.last` of an empty stack reject the packet with
@@ -48,6 +49,14 @@ def lower(
     if isinstance(st, ir.Declare) and st.init is not None:
         assign = ir.Assign(ir.VarRef(st.var), st.init)
         return [ir.Declare(st.var, None), *lower(assign, in_parser, out_of_bounds, temp)]
+    if any(isinstance(e, ir.StackIndex) for e in ir.walk(found.index)):
+        # an index that reads a stack at run time itself (`hs[hs[i].f]`): read it first, into
+        # a temporary, so the chain below tests a plain value
+        held = temp(found.index.type)
+        read = lower(ir.Assign(ir.VarRef(held), found.index), in_parser, out_of_bounds, temp)
+        plain = ir.StackIndex(found.stack, ir.VarRef(held), found.type, found.kind, found.loc)
+        rest = _replace(st, found, plain)
+        return [ir.Declare(held, None), *read, *lower(rest, in_parser, out_of_bounds, temp)]
     stack = found.stack.type
     assert isinstance(stack, ir.StackT)
     index = found.index

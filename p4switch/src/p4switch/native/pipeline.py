@@ -23,7 +23,7 @@ from typing import cast
 from p4switch import ir, runtime
 from p4switch.compiler import v1model
 from p4switch.compiler.v1model import DROP_PORT
-from p4switch.exceptions import NativeBuildError, UsageError
+from p4switch.exceptions import CompilerBug, NativeBuildError, P4SwitchError, UsageError
 from p4switch.native.cmodule import NativeCode, generate_c
 from p4switch.native.sync import NativeMember, StateLock, StateSync
 from p4switch.native.toolchain import library, load
@@ -86,11 +86,17 @@ _BUILDING = threading.Lock()
 
 def build(program: ir.Program) -> NativeModule:
     """The native module of `program`: generated, built (or found in the cache) and loaded once
-    per process. `NativeUnsupported` or `NativeBuildError` when it cannot be."""
+    per process. `NativeUnsupported` or `NativeBuildError` when it cannot be, `CompilerBug`
+    when generating its C fails otherwise (a p4switch bug)."""
     with _BUILDING:
         found = _BUILT.get(program)
         if found is None:
-            code = generate_c(program)
+            try:
+                code = generate_c(program)
+            except (P4SwitchError, MemoryError):
+                raise
+            except Exception as exc:  # a p4switch bug: said in one line, where it was raised
+                raise CompilerBug.of(exc) from exc
             found = _BUILT[program] = NativeModule(code, load(library(code.source)))
         return found
 

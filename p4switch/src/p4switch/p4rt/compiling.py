@@ -17,7 +17,9 @@ costs a second or more of CPU.
 
 Every refusal is a `P4RTError`: INVALID_ARGUMENT for a program the compiler refuses (its
 `file:line:col` message, the program itself named `device_config`), RESOURCE_EXHAUSTED for one
-over a limit, INTERNAL if the child fails otherwise (its output is logged, not returned).
+over a limit, INTERNAL naming the internal error for a p4switch bug the compiler met (a
+`CompilerBug`, or any other exception: the child answers it rather than dying), and INTERNAL if
+the child fails otherwise (its output is logged, not returned).
 
 As a command (the child's side): `python -m p4switch.p4rt.compiling --cpu S --memory BYTES
 PATH [-I DIR]... [-D NAME=VALUE]...` writes the pickled outcome to stdout.
@@ -48,7 +50,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from google.rpc import code_pb2
 
 from p4switch.backends import build_pipeline, log_choice
-from p4switch.exceptions import P4CompileError, P4RTError
+from p4switch.exceptions import CompilerBug, P4CompileError, P4RTError, one_line
 
 if TYPE_CHECKING:
     from p4.config.v1 import p4info_pb2
@@ -243,6 +245,9 @@ def _outcome(out: bytes, err: bytes, status: int, limits: CompileLimits) -> Comp
                 )
             if kind == "depth":
                 _exhausted("the program is nested too deeply for the compiler")
+            if kind == "bug":
+                log.error("compiling a pushed program: %s", payload)
+                raise P4RTError(code_pb2.INTERNAL, f"{payload}; the running pipeline is unchanged")
     log.error(
         "the compiler process failed (exit status %d): %s",
         status,
@@ -297,7 +302,8 @@ def _compile_child(path: Path, include: Sequence[Path], defines: dict[str, str])
     except Exception as exc:
         if _too_deep(exc):
             return "depth", None
-        raise
+        bug = exc if isinstance(exc, CompilerBug) else CompilerBug.of(exc)
+        return "bug", one_line(bug).replace(str(path), PUSHED_NAME)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
