@@ -11,6 +11,7 @@ from p4switch import EXAMPLES
 from p4switch.cli import main as p4switch_main
 from p4switch.exceptions import UsageError
 from p4switch.p4info import jenkins_hash, read_p4info, write_p4info
+from p4switch.p4rt.schema import P4InfoIndex
 from p4switch.program import compile_file
 
 PROGRAMS = Path(__file__).parent / "programs"
@@ -257,3 +258,118 @@ def test_actions_only_other_actions_call_are_left_out_as_p4c_inlines_them(
     names = [a.preamble.name for a in program.p4info.actions]
     assert names == ["NoAction", "I.direct_only", "I.outer", "I.both", "I.twice"]
     assert "I.inner" in {a.name for a in program.program.actions}  # still run when outer is
+
+
+@pytest.fixture(scope="module")
+def details() -> p4info_pb2.P4Info:
+    return compile_file(PROGRAMS / "p4info_p4c_details.p4").p4info
+
+
+def test_every_table_has_its_initial_default_action_with_arguments_as_p4c(
+    details: p4info_pb2.P4Info,
+) -> None:
+    """p4c 1.2.5 writes `initial_default_action` for every table, NoAction included; each
+    argument is as many bytes as its parameter's width takes (bit<9> 5: two bytes)."""
+    l2 = by_name(details.tables, "DetailsIngress.l2◕‿◕")
+    set_port = by_name(details.actions, "DetailsIngress.set_port")
+    default = l2.initial_default_action
+    assert default.action_id == set_port.preamble.id
+    assert [(a.param_id, a.value) for a in default.arguments] == [
+        (1, b"\x00\x05"),
+        (2, b"\x01\x02"),
+    ]
+    errors = by_name(details.tables, "DetailsIngress.errors")
+    noaction = by_name(details.actions, "NoAction")
+    assert errors.initial_default_action.action_id == noaction.preamble.id
+    assert not errors.initial_default_action.arguments
+
+
+def test_const_entries_are_initial_entries_too_as_p4c_says(details: p4info_pb2.P4Info) -> None:
+    """p4c 1.2.5 sets both `is_const_table` and `has_initial_entries` for `const entries`
+    (and neither for an empty list, as for p4c's issue2905-bmv2.p4)."""
+    table = by_name(details.tables, "DetailsIngress.ether_types")
+    assert table.is_const_table and table.has_initial_entries
+    assert not by_name(details.tables, "DetailsIngress.errors").has_initial_entries
+
+
+def test_key_hidden_is_kept_and_action_ref_name_left_out_as_p4c(
+    details: p4info_pb2.P4Info,
+) -> None:
+    """p4c 1.2.5 keeps a key's `@hidden` among its annotations and leaves an action
+    reference's `@name` out (p4c's graph-annotationless-key.p4,
+    name_annotations_to_p4info-bmv2.p4)."""
+    l2 = by_name(details.tables, "DetailsIngress.l2◕‿◕")
+    assert [list(f.annotations) for f in l2.match_fields] == [[], ["@hidden"]]
+    assert [list(r.annotations) for r in l2.action_refs] == [[], []]
+
+
+def test_a_mask_constant_is_named_without_leading_zeros_as_p4c(
+    details: p4info_pb2.P4Info,
+) -> None:
+    """p4c 1.2.5 names `dstAddr & 0x00ff00ff00ff` by the constant's value in its base."""
+    l2 = by_name(details.tables, "DetailsIngress.l2◕‿◕")
+    assert l2.match_fields[0].name == "hdr.ethernet.dstAddr & 0xff00ff00ff"
+
+
+def test_a_non_ascii_name_is_kept_as_written(details: p4info_pb2.P4Info) -> None:
+    """p4c 1.2.5 keeps `@name("l2◕‿◕")` as UTF-8 (p4c's nonstandard_table_names-bmv2.p4)."""
+    names = [t.preamble.name for t in details.tables]
+    assert names[0] == "DetailsIngress.l2\u25d5\u203f\u25d5"
+    assert details.tables[0].preamble.alias == "l2◕‿◕"
+
+
+def test_selector_size_semantics_are_fields_not_annotations_as_p4c(
+    details: p4info_pb2.P4Info,
+) -> None:
+    """p4c 1.2.5 turns `@selector_size_semantics("sum_of_members") @max_member_weight(100)`
+    into the selector's `sum_of_members { max_member_weight: 100 }`, annotations dropped."""
+    (selector,) = details.action_profiles
+    assert selector.with_selector and selector.HasField("sum_of_members")
+    assert selector.sum_of_members.max_member_weight == 100
+    assert list(selector.preamble.annotations) == []
+
+
+def test_a_table_matching_an_error_lists_the_errors_as_p4c(details: p4info_pb2.P4Info) -> None:
+    """p4c 1.2.5 writes type_info's `error` (every member) when a key is an error."""
+    assert list(details.type_info.error.members)[:3] == ["NoError", "PacketTooShort", "NoMatch"]
+    assert by_name(details.tables, "DetailsIngress.errors").match_fields[0].bitwidth == 0
+
+
+def test_a_struct_in_a_controller_header_is_its_fields_as_p4c(
+    details: p4info_pb2.P4Info,
+) -> None:
+    """p4c 1.2.5 lists a struct field of a controller header member by member, `field.member`
+    (p4c's issue3329-bmv2.p4)."""
+    (packet_out,) = details.controller_packet_metadata
+    assert [(m.id, m.name, m.bitwidth) for m in packet_out.metadata] == [
+        (1, "ports.port", 9),
+        (2, "ports.spare", 7),
+        (3, "reason", 8),
+    ]
+
+
+def test_pkginfo_and_platform_property_fill_pkg_info_as_p4c(details: p4info_pb2.P4Info) -> None:
+    """p4c 1.2.5 writes `@pkginfo(key = "...")` and `@platform_property(key = n)` on `main`
+    into pkg_info (p4c's pkginfo_annotation.p4)."""
+    pkg = details.pkg_info
+    assert (pkg.arch, pkg.name, pkg.version) == ("v1model", "details", "1.0")
+    assert pkg.url == "https://example.org/details" and not pkg.organization
+    assert pkg.platform_properties.multicast_group_table_size == 16
+
+
+def test_an_action_no_table_lists_has_no_parameters_as_p4c(tmp_path: Path) -> None:
+    """p4c 1.2.5 writes an action only the control calls without parameters (they become
+    locals set from the call's arguments: p4c's issue323.p4); listed by a table, it keeps
+    them."""
+    path = tmp_path / "direct.p4"
+    path.write_text(
+        ACTION_USES.replace("action direct_only() {", "action direct_only(bit<9> p) {")
+        .replace("s.egress_spec = 2;", "s.egress_spec = p;")
+        .replace("apply { direct_only();", "apply { direct_only(7);")
+    )
+    info = compile_file(path).p4info
+    assert list(by_name(info.actions, "I.direct_only").params) == []
+    outer = by_name(compile_file(PROGRAMS / "p4info_full.p4").p4info.actions, "MyIngress.forward")
+    assert [p.name for p in outer.params] == ["port"]
+    compiled = compile_file(path)
+    P4InfoIndex.bind(compiled.p4info, compiled.new_state())  # the P4Runtime server takes it

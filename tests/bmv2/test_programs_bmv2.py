@@ -1,7 +1,6 @@
 """Every P4 program the project's tests compile, on p4c as on p4switch: p4c-bm2-ss takes it,
-and the P4Info p4c writes agrees with p4switch's by name (tables, their keys and actions and
-whether their entries are const, actions and their parameters, registers, counters) and by id
-(`python -m p4switch.p4info_diff`, which `make p4` runs on innet.p4).
+and the P4Info p4c writes agrees with p4switch's in all it says of every object, by name and
+by id (`python -m p4switch.p4info_diff`, which `make p4` runs on innet.p4).
 
 Skipped (with the reason, by tests/bmv2/conftest.py) where p4c-bm2-ss is missing.
 """

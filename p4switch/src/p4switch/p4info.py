@@ -8,6 +8,7 @@ runs and equal to p4c's for the same program. Aliases are the shortest unique do
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,6 +22,7 @@ from p4switch.exceptions import UsageError
 
 PREFIX = p4info_pb2.P4Ids
 SKIPPED_ANNOTATIONS = frozenset({"name", "id", "brief", "description", "hidden"})
+_KEY_SKIPPED = SKIPPED_ANNOTATIONS - {"hidden"}
 _MATCH = {
     "exact": p4info_pb2.MatchField.EXACT,
     "lpm": p4info_pb2.MatchField.LPM,
@@ -135,12 +137,18 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
 
     info = p4info_pb2.P4Info()
     info.pkg_info.arch = "v1model"
+    _package(info.pkg_info, program.package_annotations)
     for t in program.tables:
         _table(info.tables.add(), t, ids)
+        _initial_default_action(info.tables[-1], t, program.action(t.default_action), ids)
+    # an action no table lists runs only where the control calls it, with its arguments there:
+    # p4c 1.2.5 makes its parameters locals and writes it without any (p4c's issue323.p4)
+    listed = {r.action for t in program.tables for r in t.actions}
     for a in actions:
         msg = info.actions.add()
         _preamble(msg.preamble, ids, PREFIX.ACTION, a.name, a.annotations)
-        for i, p in enumerate(a.control_params, start=1):
+        params = a.control_params if a.name in listed else ()
+        for i, p in enumerate(params, start=1):
             param = msg.params.add(id=i, name=p.name, bitwidth=ir.bit_width(p.type))
             param.annotations.extend(_annotations(p.annotations))
     for c in program.counters:
@@ -164,9 +172,19 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         msg.preamble.id = ids.id(PREFIX.CONTROLLER_HEADER, h.type.name)
         msg.preamble.name = msg.preamble.alias = h.name
         msg.preamble.annotations.extend(_annotations(h.annotations))
-        for i, f in enumerate(h.type.fields, start=1):
-            msg.metadata.add(id=i, name=f.name, bitwidth=ir.bit_width(f.type))
+        for i, (name, width) in enumerate(_leaf_fields(h.type), start=1):
+            msg.metadata.add(id=i, name=name, bitwidth=width)
     return info
+
+
+def _leaf_fields(t: ir.StructT, prefix: str = "") -> Iterable[tuple[str, int]]:
+    """A header's fields in order, a struct field's own fields each in its place named
+    `field.member`, as p4c lists a controller header's metadata (p4c's issue3329-bmv2.p4)."""
+    for f in t.fields:
+        if isinstance(f.type, ir.StructT):
+            yield from _leaf_fields(f.type, f"{prefix}{f.name}.")
+        else:
+            yield f"{prefix}{f.name}", ir.bit_width(f.type)
 
 
 def _meters(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> None:
@@ -194,13 +212,17 @@ def _digests(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> No
         msg = info.digests.add()
         _preamble(msg.preamble, ids, PREFIX.DIGEST, d.name, ())
         _type_spec(msg.type_spec, d.type, info)
-    if _uses_error(info):
+    if _uses_error(info, program):
         info.type_info.error.members.extend(program.errors)
 
 
-def _uses_error(info: p4info_pb2.P4Info) -> bool:
+def _uses_error(info: p4info_pb2.P4Info, program: ir.Program) -> bool:
+    """A digest carries an error, or a table matches one: p4c then lists every error."""
     members = (m for s in info.type_info.structs.values() for m in s.members)
-    return any(m.type_spec.HasField("error") for m in members)
+    keys = (k for t in program.tables for k in t.keys)
+    return any(m.type_spec.HasField("error") for m in members) or any(
+        isinstance(k.expr.type, ir.ErrorT) for k in keys
+    )
 
 
 def _type_spec(msg: p4info_pb2.P4DataTypeSpec, t: ir.Type, info: p4info_pb2.P4Info) -> None:
@@ -228,13 +250,34 @@ def _type_spec(msg: p4info_pb2.P4DataTypeSpec, t: ir.Type, info: p4info_pb2.P4In
                 _type_spec(struct.members.add(name=f.name).type_spec, f.type, info)
 
 
+# what p4c 1.2.5 turns into an action profile's fields, leaving them out of its annotations
+_SELECTOR_ANNOTATIONS = frozenset({"selector_size_semantics", "max_member_weight"})
+
+
 def _profiles(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> None:
     """Action profiles and selectors, with the tables they implement."""
     for ap in program.action_profiles:
         msg = info.action_profiles.add(with_selector=ap.selector, size=ap.size)
-        _preamble(msg.preamble, ids, PREFIX.ACTION_PROFILE, ap.name, ap.annotations)
+        kept = tuple(a for a in ap.annotations if a.name not in _SELECTOR_ANNOTATIONS)
+        _preamble(msg.preamble, ids, PREFIX.ACTION_PROFILE, ap.name, kept)
         msg.table_ids.extend(ids.id(PREFIX.TABLE, t) for t in ap.tables)
         msg.max_group_size = ap.max_group_size
+        if ap.selector:
+            _size_semantics(msg, ap.annotations)
+
+
+def _size_semantics(msg: p4info_pb2.ActionProfile, annotations: tuple[ir.Annotation, ...]) -> None:
+    """A selector's `@selector_size_semantics("sum_of_weights" or "sum_of_members")`, the
+    latter with its `@max_member_weight(n)`; neither given, p4c sets neither."""
+    semantics = ir.find_annotation(annotations, "selector_size_semantics")
+    weight = ir.find_annotation(annotations, "max_member_weight")
+    kind = str(semantics.args[0]).strip('"') if semantics is not None and semantics.args else ""
+    if kind == "sum_of_weights":
+        msg.sum_of_weights.SetInParent()
+    elif kind == "sum_of_members":
+        msg.sum_of_members.SetInParent()
+        if weight is not None and weight.args and str(weight.args[0]).isdigit():
+            msg.sum_of_members.max_member_weight = int(weight.args[0])
 
 
 def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
@@ -243,12 +286,13 @@ def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
         width = 0 if k.symbols else k.bitwidth  # an error or enum key: by name, as p4c says
         field = msg.match_fields.add(id=i, name=k.name, bitwidth=width)
         field.match_type = _MATCH[k.match_kind]
-        field.annotations.extend(_annotations(k.annotations))
+        # p4c keeps a key's @hidden (it hides a table, not a key)
+        field.annotations.extend(a.source() for a in k.annotations if a.name not in _KEY_SKIPPED)
     for ref in t.actions:
         msg_ref = msg.action_refs.add(id=ids.id(PREFIX.ACTION, ref.action))
         if ref.scope != "TABLE_AND_DEFAULT":
             msg_ref.scope = _SCOPE[ref.scope]
-        msg_ref.annotations.extend(a.source() for a in ref.annotations)
+        msg_ref.annotations.extend(_annotations(ref.annotations))  # p4c drops @name here
     if t.const_default:
         msg.const_default_action_id = ids.id(PREFIX.ACTION, t.default_action)
     if t.implementation is not None:
@@ -260,10 +304,46 @@ def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
     msg.size = t.size
     if t.support_timeout:
         msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
+    if t.entries:  # `entries` or `const entries`, not empty: p4c 1.2.5 says so for both
+        msg.has_initial_entries = True
     if t.const_entries:
         msg.is_const_table = True
-    elif t.entries is not None:  # `entries`: the control plane may change them, as p4c says
-        msg.has_initial_entries = True
+
+
+_PACKAGE_TEXT = ("name", "version", "doc", "organization", "contact", "url")
+_KEY_VALUE = re.compile(r'\s*(\w+)\s*=\s*("(?:[^"\\]|\\.)*"|[^,]*)\s*(?:,|$)')
+
+
+def _package(msg: p4info_pb2.PkgInfo, annotations: tuple[ir.Annotation, ...]) -> None:
+    """`@pkginfo(name = "...", ...)` and `@platform_property(key = n, ...)` on `main`, as p4c
+    1.2.5 writes them into pkg_info (keys P4Info does not have are left out)."""
+    properties = msg.platform_properties
+    for annotation in annotations:
+        if annotation.name not in ("pkginfo", "platform_property"):
+            continue
+        for key, value in _KEY_VALUE.findall(annotation.text):
+            if annotation.name == "pkginfo" and key in _PACKAGE_TEXT:
+                setattr(msg, key, value.strip().strip('"'))
+            elif (
+                annotation.name == "platform_property"
+                and value.strip().isdigit()
+                and key in properties.DESCRIPTOR.fields_by_name
+            ):
+                setattr(properties, key, int(value))
+
+
+def _initial_default_action(
+    msg: p4info_pb2.Table, t: ir.Table, action: ir.Action, ids: SymbolIds
+) -> None:
+    """The default action a table starts with (const or not), as p4c 1.2.5 writes it for every
+    table: its arguments each as many bytes as the parameter's width takes, leading zeros kept."""
+    default = msg.initial_default_action
+    default.action_id = ids.id(PREFIX.ACTION, t.default_action)
+    for i, (param, value) in enumerate(
+        zip(action.control_params, t.default_args, strict=True), start=1
+    ):
+        width = ir.bit_width(param.type)
+        default.arguments.add(param_id=i, value=value.to_bytes((width + 7) // 8, "big"))
 
 
 def _preamble(

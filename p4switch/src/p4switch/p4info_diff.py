@@ -2,18 +2,24 @@
 
     python -m p4switch.p4info_diff build/p4/innet.p4info.txtpb build/p4/innet.p4switch.p4info.txtpb
 
-`make p4` runs this after compiling p4src/ with p4c-bm2-ss. What must agree, by name: every
-table (its match fields' names, widths and kinds, the names of its actions, its idle timeout
-behavior), every action (its parameters' names and widths), every register (cell width and size)
-and every counter (unit and size). A difference is printed one line each and the exit status is
-1. Ids that differ for the same name are reported as well (controllers that go by name do not
-care; ones that cache p4c's ids would). Both files are protobuf text format, whatever their
-suffix (`.txtpb`, as p4c names it now, or `.txt`).
+`make p4` runs this after compiling p4src/ with p4c-bm2-ss. What must agree, by kind and name:
+everything P4Info says of every table, action, action profile, counter, direct counter, meter,
+direct meter, controller header, value set, register and digest (alias, annotations, match
+fields, action references, initial and const default actions, size, entries, parameters,
+units, type specs; an id naming another object is compared as that object's name), every type
+of `type_info`, and `pkg_info`. A difference is printed one line each and the exit status is 1.
+Ids that differ for the same name are reported as well (controllers that go by name do not
+care; ones that cache p4c's ids would). Known differences, the ones p4switch's docs/SUBSET.md
+lists under "P4Info differences from p4c" (p4c's `type_name` of a `type` and the
+`type_info.new_types` and `serializable_enums` describing them), are printed after, marked
+`known:`, and do not fail. Both files are protobuf text format, whatever their suffix (`.txtpb`, as
+p4c names it now, or `.txt`).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,61 +41,122 @@ def load(path: Path) -> p4info_pb2.P4Info:
     return info
 
 
-def summary(info: p4info_pb2.P4Info) -> dict[str, dict[str, Any]]:
-    """What must agree, per kind and name."""
-    actions = {a.preamble.id: a.preamble.name for a in info.actions}
-    return {
-        "table": {
-            t.preamble.name: {
-                "match": [
-                    (m.name, m.bitwidth, p4info_pb2.MatchField.MatchType.Name(m.match_type))
-                    for m in t.match_fields
-                ],
-                "actions": sorted(actions.get(r.id, f"<id {r.id}>") for r in t.action_refs),
-                "entries": "const"
-                if t.is_const_table
-                else "initial"
-                if t.has_initial_entries
-                else "none",
-                "idle_timeout": p4info_pb2.Table.IdleTimeoutBehavior.Name(t.idle_timeout_behavior),
-            }
-            for t in info.tables
-        },
-        "action": {
-            a.preamble.name: {"params": [(p.name, p.bitwidth) for p in a.params]}
-            for a in info.actions
-        },
-        "register": {
-            r.preamble.name: {"width": r.type_spec.bitstring.bit.bitwidth, "size": r.size}
-            for r in info.registers
-        },
-        "counter": {
-            c.preamble.name: {
-                "unit": p4info_pb2.CounterSpec.Unit.Name(c.spec.unit),
-                "size": c.size,
-            }
-            for c in info.counters
-        },
+KINDS = (
+    ("table", "tables"),
+    ("action", "actions"),
+    ("action_profile", "action_profiles"),
+    ("counter", "counters"),
+    ("direct_counter", "direct_counters"),
+    ("meter", "meters"),
+    ("direct_meter", "direct_meters"),
+    ("controller_packet_metadata", "controller_packet_metadata"),
+    ("value_set", "value_sets"),
+    ("register", "registers"),
+    ("digest", "digests"),
+)
+# fields holding the id of another object: compared by the name they refer to
+_REFERENCES = frozenset(
+    {
+        "const_default_action_id",
+        "implementation_id",
+        "direct_resource_ids",
+        "direct_table_id",
+        "table_ids",
+        "action_id",
     }
+)
+_PREAMBLE_IDENTITY = ("id", "name")
+Description = dict[str, Any]
+
+
+def summary(info: p4info_pb2.P4Info) -> dict[str, dict[str, Description]]:
+    """What must agree, per kind and name: everything P4Info says of each object (its preamble
+    but for id and name, which are the key and `ids`), with ids of other objects as names."""
+    names = {
+        item.preamble.id: item.preamble.name for _, field in KINDS for item in getattr(info, field)
+    }
+    out: dict[str, dict[str, Description]] = {
+        kind: {item.preamble.name: _describe(item, names) for item in getattr(info, field)}
+        for kind, field in KINDS
+    }
+    out["extern"] = {e.extern_type_name: _describe(e, names) for e in info.externs}
+    out["type_info"] = {}  # each type by its kind and name
+    for field, value in info.type_info.ListFields():
+        if field.message_type.GetOptions().map_entry:
+            for key in value:
+                out["type_info"][f"{field.name} {key}"] = _describe(value[key], names)
+        else:
+            out["type_info"][field.name] = _describe(value, names)
+    out["pkg_info"] = {"": _describe(info.pkg_info, names)} if info.HasField("pkg_info") else {}
+    return out
+
+
+def _describe(msg: Any, names: dict[int, str]) -> Description:
+    """A message's fields that are set, by name: enums by their names, references by the names
+    of the objects they refer to, maps and sub-messages described alike, the preamble's
+    fields (but for id and name) as the message's own."""
+    out: Description = {}
+    for field, value in msg.ListFields():
+        if field.name == "preamble":
+            preamble = _describe(value, names)
+            out.update((k, v) for k, v in preamble.items() if k not in _PREAMBLE_IDENTITY)
+        elif field.message_type is not None and field.message_type.GetOptions().map_entry:
+            out[field.name] = {key: _describe(value[key], names) for key in sorted(value)}
+        elif field.label == field.LABEL_REPEATED:
+            out[field.name] = tuple(_value(msg, field, v, names) for v in value)
+        else:
+            out[field.name] = _value(msg, field, value, names)
+    return out
+
+
+def _value(msg: Any, field: Any, value: Any, names: dict[int, str]) -> Any:
+    refers = field.name in _REFERENCES or (
+        field.name == "id" and msg.DESCRIPTOR.name == "ActionRef"
+    )
+    if refers:
+        return names.get(value, f"<id {value:#x}>")
+    if field.enum_type is not None:
+        return field.enum_type.values_by_number[value].name
+    if field.message_type is not None:
+        return _describe(value, names)
+    return value
 
 
 def ids(info: p4info_pb2.P4Info) -> dict[tuple[str, str], int]:
-    out = {}
-    for kind, items in (
-        ("table", info.tables),
-        ("action", info.actions),
-        ("register", info.registers),
-        ("counter", info.counters),
-    ):
-        for item in items:
-            out[(kind, item.preamble.name)] = item.preamble.id
-    return out
+    return {
+        (kind, item.preamble.name): item.preamble.id
+        for kind, field in KINDS
+        for item in getattr(info, field)
+    }
 
 
 def diff(
     reference: p4info_pb2.P4Info, candidate: p4info_pb2.P4Info, labels: tuple[str, str]
 ) -> list[str]:
-    """One line per difference (empty: they agree); `labels` name the two sides."""
+    """One line per difference (empty: they agree) but the known ones; `labels` name the two
+    sides, p4c's first."""
+    return [line for line in _all(reference, candidate, labels) if not _known(line, labels)]
+
+
+def known_differences(
+    reference: p4info_pb2.P4Info, candidate: p4info_pb2.P4Info, labels: tuple[str, str]
+) -> list[str]:
+    """The differences p4switch's docs/SUBSET.md lists ("P4Info differences from p4c"), that
+    the candidate (p4switch's) has by design: no `type_name` where p4c names a `type`, no
+    `type_info.new_types` or `serializable_enums` (p4switch resolves both to `bit<N>`)."""
+    return [line for line in _all(reference, candidate, labels) if _known(line, labels)]
+
+
+def _known(line: str, labels: tuple[str, str]) -> bool:
+    a, b = (re.escape(label) for label in labels)
+    named = rf": type_name \{{name: '[^']*'\}} in {a}, unset in {b}$"
+    described = rf"^type_info (new_types|serializable_enums) [^ ]+: in {a}, missing from {b}$"
+    return re.search(named, line) is not None or re.match(described, line) is not None
+
+
+def _all(
+    reference: p4info_pb2.P4Info, candidate: p4info_pb2.P4Info, labels: tuple[str, str]
+) -> list[str]:
     ref, cand = summary(reference), summary(candidate)
     a, b = labels
     lines = []
@@ -99,16 +166,69 @@ def diff(
         for name in sorted(cand[kind].keys() - ref[kind].keys()):
             lines.append(f"{kind} {name}: in {b}, missing from {a}")
         for name in sorted(ref[kind].keys() & cand[kind].keys()):
-            for field, value in ref[kind][name].items():
-                other = cand[kind][name][field]
-                if value != other:
-                    lines.append(f"{kind} {name}: {field} {value} in {a}, {other} in {b}")
+            where = f"{kind} {name}".rstrip()
+            lines += _differences(where, ref[kind][name], cand[kind][name], labels)
     ref_ids, cand_ids = ids(reference), ids(candidate)
     for key in sorted(ref_ids.keys() & cand_ids.keys()):
         if ref_ids[key] != cand_ids[key]:
             kind, name = key
             lines.append(f"{kind} {name}: id {ref_ids[key]:#x} in {a}, {cand_ids[key]:#x} in {b}")
     return lines
+
+
+def _differences(
+    where: str, ref: Description, cand: Description, labels: tuple[str, str], path: str = ""
+) -> list[str]:
+    """Field by field, into sub-messages (`type_spec.bitstring.bit.bitwidth`); a list of named
+    items (match fields, parameters, action references, metadata) item by item, by name."""
+    a, b = labels
+    lines = []
+    for field in sorted(ref.keys() | cand.keys(), key=_field_order(ref, cand)):
+        mine, other = ref.get(field), cand.get(field)
+        label = path + field
+        if mine == other:
+            continue
+        if isinstance(mine, dict) and isinstance(other, dict):
+            lines += _differences(where, mine, other, labels, f"{label}.")
+            continue
+        keyed_mine, keyed_other = _by_name(mine), _by_name(other)
+        if keyed_mine is None or keyed_other is None:
+            lines.append(f"{where}: {label} {_show(mine)} in {a}, {_show(other)} in {b}")
+            continue
+        for key in sorted(keyed_mine.keys() - keyed_other.keys(), key=str):
+            lines.append(f"{where}: {label} {key}: in {a}, missing from {b}")
+        for key in sorted(keyed_other.keys() - keyed_mine.keys(), key=str):
+            lines.append(f"{where}: {label} {key}: in {b}, missing from {a}")
+        for key in sorted(keyed_mine.keys() & keyed_other.keys(), key=str):
+            inner = f"{where}: {label} {key}"
+            lines += _differences(inner, keyed_mine[key], keyed_other[key], labels)
+    return lines
+
+
+def _field_order(ref: Description, cand: Description) -> Any:
+    order = {k: i for i, k in enumerate([*ref, *cand])}
+    return lambda field: order[field]
+
+
+def _by_name(value: Any) -> dict[Any, Description] | None:
+    """A repeated message field by its items' names (or ids, or for an action reference the
+    action's name); None for anything else, or names that repeat."""
+    if value is None:
+        value = ()
+    if not isinstance(value, tuple) or not all(isinstance(v, dict) for v in value):
+        return None
+    keyed = {v.get("name", v.get("id")): v for v in value}
+    return keyed if len(keyed) == len(value) else None
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return repr(value) if isinstance(value, (str, bytes)) else str(value)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -125,14 +245,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except P4InfoError as err:
         print(f"p4info_diff: error: {err}", file=sys.stderr)
         return 2
-    lines = diff(a, b, (args.reference.name, args.candidate.name))
-    for line in lines:
-        print(line)
+    labels = (args.reference.name, args.candidate.name)
+    lines = diff(a, b, labels)
+    known = [f"known: {line}" for line in known_differences(a, b, labels)]
     if lines:
+        print("\n".join([*lines, *known]))
         print(f"{len(lines)} difference(s)", file=sys.stderr)
         return 1
-    counts = {kind: len(items) for kind, items in summary(a).items()}
-    print("P4Info agree: " + ", ".join(f"{n} {kind}s" for kind, n in counts.items()))
+    counts = [(len(getattr(a, field)), field) for _, field in KINDS]
+    agreed = ", ".join(f"{n} {field}" for n, field in counts if n)
+    print(f"P4Info agree: {agreed}" if agreed else "P4Info agree")
+    if known:  # named types p4switch does not write (p4switch/docs/SUBSET.md)
+        print("\n".join(known))
     return 0
 
 

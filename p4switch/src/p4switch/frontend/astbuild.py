@@ -335,7 +335,10 @@ class CodeBuilder(Transformer[Token, Any]):
 
     def str_lit(self, meta: Any, c: list[Any]) -> s.StrLit:
         raw = str(c[0])[1:-1]
-        return s.StrLit(self._tok(c[0]), raw.encode().decode("unicode_escape"))
+        # backslash escapes decoded, any other character kept as written (UTF-8 names as p4c
+        # keeps them: p4c's nonstandard_table_names-bmv2.p4)
+        unescaped = raw.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        return s.StrLit(self._tok(c[0]), unescaped)
 
     def name(self, meta: Any, c: list[Any]) -> s.Name:
         return s.Name(self._tok(c[0]), str(c[0]))

@@ -387,6 +387,7 @@ def _expr(prop: s.TableProperty) -> s.ExprSyntax:
 
 
 _WIDTH_PREFIX = re.compile(r"^[0-9]+[ws]")  # 48w0xff: p4c names the constant 0xff
+_LEADING_ZEROS = re.compile(r"(?P<base>0[xXbBoOdD])?(?P<digits>.*)", re.DOTALL)
 
 
 def key_source(e: s.ExprSyntax, typed: ir.Expr | None = None) -> str:
@@ -411,8 +412,10 @@ def key_source(e: s.ExprSyntax, typed: ir.Expr | None = None) -> str:
     if isinstance(e, s.SliceExpr):
         base = typed.base if isinstance(typed, ir.Slice) else None
         return f"{key_source(e.base, base)}[{key_source(e.hi)}:{key_source(e.lo)}]"
-    if isinstance(e, s.IntLit):
-        return _WIDTH_PREFIX.sub("", e.text)
+    if isinstance(e, s.IntLit):  # p4c writes the value: no leading zeros after a 0x
+        literal = _LEADING_ZEROS.match(_WIDTH_PREFIX.sub("", e.text))
+        assert literal is not None  # the pattern matches any text
+        return (literal["base"] or "") + (literal["digits"].lstrip("0") or "0")
     if isinstance(e, s.BinaryExpr) and e.op == "&":
         left = typed.left if isinstance(typed, ir.Binary) else None
         return f"{key_source(e.left, left)} & {key_source(e.right)}"

@@ -230,6 +230,7 @@ class ProgramChecker:
             direct_meters=tuple(direct_meters),
             controller_headers=self._controller_headers(),
             errors=tuple(self.env.errors),
+            package_annotations=self.main.annotations if self.main is not None else (),
         )
 
     def _controller_headers(self) -> tuple[ir.ControllerHeader, ...]:

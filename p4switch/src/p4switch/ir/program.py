@@ -245,6 +245,8 @@ class Program:
     inlined_actions: frozenset[str] = frozenset()
     digests: tuple[Digest, ...] = ()
     action_profiles: tuple[ActionProfile, ...] = ()
+    # the `main` instantiation's, e.g. @pkginfo(...) and @platform_property(...) for P4Info
+    package_annotations: tuple[Annotation, ...] = ()
 
     def action(self, name: str) -> Action:
         return next(a for a in self.actions if a.name == name)

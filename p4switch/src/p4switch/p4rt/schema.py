@@ -247,6 +247,10 @@ def _bind_action(a: p4info_pb2.Action, state: SwitchState, problems: list[str]) 
     if spec is None:
         problems.append(f"action {name} is not in the program")
         return ActionInfo(a.preamble.id, name, ())
+    if not a.params and not any(name in t.spec.actions for t in state.tables.values()):
+        # no table runs it (only the control calls it, with its own arguments): p4c writes
+        # such an action without parameters, and no entry can give it any
+        return ActionInfo(a.preamble.id, name, ())
     index = {p.name: (i, p.bitwidth) for i, p in enumerate(spec.params)}
     params = []
     for p in a.params:
