@@ -25,7 +25,12 @@ from topo.siteplan import program_defines
 pytestmark = [pytest.mark.bmv2]
 
 REPO = Path(__file__).resolve().parents[2]
-PROGRAMS = sorted((REPO / "p4switch" / "tests" / "programs").glob("*.p4"))
+PROGRAMS = sorted(
+    [
+        *(REPO / "p4switch" / "tests" / "programs").glob("*.p4"),
+        *(REPO / "p4switch" / "tests" / "tutorials").glob("*.p4"),  # flowcache's idle timeouts
+    ]
+)
 
 
 def differences(reference: p4info_pb2.P4Info, ours: p4info_pb2.P4Info, folder: Path) -> str:
