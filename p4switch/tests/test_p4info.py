@@ -219,6 +219,25 @@ def test_a_struct_fields_name_annotation_names_the_key(tmp_path: Path) -> None:
     assert names == ["meta.vrf_id", "global_bd", "hdr.ethernet.dstAddr"]
 
 
+def test_a_header_fields_name_annotation_names_valid_and_stack_keys_too(tmp_path: Path) -> None:
+    """p4c 1.2.5 writes `ipv4.$valid$` and `vlan[0].vid` for these keys, the headers' field
+    `@name(".ipv4")` and `@name(".vlan")` standing alone (as in p4c's switch_p4_16.p4)."""
+    text = (EXAMPLES / "l2.p4").read_text()
+    header = "header ethernet_t {"
+    headers = "struct headers_t {"
+    assert header in text and headers in text
+    text = text.replace(header, "header vlan_t { bit<12> vid; bit<4> pcp; }\n" + header)
+    text = text.replace(headers, headers + ' @name(".vlan") vlan_t[2] tags; @name(".eth")')
+    text = text.replace(
+        "key = { hdr.ethernet.dstAddr: exact; }",
+        "key = { hdr.tags[0].vid: exact; hdr.ethernet.isValid(): exact; }",
+    )
+    path = tmp_path / "named.p4"
+    path.write_text(text)
+    names = [f.name for f in compile_file(path).p4info.tables[0].match_fields]
+    assert names == ["vlan[0].vid", "eth.$valid$"]
+
+
 ACTION_USES = """
 #include <core.p4>
 #include <v1model.p4>

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
 from controller.p4rt import (
@@ -20,7 +21,7 @@ from controller.p4rt.entities import entity_key
 from controller.p4rt.exceptions import WriteLost
 from controller.p4rt.reconcile import differences
 from controller.p4rt.schema import Schema, delete, insert, modify
-from controller.p4rt.status import NOTHING_APPLIED, write_failure
+from controller.p4rt.status import NOTHING_APPLIED, partial_report, write_failure
 from tests.unit.controller.conftest import Switch, snapshot
 from tests.unit.controller.held import HeldWrites, direct_write, groups, tree_round, trees
 
@@ -162,6 +163,18 @@ def test_only_a_write_refused_before_it_ran_counts_as_nothing_applied(
     assert isinstance(err, ConnectionLost) == (code == grpc.StatusCode.UNAVAILABLE)
 
 
+def test_a_report_with_fewer_details_than_updates_leaves_the_rest_unknown() -> None:
+    # the specification asks one detail per update; a switch that sends fewer (p4switch did,
+    # to stay under gRPC's metadata limit) leaves the updates past them unknown
+    errors = [p4runtime_pb2.Error(canonical_code=code_pb2.OK)] * 2 + [
+        p4runtime_pb2.Error(canonical_code=code_pb2.ALREADY_EXISTS, message="taken")
+    ]
+    err = partial_report("s1", 10, errors, Failed(grpc.StatusCode.UNKNOWN))
+    assert isinstance(err, WriteOutcomeUnknown)
+    assert "a write of 10 updates" in str(err) and "details for the first 3 only" in str(err)
+    assert "#2: ALREADY_EXISTS: taken" in str(err) and "reconciled before" in str(err)
+
+
 def _trees(schema: Schema, count: int) -> list[p4runtime_pb2.Update]:
     key = {"hdr.innet.job": 1, "hdr.innet.group": 0, "hdr.innet.src": 0}
     replicate = {"wan_grp": 2, "wan_local_grp": 3}
@@ -178,16 +191,16 @@ def _trees(schema: Schema, count: int) -> list[p4runtime_pb2.Update]:
     ]
 
 
-def test_a_summarised_error_report_leaves_the_rest_unknown_and_is_reconciled(
+def test_a_write_too_large_to_report_leaves_the_switch_unknown_and_is_reconciled(
     fabric: Fabric, switches: list[Switch]
 ) -> None:
-    # another program holds 100 of the 300 entries: the switch refuses them, but its report
-    # details only the first updates (it keeps its trailer under gRPC's metadata limit)
+    # another program holds 100 of the 300 entries: one p4.v1.Error per update would not fit
+    # gRPC's metadata limit, so the switch refuses the whole batch with RESOURCE_EXHAUSTED
     updates = _trees(fabric.schema, 300)
     direct_write(switches[0], updates[200:])
     with pytest.raises(InstallError) as caught:
         fabric.install({"s0": updates})
-    assert "with details for the first" in str(caught.value)
+    assert "RESOURCE_EXHAUSTED" in str(caught.value)
     assert isinstance(caught.value.__cause__, WriteOutcomeUnknown)
     assert fabric.status("s0").diverged  # not rolled back on a guess: read back instead
     fabric.install({"s0": updates})

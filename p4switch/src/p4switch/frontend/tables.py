@@ -407,8 +407,10 @@ def key_source(e: s.ExprSyntax, typed: ir.Expr | None = None) -> str:
             if name.startswith("."):
                 return name[1:]  # a global name: the left-hand side is left out
         return f"{key_source(e.base, base)}.{name}"
-    if isinstance(e, s.IndexExpr):
-        return f"{key_source(e.base)}[{key_source(e.index)}]"
+    if isinstance(e, s.IndexExpr):  # a constant element is checked as a member of its stack
+        stack = typed.base if isinstance(typed, ir.Member) else None
+        stack = typed.stack if isinstance(typed, ir.StackIndex) else stack
+        return f"{key_source(e.base, stack)}[{key_source(e.index)}]"
     if isinstance(e, s.SliceExpr):
         base = typed.base if isinstance(typed, ir.Slice) else None
         return f"{key_source(e.base, base)}[{key_source(e.hi)}:{key_source(e.lo)}]"
@@ -422,7 +424,8 @@ def key_source(e: s.ExprSyntax, typed: ir.Expr | None = None) -> str:
     if isinstance(e, s.CallExpr):
         callee = e.callee
         if isinstance(callee, s.MemberExpr) and callee.name == "isValid" and not e.args:
-            return f"{key_source(callee.base)}.$valid$"  # what P4Runtime expects
+            header = typed.header if isinstance(typed, ir.IsValid) else None
+            return f"{key_source(callee.base, header)}.$valid$"  # what P4Runtime expects
         return f"{key_source(e.callee)}()"
     if isinstance(e, s.CastExpr):
         t = e.type
