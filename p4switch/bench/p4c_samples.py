@@ -3,7 +3,8 @@ whether the P4Info is p4c's. A conformance benchmark: it prints its figures and 
 JSON; it is not a test.
 
     python p4switch/bench/p4c_samples.py --p4c P4C_CHECKOUT [--tutorials TUTORIALS_CHECKOUT]
-        [--backends python,native] [--p4info] [-k SUBSTRING] [--jobs N] [--out FILE.json]
+        [--backends python,native] [--p4info] [--bmv2] [-k SUBSTRING] [--jobs N]
+        [--out FILE.json]
 
 What is counted. The programs are p4c's testdata/p4_16_samples (sub-folders included, but not
 files under an `include` folder, which are pieces of another program) whose text matches the
@@ -29,11 +30,22 @@ the one the installed p4c-bm2-ss writes for the program (`p4c-bm2-ss`, cached un
 `p4c-refused` where that p4c refuses the program), and the one p4c's own tests keep in the
 checkout, testdata/p4_16_samples_outputs/NAME.p4info.txtpb (`testdata`, written by p4test from
 that checkout's sources; `no-reference` for a program without one).
+
+With --bmv2, each packet test also runs on BMv2 (bench/bmv2.py), in the same child, whether or
+not p4switch compiles the program: p4c-bm2-ss's JSON on simple_switch_grpc, the test's writes as
+the same P4Runtime updates against p4c-bm2-ss's P4Info, frames through pcap files per port as
+p4c's runner feeds them. Its status is one of `pass`, `fail`, `unsupported`, `p4c-refused`
+(p4c-bm2-ss refuses the program) or `error` (BMv2 did not start, died or did not finish). The
+report puts it beside p4switch's, counts BMv2's passes and lists the programs where p4switch
+and BMv2 disagree: one passes and the other does not, or both fail with other frames out. The
+child tells the parent the PID of each BMv2 it starts; one left running by a child killed on
+its timeout is stopped by the parent. Without BMv2 installed the option says so and exits 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -42,6 +54,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,17 +62,26 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from bench.stf import StfError, StfUnsupported, parse_stf, run_stf
+from bench import bmv2
+from bench.stf import (
+    StfError,
+    StfUnsupported,
+    check_supported,
+    parse_stf,
+    ports,
+    run_stf,
+    run_stf_on,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 V1MODEL = re.compile(r"include.*v1model\.p4")
-TOOL_DIRS = (Path("/usr/local/bin"), Path("/opt/p4/bin"))  # where p4c is installed, off PATH
+TOOL_DIRS = bmv2.TOOL_DIRS  # where p4c is installed, off PATH
 MEMORY_LIMIT = 3 << 30  # bytes of address space a child may take
 P4INFO_SOURCES = ("p4c-bm2-ss", "testdata")  # where p4c's P4Info comes from (see above)
 Result = dict[str, Any]
@@ -146,9 +168,50 @@ def stf_stage(program: Any, stf: Path, backend: str) -> Result:
         return {"status": "unsupported", "detail": str(err)}
     except Exception as err:
         return {"status": "error", "detail": crash_detail(err)}
+    return outcome_result(outcome)
+
+
+def outcome_result(outcome: Any) -> Result:
+    """A run's status, first difference and the frames that came out (hex)."""
+    frames = [[port, frame.hex()] for port, frame in outcome.frames]
     if outcome.passed:
-        return {"status": "pass"}
-    return {"status": "fail", "detail": outcome.detail}
+        return {"status": "pass", "frames": frames}
+    return {"status": "fail", "detail": outcome.detail, "frames": frames}
+
+
+def bmv2_stage(
+    sample: Sample, stf: Path, options: dict[str, Any], send: Callable[[Any], None]
+) -> Result:
+    """One packet test on BMv2 (bench/bmv2.py): p4c-bm2-ss's JSON on simple_switch_grpc."""
+    tools = bmv2.Bmv2Tools(Path(options["bmv2"][0]), Path(options["bmv2"][1]))
+    try:
+        commands = parse_stf(stf.read_text())
+        check_supported(commands)
+    except (StfError, StfUnsupported) as err:
+        return {"status": "unsupported", "detail": str(err)}
+    inputs, named = ports(commands)
+    with tempfile.TemporaryDirectory(prefix="bmv2-stf-") as tmp:
+        send(("scratch", tmp))  # removed by the parent too, should this child be killed
+        try:
+            program = bmv2.compile_program(tools, sample.path, Path(tmp))
+        except bmv2.Bmv2CompileError as err:
+            return {"status": "p4c-refused", "detail": str(err)}
+        try:
+            with bmv2.running(
+                tools,
+                program,
+                inputs,
+                named,
+                lambda pid: send(("helper", pid)),
+                lambda pid: send(("helper-stopped", pid)),
+                under=Path(tmp),
+            ) as switch:
+                outcome = run_stf_on(switch, commands)
+        except (StfUnsupported, StfError) as err:
+            return {"status": "unsupported", "detail": str(err)}
+        except Exception as err:  # BMv2 dying or hanging, gRPC failing: the harness's
+            return {"status": "error", "detail": crash_detail(err)}
+    return outcome_result(outcome)
 
 
 def find_p4c_bm2_ss() -> Path | None:
@@ -235,12 +298,15 @@ def examine(sample: Sample, options: dict[str, Any], send: Callable[[Any], None]
     send(("start", "compile"))
     compiled, program = compile_stage(sample)
     send(("done", "compile", compiled))
-    if program is None:
-        return
-    if sample.stf is not None:
+    if program is not None and sample.stf is not None:
         for backend in options["backends"]:
             send(("start", f"stf.{backend}"))
             send(("done", f"stf.{backend}", stf_stage(program, sample.stf, backend)))
+    if options.get("bmv2") and sample.stf is not None:  # whether p4switch compiles it or not
+        send(("start", "stf.bmv2"))
+        send(("done", "stf.bmv2", bmv2_stage(sample, sample.stf, options, send)))
+    if program is None:
+        return
     for source in options["p4info"]:
         send(("start", f"p4info.{source}"))
         try:
@@ -274,6 +340,8 @@ class Running:
     started: float
     result: Result
     stage: str = ""
+    helpers: set[int] = field(default_factory=set)  # BMv2 PIDs the child started
+    scratch: list[str] = field(default_factory=list)  # the child's temporary folders
 
 
 def run_all(
@@ -310,6 +378,7 @@ def run_all(
                 _settle(job, "timeout", f"no answer in {timeout:.0f} s")
                 finished = True
             if finished:
+                _stop_helpers(job)
                 job.process.join()
                 job.conn.close()
                 job.result["seconds"] = round(time.monotonic() - job.started, 2)
@@ -337,7 +406,24 @@ def _drain(job: Running) -> bool:
             job.stage = ""
         elif message[0] == "crash":
             _settle(job, "crash", message[1])
+        elif message[0] == "helper":
+            job.helpers.add(message[1])
+        elif message[0] == "helper-stopped":
+            job.helpers.discard(message[1])
+        elif message[0] == "scratch":
+            job.scratch.append(message[1])
     return False
+
+
+def _stop_helpers(job: Running) -> None:
+    """A BMv2 the child started and could not stop (it was killed, or died): stopped by its
+    PID; the child's temporary folders removed (gone already when it ended normally)."""
+    for pid in job.helpers:
+        with contextlib.suppress(ProcessLookupError):  # it ended on its own
+            os.kill(pid, signal.SIGKILL)
+    job.helpers.clear()
+    for folder in job.scratch:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _settle(job: Running, status: str, detail: str) -> None:
@@ -351,7 +437,59 @@ def _settle(job: Running, status: str, detail: str) -> None:
 # --- the report ------------------------------------------------------------------------------
 
 
-def summarise(results: Sequence[Result], backends: Sequence[str]) -> dict[str, Any]:
+def columns(backends: Sequence[str], bmv2: bool) -> list[str]:
+    """The packet-test columns: p4switch's back ends, then BMv2 when it ran."""
+    return [*backends, "bmv2"] if bmv2 else list(backends)
+
+
+def disagreement(result: Result, backend: str) -> str | None:
+    """How p4switch on `backend` and BMv2 disagree on a packet test (one passes, the other
+    does not; or both fail with other frames), or None."""
+    if "stf.bmv2" not in result:
+        return None
+    compiled = result.get("compile", {"class": "not-compiled"})
+    ours = result.get(
+        f"stf.{backend}", {"status": "not-compiled", "detail": compiled.get("detail", "")}
+    )
+    theirs = result["stf.bmv2"]
+    if (ours["status"] == "pass") != (theirs["status"] == "pass"):
+        failing, who = (theirs, "BMv2") if ours["status"] == "pass" else (ours, "p4switch")
+        return (
+            f"p4switch {ours['status']}, BMv2 {theirs['status']}: "
+            f"{who}: {failing.get('detail', '')}"
+        )
+    if ours["status"] == theirs["status"] == "fail":
+        difference = frames_difference(ours.get("frames", []), theirs.get("frames", []))
+        if difference:
+            return f"both fail, other frames: {difference}"
+    return None
+
+
+def frames_difference(ours: Sequence[Sequence[Any]], theirs: Sequence[Sequence[Any]]) -> str:
+    """The first difference between two runs' frames ([port, hex] in order per port)."""
+    by_port: dict[int, tuple[list[str], list[str]]] = {}
+    for side, frames in enumerate((ours, theirs)):
+        for port, frame in frames:
+            by_port.setdefault(port, ([], []))[side].append(frame)
+    for port in sorted(by_port):
+        mine, bmv2s = by_port[port]
+        for index, (a, b) in enumerate(zip(mine, bmv2s, strict=False)):
+            if a != b:
+                at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+                at = min(len(a), len(b)) if at is None else at
+                at -= at % 2
+                return (
+                    f"port {port} frame {index} byte {at // 2}: "
+                    f"p4switch {a[at : at + 16] or '(end)'}, BMv2 {b[at : at + 16] or '(end)'}"
+                )
+        if len(mine) != len(bmv2s):
+            return f"port {port}: p4switch {len(mine)} frame(s), BMv2 {len(bmv2s)}"
+    return ""
+
+
+def summarise(
+    results: Sequence[Result], backends: Sequence[str], bmv2: bool = False
+) -> dict[str, Any]:
     sample_results = [r for r in results if r["kind"] == "sample"]
     tests = [r for r in sample_results if r["stf"]]
     summary: dict[str, Any] = {
@@ -360,10 +498,21 @@ def summarise(results: Sequence[Result], backends: Sequence[str]) -> dict[str, A
         "compile": dict(Counter(r["compile"]["class"] for r in sample_results)),
         "compile_packet_tests": dict(Counter(r["compile"]["class"] for r in tests)),
         "stf": {
-            b: dict(Counter(r.get(f"stf.{b}", {}).get("status", "not-compiled") for r in tests))
-            for b in backends
+            b: dict(
+                Counter(
+                    r.get(f"stf.{b}", {}).get(
+                        "status", "not-run" if b == "bmv2" else "not-compiled"
+                    )
+                    for r in tests
+                )
+            )
+            for b in columns(backends, bmv2)
         },
     }
+    if bmv2:
+        summary["disagree_with_bmv2"] = {
+            b: [r["program"] for r in tests if disagreement(r, b)] for b in backends
+        }
     for source in P4INFO_SOURCES:
         compared = [r[f"p4info.{source}"] for r in sample_results if f"p4info.{source}" in r]
         if compared:
@@ -382,7 +531,13 @@ def summarise(results: Sequence[Result], backends: Sequence[str]) -> dict[str, A
     return summary
 
 
-def report(results: Sequence[Result], summary: dict[str, Any], backends: Sequence[str]) -> str:
+def report(
+    results: Sequence[Result],
+    summary: dict[str, Any],
+    backends: Sequence[str],
+    bmv2: bool = False,
+) -> str:
+    shown = columns(backends, bmv2)
     out = [
         f"{summary['programs']} v1model sample programs, "
         f"{summary['packet_tests']} with a packet test",
@@ -394,7 +549,7 @@ def report(results: Sequence[Result], summary: dict[str, Any], backends: Sequenc
             f"  {cls:<24}{summary['compile'].get(cls, 0):>8}"
             f"{summary['compile_packet_tests'].get(cls, 0):>14}"
         )
-    out += ["", f"{'packet tests':<26}" + "".join(f"{b:>10}" for b in backends)]
+    out += ["", f"{'packet tests':<26}" + "".join(f"{b:>10}" for b in shown)]
     statuses = (
         "pass",
         "fail",
@@ -404,11 +559,15 @@ def report(results: Sequence[Result], summary: dict[str, Any], backends: Sequenc
         "timeout",
         "crash",
         "not-compiled",
+        "p4c-refused",
+        "not-run",
     )
     for status in statuses:
-        row = [summary["stf"][b].get(status, 0) for b in backends]
+        row = [summary["stf"][b].get(status, 0) for b in shown]
         if any(row) or status in ("pass", "fail"):
             out.append(f"  {status:<24}" + "".join(f"{n:>10}" for n in row))
+    if bmv2:
+        out += ["", bmv2_summary_line(summary, backends)]
     for source in P4INFO_SOURCES:
         if f"p4info.{source}" in summary:
             compared = summary[f"p4info.{source}"]
@@ -427,16 +586,38 @@ def report(results: Sequence[Result], summary: dict[str, Any], backends: Sequenc
     for r in results:
         if not r["stf"]:
             continue
+        failing = [b for b in shown if b == "bmv2" or r["compile"]["class"] == "compiles"]
         if r["compile"]["class"] != "compiles":
             out.append(
                 f"  {r['program']}: {r['compile']['class']}: {r['compile'].get('detail', '')}"
             )
-            continue
-        for b in backends:
+        for b in failing:
             stage = r.get(f"stf.{b}", {"status": "missing"})
             if stage["status"] != "pass":
                 out.append(f"  {r['program']} [{b}]: {stage['status']}: {stage.get('detail', '')}")
+    if bmv2:
+        out += ["", "packet tests where p4switch and BMv2 disagree:"]
+        out += disagreement_lines(results, backends)
     return "\n".join(out)
+
+
+def bmv2_summary_line(summary: dict[str, Any], backends: Sequence[str]) -> str:
+    passes = ", ".join(f"p4switch [{b}] {summary['stf'][b].get('pass', 0)}" for b in backends)
+    disagree = ", ".join(f"[{b}] {len(summary['disagree_with_bmv2'][b])}" for b in backends)
+    return (
+        f"on BMv2 {summary['stf']['bmv2'].get('pass', 0)} of {summary['packet_tests']} packet "
+        f"tests pass ({passes}); programs where p4switch and BMv2 disagree: {disagree}"
+    )
+
+
+def disagreement_lines(results: Sequence[Result], backends: Sequence[str]) -> list[str]:
+    lines = []
+    for r in results:
+        for b in backends:
+            difference = disagreement(r, b) if r["stf"] else None
+            if difference:
+                lines.append(f"  {r['program']} [{b}]: {difference}")
+    return lines
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -449,6 +630,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tutorials", type=Path, help="a p4lang/tutorials checkout")
     parser.add_argument("--backends", default="python,native", help="comma-separated back ends")
     parser.add_argument("--p4info", action="store_true", help="compare P4Info with p4c's")
+    parser.add_argument(
+        "--bmv2", action="store_true", help="run the packet tests on BMv2 too, beside p4switch"
+    )
     parser.add_argument("-k", dest="substring", default="", help="only programs whose name has it")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="children at a time")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per program")
@@ -469,6 +653,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.p4info and compiler is None:
         print("p4c_samples: no p4c-bm2-ss found: P4Info against testdata only", file=sys.stderr)
         sources.remove("p4c-bm2-ss")
+    tools = bmv2.find_tools() if args.bmv2 else None
+    if args.bmv2 and tools is None:
+        print("p4c_samples: error: --bmv2: no simple_switch_grpc or p4c-bm2-ss", file=sys.stderr)
+        return 2
     programs = samples(args.p4c) + (tutorials(args.tutorials) if args.tutorials else [])
     programs = [p for p in programs if args.substring in p.name]
     options = {
@@ -478,6 +666,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "p4c_bm2_ss": str(compiler),
         "cache": str(REPO / "build" / "p4c_samples" / "p4c"),
         "memory": MEMORY_LIMIT,
+        "bmv2": (str(tools.compiler), str(tools.switch)) if tools is not None else None,
     }
     start = time.monotonic()
 
@@ -488,12 +677,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     results = run_all(programs, options, args.jobs, args.timeout, progress)
-    summary = summarise(results, backends)
-    print(report(results, summary, backends))
+    summary = summarise(results, backends, args.bmv2)
+    print(report(results, summary, backends, args.bmv2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     document = {
         "p4c": str(args.p4c),
-        "backends": backends,
+        "backends": columns(backends, args.bmv2),
         "seconds": round(time.monotonic() - start, 1),
         "summary": summary,
         "programs": results,

@@ -265,12 +265,52 @@ class Switch(Protocol):
     def counter(self, name: str) -> list[int]: ...
 
 
+class Target(Protocol):
+    """A switch that takes frames and gives back what came out at the end (BMv2 running
+    apart, bench/bmv2.py); `InProcess` makes a `Switch` one."""
+
+    p4info: p4info_pb2.P4Info
+
+    def write(self, updates: Sequence[p4runtime_pb2.Update]) -> None: ...
+
+    def send(self, port: int, frame: bytes) -> None: ...
+
+    def counter(self, name: str) -> list[int]: ...
+
+    def frames(self) -> list[tuple[int, bytes]]:
+        """Every frame out so far, as (port, frame), in order per port."""
+        ...
+
+
+class InProcess:
+    """A `Switch` as a `Target`: each frame processed when sent, what came out kept."""
+
+    def __init__(self, switch: Switch) -> None:
+        self.switch = switch
+        self.p4info = switch.p4info
+        self.out: list[tuple[int, bytes]] = []
+
+    def write(self, updates: Sequence[p4runtime_pb2.Update]) -> None:
+        self.switch.write(updates)
+
+    def send(self, port: int, frame: bytes) -> None:
+        self.out += self.switch.process(port, frame)
+
+    def counter(self, name: str) -> list[int]:
+        return self.switch.counter(name)
+
+    def frames(self) -> list[tuple[int, bytes]]:
+        return self.out
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """`passed`, or the first difference (`detail`)."""
+    """`passed`, or the first difference (`detail`); `frames`: what came out of the ports the
+    test names, in order per port (none when the test stopped before its end)."""
 
     passed: bool
     detail: str = ""
+    frames: tuple[tuple[int, bytes], ...] = ()
 
 
 @dataclass
@@ -280,34 +320,47 @@ class _Replication:
     written: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
 
+def check_supported(commands: Sequence[Command]) -> None:
+    """StfUnsupported for the first command this runner does not carry out."""
+    for command in commands:
+        if isinstance(command, Unsupported):
+            raise StfUnsupported(f"line {command.line}: `{command.text}`")
+
+
+def ports(commands: Sequence[Command]) -> tuple[set[int], set[int]]:
+    """The ports frames come in on (`packet`) and all the ports a line names."""
+    inputs = {c.port for c in commands if isinstance(c, Packet)}
+    return inputs, inputs | {c.port for c in commands if isinstance(c, Expect)}
+
+
 def run_stf(switch: Switch, commands: Sequence[Command]) -> Outcome:
     """Carry out `commands` on `switch` and compare what came out with what was expected.
     StfUnsupported for a command this runner does not carry out; a refused write or a counter
     check that fails is a failed outcome."""
-    for command in commands:
-        if isinstance(command, Unsupported):
-            raise StfUnsupported(f"line {command.line}: `{command.text}`")
-    names = _Names(switch.p4info)
+    return run_stf_on(InProcess(switch), commands)
+
+
+def run_stf_on(target: Target, commands: Sequence[Command]) -> Outcome:
+    """`run_stf` on any `Target`."""
+    check_supported(commands)
+    names = _Names(target.p4info)
     replication = _Replication()
-    sent: dict[int, list[bytes]] = {}
     expected: dict[int, list[Expect]] = {}
-    watched = {c.port for c in commands if isinstance(c, Packet | Expect)}
+    _, watched = ports(commands)
     for command in commands:
         if isinstance(command, Packet):
-            _write_groups(switch, replication)
-            for port, frame in switch.process(command.port, command.data):
-                if port in watched:
-                    sent.setdefault(port, []).append(frame)
+            _write_groups(target, replication)
+            target.send(command.port, command.data)
         elif isinstance(command, Expect):
             expected.setdefault(command.port, []).append(command)
         elif isinstance(command, CheckCounter):
-            outcome = _check_counter(switch, names, command)
+            outcome = _check_counter(target, names, command)
             if not outcome.passed:
                 return outcome
         elif isinstance(command, TableAdd | SetDefault | MirroringAdd):
             update = names.update(command)
             try:
-                switch.write([update])
+                target.write([update])
             except Exception as err:  # the switch's refusal, whatever its class
                 return Outcome(False, f"line {command.line}: write refused: {_one_line(err)}")
         elif isinstance(command, GroupCreate):
@@ -316,7 +369,13 @@ def run_stf(switch: Switch, commands: Sequence[Command]) -> Outcome:
             replication.nodes.append((command.rid, command.ports))
         elif isinstance(command, NodeAssociate):
             replication.groups.setdefault(command.group, []).append(command.handle)
-    return compare(expected, sent)
+    sent: dict[int, list[bytes]] = {}
+    for port, frame in target.frames():
+        if port in watched:
+            sent.setdefault(port, []).append(frame)
+    outcome = compare(expected, sent)
+    frames = tuple((port, frame) for port in sorted(sent) for frame in sent[port])
+    return Outcome(outcome.passed, outcome.detail, frames)
 
 
 def compare(expected: dict[int, list[Expect]], sent: dict[int, list[bytes]]) -> Outcome:
@@ -361,7 +420,7 @@ def frame_difference(pattern: str, frame: bytes) -> str:
     return ""
 
 
-def _check_counter(switch: Switch, names: _Names, command: CheckCounter) -> Outcome:
+def _check_counter(switch: Switch | Target, names: _Names, command: CheckCounter) -> Outcome:
     name = names.counter(command.name)
     counts = switch.counter(name)
     if command.index >= len(counts):
@@ -376,7 +435,7 @@ def _check_counter(switch: Switch, names: _Names, command: CheckCounter) -> Outc
     )
 
 
-def _write_groups(switch: Switch, replication: _Replication) -> None:
+def _write_groups(switch: Switch | Target, replication: _Replication) -> None:
     for group, handles in replication.groups.items():
         replicas = tuple(
             (port, replication.nodes[h][0]) for h in handles for port in replication.nodes[h][1]

@@ -1,7 +1,8 @@
 """The conformance benchmark against p4c's samples (bench/p4c_samples.py, bench/stf.py): the STF
 reader, the runner on a program of our own (passes, first differences, wildcards, priorities,
-counters, multicast), and how a child's end is classified (refused, crash, died, timeout). No p4c
-checkout is needed."""
+counters, multicast), how a child's end is classified (refused, crash, died, timeout), and BMv2
+beside p4switch (bench/bmv2.py: its reader's order, its log read for the end of a frame, the same
+tests run on it where it is installed). No p4c checkout is needed."""
 
 from __future__ import annotations
 
@@ -13,19 +14,23 @@ from pathlib import Path
 import pytest
 
 import p4switch
-from bench import p4c_samples
+from bench import bmv2, p4c_samples
+from bench.bmv2 import FrameQueue, LogWatch
 from bench.p4c_samples import Sample, compile_stage, run_all
 from bench.stf import (
     CheckCounter,
     Expect,
     NodeCreate,
+    Outcome,
     Packet,
     StfError,
     StfUnsupported,
     TableAdd,
     frame_difference,
     parse_stf,
+    ports,
     run_stf,
+    run_stf_on,
 )
 
 PROGRAM = Path(__file__).resolve().parent / "programs" / "stf_harness.p4"
@@ -309,3 +314,191 @@ def test_p4info_is_compared_with_p4c_s_and_its_differences_kinded(
     result = p4c_samples.p4info_stage(sample, program, "testdata", options)
     assert result["status"] == "different"
     assert result["kinds"] == ["action params", "table only in p4switch"]
+
+
+# --- BMv2 beside p4switch (bench/bmv2.py) ------------------------------------------------------
+
+
+def test_bmv2_s_reader_hands_over_a_frame_once_every_open_port_has_one() -> None:
+    queue = FrameQueue({0: [], 2: []})
+    queue.add(0)
+    assert queue.handed_over(closed=False) == 0  # port 2 has none yet: the reader waits on it
+    queue.add(2)
+    queue.add(0)
+    # 0 (port 0) goes; then 1 (port 2) goes; port 2 is empty again, so 2 (port 0) waits
+    assert queue.handed_over(closed=False) == 2
+    assert queue.handed_over(closed=True) == 3
+    single = FrameQueue({1: []})
+    single.add(1)
+    single.add(1)
+    assert single.handed_over(closed=False) == 2
+
+
+def _log(tmp_path: Path, *lines: str) -> LogWatch:
+    path = tmp_path / "switch.txt"
+    with path.open("a") as log:
+        log.writelines(f"[12:00:00.000] [bmv2] [D] [thread 7] [0.0] [cxt 0] {ln}\n" for ln in lines)
+    return LogWatch(path)
+
+
+def test_the_log_tells_when_every_copy_of_a_frame_has_left(tmp_path: Path) -> None:
+    watch = _log(
+        tmp_path,
+        "Processing packet received on port 0",
+        "Cloning packet at ingress",
+        "Cloning packet to egress port 4",
+        "Egress port is 2",
+    )
+    watch.read()
+    assert not watch.settled(1)  # two copies on their way
+    with (tmp_path / "switch.txt").open("a") as log:
+        log.write("[x] Transmitting packet of size 60 out of port 4\n[x] Transmitting packet of")
+    watch.read()
+    assert not watch.settled(1)  # the second line is not whole yet
+    with (tmp_path / "switch.txt").open("a") as log:
+        log.write(" size 64 out of port 2\n")
+    watch.read()
+    assert watch.settled(1)
+    assert watch.transmitted == {4: 1, 2: 1}
+    assert not watch.settled(2)  # a second frame not taken in yet
+
+
+def test_a_resubmitted_or_multicast_frame_is_followed_to_its_end(tmp_path: Path) -> None:
+    watch = _log(
+        tmp_path,
+        "Processing packet received on port 1",
+        "Resubmitting packet",
+        "Processing packet received on port 1",
+        "Multicast requested for packet",
+        "Replicating packet on port 2",
+        "Replicating packet on port 3",
+        "Dropping packet at the end of egress",
+    )
+    watch.read()
+    assert not watch.settled(1)
+    with (tmp_path / "switch.txt").open("a") as log:
+        log.write("[x] Transmitting packet of size 60 out of port 3\n")
+    watch.read()
+    assert watch.settled(1)
+
+
+def test_a_disagreement_is_a_pass_against_a_failure_or_other_frames() -> None:
+    def result(ours: dict[str, object], theirs: dict[str, object]) -> dict[str, object]:
+        return {"program": "p", "stf": True, "stf.python": ours, "stf.bmv2": theirs}
+
+    passed = {"status": "pass", "frames": [[1, "00aa"]]}
+    failed = {"status": "fail", "detail": "port 1: expected 1 frame(s), got 0", "frames": []}
+    assert p4c_samples.disagreement(result(passed, passed), "python") is None
+    assert p4c_samples.disagreement(result(passed, failed), "python") == (
+        "p4switch pass, BMv2 fail: BMv2: port 1: expected 1 frame(s), got 0"
+    )
+    other = {"status": "fail", "detail": "d", "frames": [[1, "00ab"], [2, "00"]]}
+    mine = {"status": "fail", "detail": "d", "frames": [[1, "00aa"], [2, "00"]]}
+    assert p4c_samples.disagreement(result(mine, other), "python") == (
+        "both fail, other frames: port 1 frame 0 byte 1: p4switch aa, BMv2 ab"
+    )
+    assert p4c_samples.disagreement(result(other, other), "python") is None
+    compile_refused = {  # no p4switch run
+        "program": "p",
+        "stf": True,
+        "compile": {"class": "refused", "detail": "p.p4:1:2: error: no"},
+        "stf.bmv2": passed,
+    }
+    assert p4c_samples.disagreement(compile_refused, "python") == (
+        "p4switch not-compiled, BMv2 pass: p4switch: p.p4:1:2: error: no"
+    )
+
+
+TOOLS = bmv2.find_tools()
+needs_bmv2 = pytest.mark.skipif(
+    TOOLS is None, reason="BMv2 test: no simple_switch_grpc or p4c-bm2-ss found"
+)
+
+
+def run_bmv2(tmp_path: Path, text: str) -> Outcome:
+    assert TOOLS is not None
+    commands = parse_stf(text)
+    compiled = bmv2.compile_program(TOOLS, PROGRAM, tmp_path)
+    inputs, named = ports(commands)
+    with bmv2.running(TOOLS, compiled, inputs, named) as switch:
+        return run_stf_on(switch, commands)
+
+
+@pytest.mark.bmv2
+@needs_bmv2
+def test_bmv2_runs_a_test_and_reports_its_frames(tmp_path: Path) -> None:
+    outcome = run_bmv2(
+        tmp_path,
+        "add classify 10 f:0x****0101 set_b(b:0x11, port:1)\n"
+        "add classify 20 f:0x00000101 set_b(b:0x22, port:2)\n"
+        f"packet 0 {ETH} 00000101 00 00\n"
+        f"expect 2 {ETH} 00000101 22 00 $\n"
+        f"packet 3 {ETH} abcd0101 00 00\n"
+        f"expect 1 {ETH} ****0101 11 **\n",
+    )
+    assert outcome.passed, outcome.detail
+    eth = bytes.fromhex(ETH.replace(" ", ""))
+    assert outcome.frames == (
+        (1, eth + bytes.fromhex("abcd0101 11 00")),
+        (2, eth + bytes.fromhex("00000101 22 00")),
+    )
+
+
+@pytest.mark.bmv2
+@needs_bmv2
+def test_bmv2_fails_a_test_with_its_first_difference(tmp_path: Path) -> None:
+    outcome = run_bmv2(
+        tmp_path,
+        "add classify 1 f:0x00000101 set_b(b:0x22, port:2)\n"
+        f"packet 0 {ETH} 00000101 00 00\n"
+        f"expect 2 {ETH} 00000101 23 00\n"
+        f"packet 0 {ETH} 00000001 00 00\n",  # no entry: out on port 0, named by a line
+    )
+    assert not outcome.passed
+    assert outcome.detail == (
+        "port 0: expected 0 frame(s), got 1, first extra 00000000000200000000000112340000..."
+    )
+    eth = bytes.fromhex(ETH.replace(" ", ""))
+    assert [port for port, _ in outcome.frames] == [0, 2]
+    assert outcome.frames[1][1] == eth + bytes.fromhex("00000101 22 00")
+    lone = run_bmv2(
+        tmp_path,
+        "add classify 1 f:0x00000101 set_b(b:0x22, port:2)\n"
+        f"packet 0 {ETH} 00000101 00 00\n"
+        f"expect 2 {ETH} 00000101 23 00\n",
+    )
+    assert lone.detail == "port 2 frame 0 (line 3): byte 18: expected 2300, got 2200"
+
+
+@pytest.mark.bmv2
+@needs_bmv2
+def test_bmv2_finishes_frames_before_a_later_write_and_replicates(tmp_path: Path) -> None:
+    outcome = run_bmv2(
+        tmp_path,
+        # before the entry: the route default leaves egress_spec 0
+        f"packet 0 {ETH} 00000002 00 00\n"
+        f"expect 0 {ETH} 00000002 00 00\n"
+        "add classify 1 f:0x2 to_group(group:7)\n"
+        "mc_mgrp_create 7\n"
+        "mc_node_create 400 1\n"
+        "mc_node_create 5 2 3\n"
+        "mc_node_associate 7 0\n"
+        "mc_node_associate 7 1\n"
+        f"packet 0 {ETH} 00000002 00 00\n"
+        f"expect 1 {ETH} 00000002 00 90\n"
+        f"expect 2 {ETH} 00000002 00 05\n"
+        f"expect 3 {ETH} 00000002 00 05\n"
+        "check_counter seen(0) packets == 2\n",
+    )
+    assert outcome.passed, outcome.detail
+
+
+def test_the_bmv2_option_without_bmv2_says_so_and_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "testdata" / "p4_16_samples").mkdir(parents=True)
+    monkeypatch.setattr(bmv2, "find_tools", lambda: None)
+    assert p4c_samples.main(["--p4c", str(tmp_path), "--bmv2", "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err == (
+        "p4c_samples: error: --bmv2: no simple_switch_grpc or p4c-bm2-ss\n"
+    )
