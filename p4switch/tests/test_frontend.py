@@ -278,3 +278,14 @@ def test_a_package_of_its_own_named_v1switch_is_refused_at_main(tmp_path: Path) 
     )
     err = refused(path)
     assert err.line == 5 and "a package of 1 blocks; p4switch runs v1model.p4's, of 6" in err.what
+
+
+def test_a_const_entry_among_entries_is_refused_by_name(tmp_path: Path) -> None:
+    # the shape of p4c's init-entries-bmv2.p4: `const` on one entry of a table's `entries`
+    base = (PROGRAMS / "features.p4").read_text()
+    old = "const entries = {\n            0x01 &&& 0xff: arith();"
+    new = "entries = {\n            const 0x01 &&& 0xff: arith();"
+    path, text = variant(tmp_path, old, new, base)
+    err = refused(path)
+    assert (err.line, err.col) == position(text, "const 0x01")
+    assert err.what == "a `const` entry in `entries` is not supported (declare `const entries`)"

@@ -174,6 +174,18 @@ class DeclBuilder(CodeBuilder):
     def transition_select(self, meta: Any, c: list[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         return tuple(c[0]), tuple(c[1:])
 
+    def transition_select_none(self, meta: Any, c: list[Any]) -> tuple[None, tuple[Any, ...]]:
+        """`select()` with no keys (p4c's issue1291-bmv2.p4): only `default` or `_` can match,
+        so it is the transition to the first case's state."""
+        for case in c:
+            if not isinstance(case.keyset, s.DefaultKey | s.DontCare):
+                what = "a select with no keys matches only `default` or `_`"
+                raise P4CompileError.at(case.loc, what)
+        if not c:
+            raise P4CompileError.at(self._loc(meta), "a select with no keys needs a `default` case")
+        first = c[0]
+        return None, (s.SelectCaseSyntax(first.loc, s.DefaultKey(first.loc), first.state),)
+
     def select_case(self, meta: Any, c: list[Any]) -> s.SelectCaseSyntax:
         return s.SelectCaseSyntax(self._loc(meta), c[0], str(c[1]))
 
@@ -249,8 +261,16 @@ class DeclBuilder(CodeBuilder):
     def action_ref(self, meta: Any, c: list[Any]) -> s.ActionRefSyntax:
         return s.ActionRefSyntax(c[1].loc, c[1], c[0])
 
+    def entry_const(self, meta: Any, c: list[Any]) -> bool:
+        return True
+
     def entry(self, meta: Any, c: list[Any]) -> s.EntrySyntax:
-        priority, keyset, action, annos = c
+        const, priority, keyset, action, annos = c
+        if const is not None:
+            # the control plane may not change or delete such an entry, which p4switch's
+            # runtime does not enforce (p4c's init-entries-bmv2.p4)
+            what = "a `const` entry in `entries` is not supported (declare `const entries`)"
+            raise P4CompileError.at(self._loc(meta), what)  # the entry starts at `const`
         return s.EntrySyntax(self._loc(meta), keyset, action, priority, annos)
 
 
