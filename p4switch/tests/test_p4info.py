@@ -392,3 +392,77 @@ def test_an_action_no_table_lists_has_no_parameters_as_p4c(tmp_path: Path) -> No
     assert [p.name for p in outer.params] == ["port"]
     compiled = compile_file(path)
     P4InfoIndex.bind(compiled.p4info, compiled.new_state())  # the P4Runtime server takes it
+
+
+@pytest.fixture(scope="module")
+def named() -> p4info_pb2.P4Info:
+    return compile_file(PROGRAMS / "named_types.p4").p4info
+
+
+def test_a_new_type_is_named_in_type_name_as_p4c(named: p4info_pb2.P4Info) -> None:
+    """p4c 1.2.5 writes a `type`'s name in the type_name of a match field, an action parameter
+    and a controller header field, and its bit<N> in type_info.new_types; a `type` of a
+    `type` is named after the outer one."""
+    ports = by_name(named.tables, "ingress.ports")
+    key = ports.match_fields[0]
+    assert (key.name, key.bitwidth, key.type_name.name) == ("ingress_port", 9, "port_id_t")
+    param = by_name(named.actions, "ingress.forward").params[0]
+    assert (param.name, param.bitwidth, param.type_name.name) == ("port", 9, "egress_port_t")
+    (packet_in,) = named.controller_packet_metadata
+    assert [(m.name, m.type_name.name) for m in packet_in.metadata] == [
+        ("ingress_port", "port_id_t"),
+        ("pad", ""),
+        ("verdict", ""),
+    ]
+    new_types = named.type_info.new_types
+    assert new_types["port_id_t"].original_type.bitstring.bit.bitwidth == 9
+    assert new_types["egress_port_t"].original_type.bitstring.bit.bitwidth == 9
+
+
+def test_a_translated_type_has_the_controller_s_width_as_p4c(named: p4info_pb2.P4Info) -> None:
+    """p4c 1.2.5 writes `@p4runtime_translation("uri", 32)` on a `type bit<12>` as the field's
+    and parameter's bitwidth 32 (a default argument 4 bytes), and the URI and width in
+    type_info.new_types; a typedef of it is named after it."""
+    key = by_name(named.tables, "ingress.ports").match_fields[1]
+    assert (key.name, key.bitwidth, key.type_name.name) == ("hdr.vlan.tenant", 32, "tenant_t")
+    param = by_name(named.actions, "ingress.set_tenant").params[0]
+    assert (param.bitwidth, param.type_name.name) == (32, "tenant_t")
+    default = by_name(named.tables, "ingress.tenants").initial_default_action
+    assert default.arguments[0].value == b"\x00\x00\x00\x05"  # the value untranslated
+    translated = named.type_info.new_types["tenant_t"].translated_type
+    assert (translated.uri, translated.sdn_bitwidth) == ("example.org/p4switch/tenant_t", 32)
+    assert not named.type_info.new_types["tenant_t"].annotations
+
+
+def test_serializable_enums_are_described_as_p4c(named: p4info_pb2.P4Info) -> None:
+    """p4c 1.2.5 writes a register and a digest field of a serializable enum as
+    `serializable_enum`, a key of one as its bit<N> without type_name, and describes the
+    enums these or a controller header field use in type_info.serializable_enums, each
+    member's value as many bytes as the width takes."""
+    register = by_name(named.registers, "ingress.last_ether_type")
+    assert register.type_spec.serializable_enum.name == "ether_type_t"
+    members = named.type_info.structs["learn_t"].members
+    assert [m.type_spec.WhichOneof("type_spec") for m in members] == [
+        "bitstring",
+        "new_type",
+        "serializable_enum",
+    ]
+    key = by_name(named.tables, "ingress.tenants").match_fields[1]
+    assert (key.bitwidth, key.type_name.name) == (16, "")
+    enums = named.type_info.serializable_enums
+    assert sorted(enums) == ["ether_type_t", "verdict_t"]  # not color_t: only in metadata
+    assert enums["ether_type_t"].underlying_type.bitwidth == 16
+    assert [(m.name, m.value) for m in enums["ether_type_t"].members] == [
+        ("IPV4", b"\x08\x00"),
+        ("ARP", b"\x08\x06"),
+    ]
+
+
+def test_a_new_type_s_other_annotations_are_kept_as_p4c(tmp_path: Path) -> None:
+    """p4c 1.2.5 keeps a new type's annotations but @p4runtime_translation in
+    type_info.new_types (p4c's p416-type-use3.p4)."""
+    source = (PROGRAMS / "named_types.p4").read_text()
+    path = tmp_path / "annotated.p4"
+    path.write_text(source.replace("type bit<9> port_id_t;", '@note("x")\ntype bit<9> port_id_t;'))
+    info = compile_file(path).p4info
+    assert list(info.type_info.new_types["port_id_t"].annotations) == ['@note("x")']

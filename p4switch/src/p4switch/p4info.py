@@ -139,7 +139,7 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     info.pkg_info.arch = "v1model"
     _package(info.pkg_info, program.package_annotations)
     for t in program.tables:
-        _table(info.tables.add(), t, ids)
+        _table(info.tables.add(), t, ids, info)
         _initial_default_action(info.tables[-1], t, program.action(t.default_action), ids)
     # an action no table lists runs only where the control calls it, with its arguments there:
     # p4c 1.2.5 makes its parameters locals and writes it without any (p4c's issue323.p4)
@@ -149,7 +149,8 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
         _preamble(msg.preamble, ids, PREFIX.ACTION, a.name, a.annotations)
         params = a.control_params if a.name in listed else ()
         for i, p in enumerate(params, start=1):
-            param = msg.params.add(id=i, name=p.name, bitwidth=ir.bit_width(p.type))
+            param = msg.params.add(id=i, name=p.name, bitwidth=_width(p.type))
+            _type_name(param, p.type, info)
             param.annotations.extend(_annotations(p.annotations))
     for c in program.counters:
         msg = info.counters.add(size=c.size)
@@ -164,27 +165,96 @@ def build_p4info(program: ir.Program) -> p4info_pb2.P4Info:
     for r in program.registers:
         msg = info.registers.add(size=r.size)
         _preamble(msg.preamble, ids, PREFIX.REGISTER, r.name, r.annotations)
-        bitstring = msg.type_spec.bitstring
-        (bitstring.int if r.value_type.signed else bitstring.bit).bitwidth = r.value_type.width
+        _type_spec(msg.type_spec, r.value_type, info)
     _digests(info, program, ids)
     for h in program.controller_headers:
         msg = info.controller_packet_metadata.add()
         msg.preamble.id = ids.id(PREFIX.CONTROLLER_HEADER, h.type.name)
         msg.preamble.name = msg.preamble.alias = h.name
         msg.preamble.annotations.extend(_annotations(h.annotations))
-        for i, (name, width) in enumerate(_leaf_fields(h.type), start=1):
-            msg.metadata.add(id=i, name=name, bitwidth=width)
+        for i, (name, field_type) in enumerate(_leaf_fields(h.type), start=1):
+            _type_name(
+                msg.metadata.add(id=i, name=name, bitwidth=_width(field_type)), field_type, info
+            )
     return info
 
 
-def _leaf_fields(t: ir.StructT, prefix: str = "") -> Iterable[tuple[str, int]]:
+def _leaf_fields(t: ir.StructT, prefix: str = "") -> Iterable[tuple[str, ir.Type]]:
     """A header's fields in order, a struct field's own fields each in its place named
     `field.member`, as p4c lists a controller header's metadata (p4c's issue3329-bmv2.p4)."""
     for f in t.fields:
         if isinstance(f.type, ir.StructT):
             yield from _leaf_fields(f.type, f"{prefix}{f.name}.")
         else:
-            yield f"{prefix}{f.name}", ir.bit_width(f.type)
+            yield f"{prefix}{f.name}", f.type
+
+
+def _enum(t: ir.Type) -> ir.EnumT | None:
+    """The serializable enum a value's type is, if it is one."""
+    if isinstance(t, ir.BitT) and t.named is not None:
+        return t.named.enum
+    return None
+
+
+def _new_type(t: ir.Type) -> ir.TypeName | None:
+    """The new type (`type bit<N> T;`) a value's type is, if it is one."""
+    if isinstance(t, ir.BitT | ir.BoolT) and t.named is not None and t.named.enum is None:
+        return t.named
+    return None
+
+
+def _width(t: ir.Type) -> int:
+    """A value's width in P4Info: a translated new type's width is the controller's (p4c 1.2.5
+    writes `@p4runtime_translation`'s W), 0 for one translated to a string."""
+    named = _new_type(t)
+    return named.translated_width if named is not None and named.translated else ir.bit_width(t)
+
+
+def _type_name(msg: Any, t: ir.Type, info: p4info_pb2.P4Info) -> None:
+    """A match field's, action parameter's or controller header field's `type_name`, as p4c
+    writes it for a new type, described in type_info; a serializable enum is described there
+    but not named (p4c 1.2.5 writes its bit<N> only)."""
+    named, enum = _new_type(t), _enum(t)
+    if named is not None:
+        msg.type_name.name = named.name
+        _describe_new_type(named, t, info)
+    elif enum is not None:
+        _serializable_enum(enum, info)
+
+
+def _describe_new_type(named: ir.TypeName, t: ir.Type, info: p4info_pb2.P4Info) -> None:
+    """type_info.new_types: a translated type's URI and width, or the bit<N> it stands for."""
+    if named.name in info.type_info.new_types:
+        return
+    msg = info.type_info.new_types[named.name]
+    kept = (a for a in named.annotations if a.name != "p4runtime_translation")
+    msg.annotations.extend(_annotations(kept))
+    if named.translated:
+        msg.translated_type.uri = named.uri
+        if named.translated_width:
+            msg.translated_type.sdn_bitwidth = named.translated_width
+        else:
+            msg.translated_type.sdn_string.SetInParent()
+    elif isinstance(t, ir.BoolT):
+        msg.original_type.bool.SetInParent()
+    else:
+        assert isinstance(t, ir.BitT)
+        bitstring = msg.original_type.bitstring
+        (bitstring.int if t.signed else bitstring.bit).bitwidth = t.width
+
+
+def _serializable_enum(enum: ir.EnumT, info: p4info_pb2.P4Info) -> None:
+    """type_info.serializable_enums: the underlying width and each member's value, as many
+    bytes as the width takes (p4c 1.2.5 lists the ones P4Info's objects use)."""
+    assert enum.underlying is not None
+    if enum.name in info.type_info.serializable_enums:
+        return
+    width = enum.underlying.width
+    msg = info.type_info.serializable_enums[enum.name]
+    msg.underlying_type.bitwidth = width
+    for member, value in zip(enum.members, enum.values, strict=True):
+        code = (value & enum.underlying.mask).to_bytes((width + 7) // 8, "big")
+        msg.members.add(name=member, value=code)
 
 
 def _meters(info: p4info_pb2.P4Info, program: ir.Program, ids: SymbolIds) -> None:
@@ -227,8 +297,17 @@ def _uses_error(info: p4info_pb2.P4Info, program: ir.Program) -> bool:
 
 def _type_spec(msg: p4info_pb2.P4DataTypeSpec, t: ir.Type, info: p4info_pb2.P4Info) -> None:
     types = info.type_info
-    if isinstance(t, ir.BoolT):
+    if isinstance(t, ir.BoolT) and t.named is not None:
+        msg.new_type.name = t.named.name
+        _describe_new_type(t.named, t, info)
+    elif isinstance(t, ir.BoolT):
         msg.bool.SetInParent()
+    elif isinstance(t, ir.BitT) and t.named is not None and t.named.enum is not None:
+        msg.serializable_enum.name = t.named.name
+        _serializable_enum(t.named.enum, info)
+    elif isinstance(t, ir.BitT) and t.named is not None:
+        msg.new_type.name = t.named.name
+        _describe_new_type(t.named, t, info)
     elif isinstance(t, ir.BitT):
         (msg.bitstring.int if t.signed else msg.bitstring.bit).bitwidth = t.width
     elif isinstance(t, ir.ErrorT):
@@ -280,11 +359,14 @@ def _size_semantics(msg: p4info_pb2.ActionProfile, annotations: tuple[ir.Annotat
             msg.sum_of_members.max_member_weight = int(weight.args[0])
 
 
-def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds) -> None:
+def _table(msg: p4info_pb2.Table, t: ir.Table, ids: SymbolIds, info: p4info_pb2.P4Info) -> None:
     _preamble(msg.preamble, ids, PREFIX.TABLE, t.name, t.annotations)
     for i, k in enumerate(t.keys, start=1):
         width = 0 if k.symbols else k.bitwidth  # an error or enum key: by name, as p4c says
+        if _new_type(k.expr.type) is not None:
+            width = _width(k.expr.type)
         field = msg.match_fields.add(id=i, name=k.name, bitwidth=width)
+        _type_name(field, k.expr.type, info)
         field.match_type = _MATCH[k.match_kind]
         # p4c keeps a key's @hidden (it hides a table, not a key)
         field.annotations.extend(a.source() for a in k.annotations if a.name not in _KEY_SKIPPED)
@@ -336,13 +418,14 @@ def _initial_default_action(
     msg: p4info_pb2.Table, t: ir.Table, action: ir.Action, ids: SymbolIds
 ) -> None:
     """The default action a table starts with (const or not), as p4c 1.2.5 writes it for every
-    table: its arguments each as many bytes as the parameter's width takes, leading zeros kept."""
+    table: its arguments each as many bytes as the parameter's width takes, leading zeros kept
+    (a translated parameter's: the controller's width, the value untranslated, as p4c writes it)."""
     default = msg.initial_default_action
     default.action_id = ids.id(PREFIX.ACTION, t.default_action)
     for i, (param, value) in enumerate(
         zip(action.control_params, t.default_args, strict=True), start=1
     ):
-        width = ir.bit_width(param.type)
+        width = _width(param.type) or ir.bit_width(param.type)
         default.arguments.add(param_id=i, value=value.to_bytes((width + 7) // 8, "big"))
 
 

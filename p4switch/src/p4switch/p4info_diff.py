@@ -9,17 +9,13 @@ fields, action references, initial and const default actions, size, entries, par
 units, type specs; an id naming another object is compared as that object's name), every type
 of `type_info`, and `pkg_info`. A difference is printed one line each and the exit status is 1.
 Ids that differ for the same name are reported as well (controllers that go by name do not
-care; ones that cache p4c's ids would). Known differences, the ones p4switch's docs/SUBSET.md
-lists under "P4Info differences from p4c" (p4c's `type_name` of a `type` and the
-`type_info.new_types` and `serializable_enums` describing them), are printed after, marked
-`known:`, and do not fail. Both files are protobuf text format, whatever their suffix (`.txtpb`, as
-p4c names it now, or `.txt`).
+care; ones that cache p4c's ids would). Both files are protobuf text format, whatever their
+suffix (`.txtpb`, as p4c names it now, or `.txt`).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -133,30 +129,7 @@ def ids(info: p4info_pb2.P4Info) -> dict[tuple[str, str], int]:
 def diff(
     reference: p4info_pb2.P4Info, candidate: p4info_pb2.P4Info, labels: tuple[str, str]
 ) -> list[str]:
-    """One line per difference (empty: they agree) but the known ones; `labels` name the two
-    sides, p4c's first."""
-    return [line for line in _all(reference, candidate, labels) if not _known(line, labels)]
-
-
-def known_differences(
-    reference: p4info_pb2.P4Info, candidate: p4info_pb2.P4Info, labels: tuple[str, str]
-) -> list[str]:
-    """The differences p4switch's docs/SUBSET.md lists ("P4Info differences from p4c"), that
-    the candidate (p4switch's) has by design: no `type_name` where p4c names a `type`, no
-    `type_info.new_types` or `serializable_enums` (p4switch resolves both to `bit<N>`)."""
-    return [line for line in _all(reference, candidate, labels) if _known(line, labels)]
-
-
-def _known(line: str, labels: tuple[str, str]) -> bool:
-    a, b = (re.escape(label) for label in labels)
-    named = rf": type_name \{{name: '[^']*'\}} in {a}, unset in {b}$"
-    described = rf"^type_info (new_types|serializable_enums) [^ ]+: in {a}, missing from {b}$"
-    return re.search(named, line) is not None or re.match(described, line) is not None
-
-
-def _all(
-    reference: p4info_pb2.P4Info, candidate: p4info_pb2.P4Info, labels: tuple[str, str]
-) -> list[str]:
+    """One line per difference (empty: they agree); `labels` name the two sides, p4c's first."""
     ref, cand = summary(reference), summary(candidate)
     a, b = labels
     lines = []
@@ -247,16 +220,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     labels = (args.reference.name, args.candidate.name)
     lines = diff(a, b, labels)
-    known = [f"known: {line}" for line in known_differences(a, b, labels)]
     if lines:
-        print("\n".join([*lines, *known]))
+        print("\n".join(lines))
         print(f"{len(lines)} difference(s)", file=sys.stderr)
         return 1
     counts = [(len(getattr(a, field)), field) for _, field in KINDS]
     agreed = ", ".join(f"{n} {field}" for n, field in counts if n)
     print(f"P4Info agree: {agreed}" if agreed else "P4Info agree")
-    if known:  # named types p4switch does not write (p4switch/docs/SUBSET.md)
-        print("\n".join(known))
     return 0
 
 

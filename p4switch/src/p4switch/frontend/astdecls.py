@@ -38,7 +38,7 @@ class DeclBuilder(CodeBuilder):
         )
 
     def newtype_decl(self, meta: Any, c: list[Any]) -> s.TypedefDecl:
-        return s.TypedefDecl(self._tok(c[2]), str(c[2]), c[1], newtype=True)
+        return s.TypedefDecl(self._tok(c[2]), str(c[2]), c[1], newtype=True, annotations=c[0])
 
     def _struct(self, kind: str, meta: Any, c: list[Any]) -> s.StructDecl:
         annos, name, tparams, *fields = c

@@ -5,6 +5,7 @@ instances, extern instances, tables, actions, functions and parser value sets.""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ from p4switch.exceptions import P4CompileError
 from p4switch.frontend import syntax as s
 from p4switch.frontend.context import BlockContext
 from p4switch.frontend.env import (
+    MAX_WIDTH,
     ActionEntity,
     FunctionEntity,
     InstanceEntity,
@@ -58,6 +60,10 @@ class DeclarationChecker:
         t = self.env.resolve(d.type)
         if d.newtype and not isinstance(t, ir.BitT | ir.BoolT):
             raise P4CompileError.at(d.loc, f"a new type must be bit<N>, int<N> or bool, not {t}")
+        if d.newtype and isinstance(t, ir.BitT):  # named for P4Info; a `type` of a `type`
+            t = ir.BitT(t.width, t.signed, _new_type(d))  # takes the outer name only, as p4c
+        elif d.newtype and isinstance(t, ir.BoolT):
+            t = ir.BoolT(_new_type(d))
         self.env.declare(d.name, t, d.loc)
 
     def _struct(self, d: s.StructDecl) -> None:
@@ -353,6 +359,29 @@ class DeclarationChecker:
         value_sets.append(ir.ValueSet(name, width, size, st.annotations, fields))
         widths = tuple(w for _, w, _ in fields) or (width,)
         scope.declare(st.name, ValueSetEntity(name, width, widths), st.loc)
+
+
+_TRANSLATION = re.compile(
+    r'\s*"((?:[^"\\]|\\.)*)"\s*,\s*(?:(\d+)|bit\s*<\s*(\d+)\s*>|(string))\s*$'
+)
+
+
+def _new_type(d: s.TypedefDecl) -> ir.TypeName:
+    """A new type's name for P4Info, with `@p4runtime_translation("uri", W)` (W a number,
+    `bit<W>` or `string`) if it has one."""
+    annotation = ir.find_annotation(d.annotations, "p4runtime_translation")
+    if annotation is None:
+        return ir.TypeName(d.name, annotations=d.annotations)
+    m = _TRANSLATION.match(annotation.text)
+    if m is None or not m.group(1):
+        what = '@p4runtime_translation takes ("uri", W), W a width, bit<W> or string'
+        raise P4CompileError.at(d.loc, what)
+    width = int(m.group(2) or m.group(3) or 0)
+    if not (m.group(4) or 1 <= width <= MAX_WIDTH):
+        raise P4CompileError.at(
+            d.loc, f"@p4runtime_translation: width {width} outside 1..{MAX_WIDTH}"
+        )
+    return ir.TypeName(d.name, m.group(1), width, annotations=d.annotations)
 
 
 def _flat_struct(t: ir.Type) -> bool:

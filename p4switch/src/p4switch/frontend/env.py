@@ -180,7 +180,9 @@ class TypeEnv:
         if ref.args:
             raise P4CompileError.at(ref.loc, f"type {ref.name!r} takes no type arguments")
         if isinstance(found, ir.EnumT) and found.underlying is not None:
-            return found.underlying  # serializable enums are carried as their underlying type
+            # serializable enums are carried as their underlying type, named for P4Info
+            under = found.underlying
+            return ir.BitT(under.width, under.signed, ir.TypeName(found.name, enum=found))
         return found
 
     def _stack(self, ref: s.StackTypeRef, type_vars: Mapping[str, ir.Type] | None) -> ir.StackT:

@@ -246,7 +246,8 @@ class ExprChecker:
             raise P4CompileError.at(e.loc, f"cannot cast {source} to {target}")
         if isinstance(value, ir.Const):
             return fold_cast(value, target)
-        return value if source == target else ir.Cast(target, value)
+        same = source == target and getattr(source, "named", None) == getattr(target, "named", None)
+        return value if same else ir.Cast(target, value)  # a cast to a `type` names it
 
     def _unary(self, e: s.UnaryExpr, scope: Scope) -> ir.Expr:
         value = self._expr(e.expr, scope)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # --- where ------------------------------------------------------------------------------------
 
@@ -43,9 +43,30 @@ class Type:
 
 
 @dataclass(frozen=True)
+class TypeName:
+    """The name under which P4Info shows a `bit<N>`: a new type (`type bit<N> T;`), with the
+    URI and width of its `@p4runtime_translation` if it has one, or a serializable enum."""
+
+    name: str
+    uri: str = ""  # translated: the controller's values are of this type ...
+    translated_width: int = 0  # ... and this width (0: a string)
+    enum: EnumT | None = None
+    annotations: tuple[Annotation, ...] = ()  # a new type's, for P4Info
+
+    @property
+    def translated(self) -> bool:
+        return bool(self.uri)
+
+
+@dataclass(frozen=True)
 class BitT(Type):
+    """`bit<N>` or `int<N>`. `named` is the type P4Info names for the control plane (a new type
+    or serializable enum); it does not take part in comparisons, since a new type's values mix
+    with its underlying type's here (as after p4c's EliminateNewtype pass)."""
+
     width: int
     signed: bool = False
+    named: TypeName | None = field(default=None, compare=False, repr=False)
 
     @property
     def mask(self) -> int:
@@ -71,6 +92,8 @@ VARBIT_LEN = "$len"
 
 @dataclass(frozen=True)
 class BoolT(Type):
+    named: TypeName | None = field(default=None, compare=False, repr=False)  # as BitT's
+
     def __str__(self) -> str:
         return "bool"
 

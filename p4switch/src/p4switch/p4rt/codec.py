@@ -37,6 +37,16 @@ def invalid(message: str) -> P4RTError:
     return P4RTError(code_pb2.INVALID_ARGUMENT, message)
 
 
+def untranslated(what: str, translated: str) -> P4RTError:
+    """A value of a type with `@p4runtime_translation`: the controller's, which p4switch does
+    not translate to the program's (UNIMPLEMENTED, rather than read as the program's)."""
+    return P4RTError(
+        code_pb2.UNIMPLEMENTED,
+        f"{what} is of type {translated}, with @p4runtime_translation: p4switch does not"
+        " translate the controller's values to the program's",
+    )
+
+
 def refused_by_state(err: StateError) -> P4RTError:
     """A change the run-time state refused, reported with the code the state names."""
     return P4RTError(code_pb2.Code.Value(err.code), str(err))
@@ -95,6 +105,8 @@ def decode_match(
             raise invalid(f"{table.name}: no match field with id {fm.field_id}")
         if decoded[info.index] is not None:
             raise invalid(f"{table.name}: match field {info.name} given twice")
+        if info.translated:
+            raise untranslated(f"{table.name}: match field {info.name}", info.translated)
         kind = fm.WhichOneof("field_match_type")
         if kind != info.kind:
             raise invalid(f"{table.name}: {info.name} is an {info.kind} field, got {kind} match")
@@ -206,6 +218,8 @@ def decode_action(
             raise invalid(f"action {info.name} has no parameter with id {p.param_id}")
         if args[param.index] is not None:
             raise invalid(f"action {info.name}: parameter {param.name} given twice")
+        if param.translated:
+            raise untranslated(f"action {info.name}: parameter {param.name}", param.translated)
         args[param.index] = decode_uint(p.value, param.bitwidth, f"{info.name}: {param.name}")
     missing = [p.name for p in info.params if args[p.index] is None]
     if missing:

@@ -1,7 +1,9 @@
 """The digests a P4Info declares, bound to the program's: a digest's values travel as P4Data
 of its P4Info type, a struct of bitstrings (canonical binary strings: unsigned, or for int<N>
 the shortest two's complement), bools, errors and enums by name, serializable enums' values and
-structs, in the order the program lists them.
+structs, in the order the program lists them. A new type's values travel as its original
+type's; a digest with a value of a translated type (`@p4runtime_translation`) cannot be
+configured, since p4switch does not translate the program's values to the controller's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ class DigestInfo:
     name: str
     type_spec: p4types_pb2.P4DataTypeSpec
     types: p4types_pb2.P4TypeInfo  # P4Info's type_info
+    translated: str = ""  # `T (uri)`: a value of a translated new type, which p4switch refuses
 
     def message(self, digest_list: DigestList, timestamp_ns: int) -> p4runtime_pb2.DigestList:
         msg = p4runtime_pb2.DigestList(
@@ -48,6 +51,9 @@ def _encode(
         for member in spec.tuple.members:
             _encode(out.tuple.members.add(), member, values, types)
         return
+    if kind == "new_type":  # untranslated (a translated one is not configured)
+        _encode(out, types.new_types[spec.new_type.name].original_type, values, types)
+        return
     value = next(values)
     if kind == "bool":
         out.bool = bool(value)
@@ -73,8 +79,14 @@ def _unsigned(value: int) -> bytes:
 
 def _widths(spec: p4types_pb2.P4DataTypeSpec, types: p4types_pb2.P4TypeInfo) -> list[int] | None:
     """The width of each value a digest of this type carries, 0 for an error or a plain enum
-    (sent by name); None: a type p4switch does not send."""
+    (sent by name), TRANSLATED for a translated new type's; None: a type p4switch does not
+    send."""
     kind = spec.WhichOneof("type_spec")
+    if kind == "new_type" and spec.new_type.name in types.new_types:
+        new_type = types.new_types[spec.new_type.name]
+        if new_type.HasField("original_type"):
+            return _widths(new_type.original_type, types)
+        return [TRANSLATED]
     if kind == "bool":
         return [1]
     if kind in ("error", "enum"):
@@ -101,6 +113,24 @@ def _widths(spec: p4types_pb2.P4DataTypeSpec, types: p4types_pb2.P4TypeInfo) -> 
     return None
 
 
+TRANSLATED = -1  # the width of a translated new type's value: the program's, whatever it is
+
+
+def _translated(spec: p4types_pb2.P4DataTypeSpec, types: p4types_pb2.P4TypeInfo) -> str:
+    """`T (uri)` for the first value of a translated new type a digest carries, if any."""
+    kind = spec.WhichOneof("type_spec")
+    if kind == "new_type" and spec.new_type.name in types.new_types:
+        new_type = types.new_types[spec.new_type.name]
+        if new_type.HasField("translated_type"):
+            return f"{spec.new_type.name} ({new_type.translated_type.uri})"
+    members: list[p4types_pb2.P4DataTypeSpec] = []
+    if kind == "tuple":
+        members = list(spec.tuple.members)
+    elif kind == "struct" and spec.struct.name in types.structs:
+        members = [m.type_spec for m in types.structs[spec.struct.name].members]
+    return next((found for m in members if (found := _translated(m, types))), "")
+
+
 def bind_digests(
     p4info: p4info_pb2.P4Info, state: SwitchState, problems: list[str]
 ) -> dict[int, DigestInfo]:
@@ -111,8 +141,19 @@ def bind_digests(
         spec = state.digests.specs.get(name)
         if spec is None:
             problems.append(f"digest {name} is not in the program")
-        elif _widths(d.type_spec, p4info.type_info) != [w for _, w in spec.fields]:
+        elif not _same_widths(_widths(d.type_spec, p4info.type_info), [w for _, w in spec.fields]):
             problems.append(f"digest {name}: its type_spec does not match the program's {name}")
         else:
-            out[d.preamble.id] = DigestInfo(d.preamble.id, name, d.type_spec, p4info.type_info)
+            translated = _translated(d.type_spec, p4info.type_info)
+            out[d.preamble.id] = DigestInfo(
+                d.preamble.id, name, d.type_spec, p4info.type_info, translated
+            )
     return out
+
+
+def _same_widths(given: list[int] | None, program: list[int]) -> bool:
+    return (
+        given is not None
+        and len(given) == len(program)
+        and all(g in (w, TRANSLATED) for g, w in zip(given, program, strict=True))
+    )

@@ -15,7 +15,7 @@ from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import P4RTError
 from p4switch.p4rt.arbitration import Arbiter, Session
-from p4switch.p4rt.codec import InstalledPipeline, Undo, invalid
+from p4switch.p4rt.codec import InstalledPipeline, Undo, invalid, untranslated
 from p4switch.p4rt.digestinfo import DigestInfo
 from p4switch.runtime import DigestConfig, DigestEngine, DigestList
 
@@ -56,6 +56,8 @@ def digest_entry(pipeline: InstalledPipeline, utype: int, msg: p4runtime_pb2.Dig
             raise P4RTError(code_pb2.ALREADY_EXISTS, f"digest {info.name} is configured already")
         if utype == MODIFY and before is None:
             raise P4RTError(code_pb2.NOT_FOUND, f"digest {info.name} is not configured")
+        if info.translated:
+            raise untranslated(f"digest {info.name}: a value", info.translated)
         c = msg.config
         config = DigestConfig(c.max_timeout_ns, c.max_list_size, c.ack_timeout_ns)
         if min(c.max_timeout_ns, c.max_list_size, c.ack_timeout_ns) < 0:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from p4.v1 import p4runtime_pb2
 
 from p4switch.exceptions import PacketInError
-from p4switch.p4rt.codec import decode_uint, encode_uint, invalid
+from p4switch.p4rt.codec import decode_uint, encode_uint, invalid, untranslated
 from p4switch.p4rt.schema import ControllerHeaderInfo
 
 
@@ -22,6 +22,10 @@ def packet_out_frame(header: ControllerHeaderInfo | None, packet: p4runtime_pb2.
         if packet.metadata:
             raise invalid("the program has no packet_out header: PacketOut takes no metadata")
         return payload
+    untranslatable = header.translated
+    if untranslatable is not None:
+        what = f"packet_out metadata {untranslatable.name}"
+        raise untranslated(what, untranslatable.translated)
     fields = {f.id: f for f in header.fields}
     values: dict[int, int] = {}
     for md in packet.metadata:
@@ -46,6 +50,12 @@ def packet_in_message(header: ControllerHeaderInfo | None, frame: bytes) -> p4ru
     """The PacketIn for a frame the pipeline sent to the CPU port."""
     if header is None:
         return p4runtime_pb2.PacketIn(payload=frame)
+    untranslatable = header.translated
+    if untranslatable is not None:
+        raise PacketInError(
+            f"packet_in metadata {untranslatable.name} is of type {untranslatable.translated},"
+            " with @p4runtime_translation: p4switch does not translate the program's values"
+        )
     size = header.byte_len
     if len(frame) < size:
         raise PacketInError(

@@ -30,6 +30,7 @@ from p4switch.p4rt.codec import (
     pre_to_proto,
     refused_by_state,
     table_of,
+    untranslated,
 )
 from p4switch.p4rt.digests import read_digests
 from p4switch.p4rt.profiles import entry_action, read_groups, read_members
@@ -211,6 +212,10 @@ def _counters(pipeline: InstalledPipeline, q: p4runtime_pb2.CounterEntry) -> Ent
 def _registers(pipeline: InstalledPipeline, q: p4runtime_pb2.RegisterEntry) -> Entities:
     out: Entities = []
     for info in _chosen(pipeline.schema.registers, q.register_id, "register"):
+        if info.translated and q.register_id:
+            raise untranslated(f"register {info.name}", info.translated)
+        if info.translated:  # not among every register's cells: its values are the program's
+            continue
         register = pipeline.state.register(info.name)
         for i in index_cells(q, info.size, info.name):
             entry = p4runtime_pb2.RegisterEntry(register_id=info.id)

@@ -5,6 +5,11 @@ names such as `MyIngress.ipv4_lpm`). `P4InfoIndex.bind` indexes a P4Info by id a
 object, that the state built from the program has the same tables (keys, actions), actions
 (parameters), registers and counters. A P4Info that does not describe the program is refused
 when the pipeline is set, with every disagreement listed, rather than on the first write.
+
+A match field, action parameter or controller header field of a new type with
+`@p4runtime_translation` carries the controller's values of the translated type (P4Info gives
+its width, or a string); p4switch does not translate them, so it binds such a field with the
+program's width and marks it `translated`, and refuses each write or packet that carries one.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class FieldInfo:
     kind: str  # "exact", "lpm", "ternary", "range" or "optional"
     index: int  # position of the field in the run-time key
     symbols: tuple[str, ...] = ()  # an error or enum key: matched by its values' names
+    translated: str = ""  # a translated new type: `T (uri)`; p4switch refuses its values
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,7 @@ class ParamInfo:
     name: str
     bitwidth: int
     index: int  # position of the parameter in ActionCall.args
+    translated: str = ""  # a translated new type: `T (uri)`; p4switch refuses its values
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,7 @@ class RegisterInfo:
     name: str
     bitwidth: int
     size: int
+    translated: str = ""  # a translated new type: `T (uri)`; p4switch refuses its values
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,7 @@ class MetadataInfo:
     name: str
     bitwidth: int
     padding: bool  # a padding field: a client may leave it out of a PacketOut
+    translated: str = ""  # a translated new type: `T (uri)`; the header's layout is unknown
 
 
 @dataclass(frozen=True)
@@ -135,6 +144,11 @@ class ControllerHeaderInfo:
 
     name: str
     fields: tuple[MetadataInfo, ...]
+
+    @property
+    def translated(self) -> MetadataInfo | None:
+        """A field of a translated type (its width in the program is not in P4Info), if any."""
+        return next((f for f in self.fields if f.translated), None)
 
     @property
     def byte_len(self) -> int:
@@ -168,15 +182,18 @@ class P4InfoIndex:
         _check_unique_ids(p4info, problems)
         used = {ref.id for t in p4info.tables for ref in t.action_refs}
         actions = {
-            a.preamble.id: _bind_action(a, state, problems)
+            a.preamble.id: _bind_action(a, state, problems, p4info)
             for a in p4info.actions
             if a.preamble.id in used or a.preamble.name in state.actions
         }  # an action no table uses need not be in the program
         action_names = {i: a.name for i, a in actions.items()}
         tables = {
-            t.preamble.id: _bind_table(t, state, action_names, problems) for t in p4info.tables
+            t.preamble.id: _bind_table(t, state, action_names, problems, p4info)
+            for t in p4info.tables
         }
-        registers = {r.preamble.id: _bind_register(r, state, problems) for r in p4info.registers}
+        registers = {
+            r.preamble.id: _bind_register(r, state, problems, p4info) for r in p4info.registers
+        }
         counters = {c.preamble.id: _bind_counter(c, state, problems) for c in p4info.counters}
         direct = {
             d.preamble.id: _bind_direct_counter(d, state, tables, problems)
@@ -188,7 +205,7 @@ class P4InfoIndex:
         digests = bind_digests(p4info, state, problems)
         profiles = bind_profiles(p4info, state, problems)
         headers = {
-            h.preamble.name: _controller_header(h, problems)
+            h.preamble.name: _controller_header(h, problems, p4info)
             for h in p4info.controller_packet_metadata
         }
         if problems:
@@ -241,7 +258,19 @@ def _check_unique_ids(p4info: p4info_pb2.P4Info, problems: list[str]) -> None:
             seen[pid] = name
 
 
-def _bind_action(a: p4info_pb2.Action, state: SwitchState, problems: list[str]) -> ActionInfo:
+def translation(p4info: p4info_pb2.P4Info, type_name: str) -> str:
+    """`T (uri)` for a value P4Info names of a new type T with `@p4runtime_translation`."""
+    if not type_name:
+        return ""
+    new_type = p4info.type_info.new_types.get(type_name)
+    if new_type is None or not new_type.HasField("translated_type"):
+        return ""
+    return f"{type_name} ({new_type.translated_type.uri})"
+
+
+def _bind_action(
+    a: p4info_pb2.Action, state: SwitchState, problems: list[str], p4info: p4info_pb2.P4Info
+) -> ActionInfo:
     name = a.preamble.name
     spec = state.actions.get(name)
     if spec is None:
@@ -255,12 +284,13 @@ def _bind_action(a: p4info_pb2.Action, state: SwitchState, problems: list[str]) 
     params = []
     for p in a.params:
         where = index.get(p.name)
-        if where is None or where[1] != p.bitwidth:
+        translated = translation(p4info, p.type_name.name)  # of the controller's width, not P4's
+        if where is None or (where[1] != p.bitwidth and not translated):
             problems.append(
                 f"action {name}: parameter {p.name} bit<{p.bitwidth}> is not in the program"
             )
             continue
-        params.append(ParamInfo(p.id, p.name, p.bitwidth, where[0]))
+        params.append(ParamInfo(p.id, p.name, where[1], where[0], translated))
     if len(a.params) != len(spec.params):
         problems.append(
             f"action {name}: {len(a.params)} parameters, the program has {len(spec.params)}"
@@ -269,7 +299,11 @@ def _bind_action(a: p4info_pb2.Action, state: SwitchState, problems: list[str]) 
 
 
 def _bind_table(
-    t: p4info_pb2.Table, state: SwitchState, action_names: Mapping[int, str], problems: list[str]
+    t: p4info_pb2.Table,
+    state: SwitchState,
+    action_names: Mapping[int, str],
+    problems: list[str],
+    p4info: p4info_pb2.P4Info,
 ) -> TableInfo:
     name = t.preamble.name
     table = state.tables.get(name)
@@ -283,12 +317,19 @@ def _bind_table(
             kind = _MATCH_KINDS.get(mf.match_type, mf.other_match_type or "unspecified")
             index, key_spec = keys.get(mf.name, (0, None))
             width = 0 if key_spec is None or key_spec.symbols else key_spec.bitwidth
-            if key_spec is None or key_spec.match_kind != kind or width != mf.bitwidth:
+            translated = translation(p4info, mf.type_name.name)  # of the controller's width
+            if (
+                key_spec is None
+                or key_spec.match_kind != kind
+                or (width != mf.bitwidth and not translated)
+            ):
                 key = f"{mf.name} ({kind}, bit<{mf.bitwidth}>)"
                 problems.append(f"table {name}: key {key} is not in the program")
                 continue
             fields.append(
-                FieldInfo(mf.id, mf.name, key_spec.bitwidth, kind, index, key_spec.symbols)
+                FieldInfo(
+                    mf.id, mf.name, key_spec.bitwidth, kind, index, key_spec.symbols, translated
+                )
             )
         if len(t.match_fields) != len(spec.keys):
             problems.append(
@@ -331,14 +372,38 @@ def _check_table_actions(
         problems.append(f"table {name}: const default action differs from the program's")
 
 
-def _bind_register(r: p4info_pb2.Register, state: SwitchState, problems: list[str]) -> RegisterInfo:
+def _register_width(spec: p4info_pb2.P4DataTypeSpec, types: p4info_pb2.P4TypeInfo) -> int:
+    """A register value's width; 0 if it is not bit<W>, int<W> or a name for one of those
+    (a translated new type among the latter: the width is the controller's)."""
+    which = spec.WhichOneof("type_spec")
+    if which == "serializable_enum" and spec.serializable_enum.name in types.serializable_enums:
+        return int(types.serializable_enums[spec.serializable_enum.name].underlying_type.bitwidth)
+    if which == "new_type" and spec.new_type.name in types.new_types:
+        new_type = types.new_types[spec.new_type.name]
+        if new_type.HasField("original_type"):
+            return _register_width(new_type.original_type, types)
+        return 0
+    kind = spec.bitstring.WhichOneof("type_spec") if which == "bitstring" else None
+    if kind == "bit":
+        return int(spec.bitstring.bit.bitwidth)
+    return int(spec.bitstring.int.bitwidth) if kind == "int" else 0
+
+
+def _bind_register(
+    r: p4info_pb2.Register, state: SwitchState, problems: list[str], p4info: p4info_pb2.P4Info
+) -> RegisterInfo:
     name = r.preamble.name
-    # bit<W> or int<W> (two's complement on the wire, as P4Runtime encodes signed values)
-    kind = r.type_spec.bitstring.WhichOneof("type_spec")
-    bitwidth = getattr(r.type_spec.bitstring, kind).bitwidth if kind in ("bit", "int") else 0
     spec = state.registers[name].spec if name in state.registers else None
+    # a translated new type: the program's width, its values refused
+    translated = translation(p4info, r.type_spec.new_type.name)
+    if translated and spec is not None and spec.size == r.size:
+        return RegisterInfo(r.preamble.id, name, spec.bitwidth, r.size, translated)
+    # bit<W> or int<W> (two's complement on the wire, as P4Runtime encodes signed values), or
+    # a serializable enum or a new type of one of those, as its underlying bit<W>
+    bitwidth = _register_width(r.type_spec, p4info.type_info)
     if bitwidth == 0:
-        problems.append(f"register {name}: only bit<W> and int<W> registers are supported")
+        what = "only bit<W> and int<W> registers (or names of them) are supported"
+        problems.append(f"register {name}: {what}")
     elif spec is None or spec.bitwidth != bitwidth or spec.size != r.size:
         problems.append(f"register {name} bit<{bitwidth}>[{r.size}] is not in the program")
     return RegisterInfo(r.preamble.id, name, bitwidth, r.size)
@@ -412,7 +477,7 @@ def _bind_direct_counter(
 
 
 def _controller_header(
-    h: p4info_pb2.ControllerPacketMetadata, problems: list[str]
+    h: p4info_pb2.ControllerPacketMetadata, problems: list[str], p4info: p4info_pb2.P4Info
 ) -> ControllerHeaderInfo:
     fields = tuple(
         MetadataInfo(
@@ -420,10 +485,13 @@ def _controller_header(
             m.name,
             m.bitwidth,
             m.name.startswith("_pad") or any(a.startswith("@padding") for a in m.annotations),
+            translation(p4info, m.type_name.name),
         )
         for m in h.metadata
     )
     bits = sum(f.bitwidth for f in fields)
+    if any(f.translated for f in fields):  # refused packet by packet (its layout is unknown)
+        return ControllerHeaderInfo(h.preamble.name, fields)
     if any(f.bitwidth <= 0 for f in fields):
         problems.append(f"controller header {h.preamble.name}: every field needs a bitwidth")
     if bits % 8:

@@ -27,6 +27,7 @@ from p4switch.p4rt.codec import (
     invalid,
     refused_by_state,
     table_of,
+    untranslated,
 )
 from p4switch.p4rt.digests import digest_entry
 from p4switch.p4rt.profiles import entry_action, group_entry, member_entry
@@ -327,6 +328,8 @@ def _register_entry(
     info = pipeline.schema.registers.get(msg.register_id)
     if info is None:
         raise P4RTError(code_pb2.NOT_FOUND, f"no register with id {msg.register_id:#x}")
+    if info.translated:
+        raise untranslated(f"register {info.name}", info.translated)
     if msg.data.WhichOneof("data") != "bitstring":
         raise invalid(f"{info.name} holds bit<{info.bitwidth}>: data must be a bitstring")
     value = decode_uint(msg.data.bitstring, info.bitwidth, info.name)

@@ -38,6 +38,7 @@ class TypedefDecl(Decl):
     name: str
     type: TypeRef
     newtype: bool = False
+    annotations: tuple[Annotation, ...] = ()
 
 
 @dataclass(frozen=True)
