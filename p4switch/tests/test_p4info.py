@@ -466,3 +466,11 @@ def test_a_new_type_s_other_annotations_are_kept_as_p4c(tmp_path: Path) -> None:
     path.write_text(source.replace("type bit<9> port_id_t;", '@note("x")\ntype bit<9> port_id_t;'))
     info = compile_file(path).p4info
     assert list(info.type_info.new_types["port_id_t"].annotations) == ['@note("x")']
+
+
+def test_direct_counters_and_meters_keep_their_annotations_as_p4c() -> None:
+    """p4c 1.2.5 writes a direct counter's and a direct meter's annotations (here @min_width)
+    in their preambles, as it does for indexed ones (p4c's switch_p4_16.p4 has one)."""
+    info = compile_file(Path(__file__).parent / "programs" / "direct_annotations.p4").p4info
+    assert [list(d.preamble.annotations) for d in info.direct_counters] == [["@min_width(32)"]]
+    assert [list(d.preamble.annotations) for d in info.direct_meters] == [["@min_width(16)"]]

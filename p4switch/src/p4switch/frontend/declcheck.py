@@ -209,7 +209,9 @@ class DeclarationChecker:
             program.counters.append(ir.Counter(name, size, unit, st.annotations))
         elif kind == "direct_counter":
             (unit,) = self._ctor_args(st, scope, 1, unit_at=0)
-            entity = InstanceEntity("direct_counter", name, None, 0, unit, st.loc)
+            entity = InstanceEntity(
+                "direct_counter", name, None, 0, unit, st.loc, annotations=st.annotations
+            )
             program.direct_counters[name] = entity
         elif kind == "meter":
             size, unit = self._ctor_args(st, scope, 2, unit_at=1, units="MeterType")
@@ -221,7 +223,9 @@ class DeclarationChecker:
             (unit,) = self._ctor_args(st, scope, 1, unit_at=0, units="MeterType")
             color = ir.Var(f"{name}.color", ir.BitT(2), in_slots=True)
             locals_.append(color)
-            entity = InstanceEntity("direct_meter", name, None, 0, unit, st.loc, color)
+            entity = InstanceEntity(
+                "direct_meter", name, None, 0, unit, st.loc, color, st.annotations
+            )
             program.direct_meters[name] = entity
         elif kind in ("action_profile", "action_selector"):
             entity = program.table_checker.profiles.declare(st, name, scope)

@@ -45,6 +45,7 @@ class InstanceEntity:
     unit: str = ""
     loc: ir.Loc | None = None
     color: ir.Var | None = None  # direct meters: where the hit entry's color is put
+    annotations: tuple[ir.Annotation, ...] = ()  # direct counters and meters: for P4Info
 
 
 @dataclass(eq=False)

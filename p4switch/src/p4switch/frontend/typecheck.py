@@ -196,7 +196,7 @@ class ProgramChecker:
                 raise P4CompileError.at(
                     entity.loc, f"direct counter {name} is not attached to a table"
                 )
-            directs.append(ir.DirectCounter(name, entity.unit, table))
+            directs.append(ir.DirectCounter(name, entity.unit, table, entity.annotations))
         direct_meters = []
         for name, entity in self.direct_meters.items():
             table = self.table_checker.direct_meters.get(name)
@@ -205,7 +205,9 @@ class ProgramChecker:
                     entity.loc, f"direct meter {name} is not attached to a table"
                 )
             assert entity.color is not None
-            direct_meters.append(ir.DirectMeter(name, entity.unit, table, entity.color))
+            direct_meters.append(
+                ir.DirectMeter(name, entity.unit, table, entity.color, entity.annotations)
+            )
         return ir.Program(
             path=self.path,
             headers=hdr,
